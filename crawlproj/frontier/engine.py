@@ -1,0 +1,48 @@
+"""The two things the frontier needs from Scrapy's engine that it has no API for.
+
+Kept in this one small module, tested against the installed Scrapy (see
+../shared/scrapy-notes.md §2): if Scrapy changes these internals, this breaks
+loudly here and nowhere else.
+
+1. wake(): the engine stops pulling from the scheduler at the first None and
+   otherwise only looks again on its 5 s heartbeat. When leases arrive, or a
+   host's politeness delay ends, the frontier schedules the engine's next pull.
+2. on_request_done(): a request is done for the frontier when the engine has
+   downloaded it AND the scraper has finished with its output (links enqueued,
+   items through the pipelines): that is when the engine removes it from its
+   in-progress set. Releasing the host only then means a worker that dies
+   mid-page has its URL re-crawled, never its links lost.
+"""
+
+from __future__ import annotations
+
+
+def _slot(crawler):
+    engine = getattr(crawler, "engine", None)
+    return getattr(engine, "_slot", None) if engine is not None else None
+
+
+def wake(crawler) -> None:
+    slot = _slot(crawler)
+    if slot is not None and slot.closing is None:
+        slot.nextcall.schedule()
+
+
+def on_request_done(crawler, callback) -> bool:
+    """Call callback(request) whenever the engine finishes a request."""
+    slot = _slot(crawler)
+    if slot is None:
+        return False
+    if getattr(slot, "_crawlproj_done_hook", None) is callback:
+        return True
+    remove = slot.remove_request
+
+    def remove_request(request):
+        try:
+            callback(request)
+        finally:
+            remove(request)
+
+    slot.remove_request = remove_request
+    slot._crawlproj_done_hook = callback
+    return True

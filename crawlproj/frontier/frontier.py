@@ -1,0 +1,207 @@
+"""The shared frontier in Redis: key layout and the one round trip per sync.
+
+Every change to the frontier is one call of lua/sync.lua on one partition;
+a worker sends the calls for all partitions it needs in one pipeline, so one
+network round trip carries a batch of pages' links, the releases of the hosts
+those pages came from, lease renewals and the next leases.
+
+Keys (see lua/sync.lua for each one's meaning):
+    cp:{<crawl>}:meta                 HASH  partitions, created
+    cp:{<crawl>/<p>}:heap|ready|...   partition p's state; the hash tag puts
+                                      them in one Redis Cluster slot
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mmh3
+from redis.exceptions import NoScriptError
+
+from crawlproj.due.fingerprint import bucket_of, url_fingerprint
+
+SYNC_LUA = (Path(__file__).parent / "lua" / "sync.lua").read_text()
+
+
+@dataclass
+class Batch:
+    """What one worker sends to one partition in one sync."""
+
+    enqueue: list = field(default_factory=list)   # (host, fp, bucket, score, payload, force)
+    release: list = field(default_factory=list)   # (host, token, delay_ms, outcome)
+    renew: list = field(default_factory=list)     # (host, token)
+    lease: int = 0
+
+    def args(self, frontier: "Frontier") -> list:
+        out = [frontier.lease_ttl_ms, frontier.backoff_base_ms, frontier.backoff_max_ms,
+               frontier.backoff_after, len(self.enqueue)]
+        for e in self.enqueue:
+            out.extend(e)
+        out.append(len(self.release))
+        for r in self.release:
+            out.extend(r)
+        out.append(len(self.renew))
+        for r in self.renew:
+            out.extend(r)
+        out.append(self.lease)
+        return out
+
+    def __bool__(self):
+        return bool(self.enqueue or self.release or self.renew or self.lease)
+
+
+@dataclass
+class Leased:
+    host: str
+    token: str
+    score: float
+    payload: bytes
+    partition: int
+
+
+@dataclass
+class Result:
+    """A partition's answer to one sync."""
+
+    now_ms: int
+    leased: list
+    added: int
+    duplicates: int
+    stale: int
+    expired: int
+    next_ready_ms: int    # earliest time a host may be ready here; -1 = none queued
+    heap: int
+    ready: int
+    leases: int
+    queued: int
+
+
+class Frontier:
+    """One crawl's frontier on one Redis server or cluster."""
+
+    def __init__(self, redis, crawl_id: str = "default", partitions: int = 1,
+                 lease_ttl: float = 30.0, backoff_base: float = 5.0,
+                 backoff_max: float = 3600.0, backoff_after: int = 3,
+                 due_buckets: int = 4096):
+        if "{" in crawl_id or "}" in crawl_id:
+            raise ValueError("CRAWL_ID must not contain { or }")
+        self.redis = redis
+        self.crawl_id = crawl_id
+        self.lease_ttl_ms = int(lease_ttl * 1000)
+        self.backoff_base_ms = int(backoff_base * 1000)
+        self.backoff_max_ms = int(backoff_max * 1000)
+        self.backoff_after = int(backoff_after)
+        self.due_buckets = due_buckets
+        self.partitions = self._agree_partitions(partitions)
+        self._sha = None
+
+    @classmethod
+    def from_settings(cls, settings, redis):
+        return cls(
+            redis,
+            crawl_id=settings.get("CRAWL_ID", "default"),
+            partitions=settings.getint("FRONTIER_PARTITIONS", 1),
+            lease_ttl=settings.getfloat("FRONTIER_LEASE_TTL", 30.0),
+            backoff_base=settings.getfloat("FRONTIER_BACKOFF_BASE", 5.0),
+            backoff_max=settings.getfloat("FRONTIER_BACKOFF_MAX", 3600.0),
+            backoff_after=settings.getint("FRONTIER_BACKOFF_AFTER", 3),
+            due_buckets=settings.getint("DUE_BUCKETS", 4096),
+        )
+
+    # -- key layout -------------------------------------------------------
+
+    @property
+    def meta_key(self) -> str:
+        return f"cp:{{{self.crawl_id}}}:meta"
+
+    def prefix(self, partition: int) -> str:
+        return f"cp:{{{self.crawl_id}/{partition}}}:"
+
+    def partition_of(self, host: str) -> int:
+        # Mercator's host splitter: all URLs of a host live in one partition.
+        return mmh3.hash(host, signed=False) % self.partitions
+
+    def _agree_partitions(self, wanted: int) -> int:
+        """The first worker fixes the crawl's partition count; others adopt it."""
+        self.redis.hsetnx(self.meta_key, "partitions", int(wanted))
+        self.redis.hsetnx(self.meta_key, "created", f"{time.time():.3f}")
+        return int(self.redis.hget(self.meta_key, "partitions"))
+
+    # -- building entries -------------------------------------------------
+
+    def entry(self, host: str, url: str, score: float, payload: bytes, force: bool = False,
+              fp: int | None = None):
+        if fp is None:
+            fp = url_fingerprint(url)
+        return (host, fp, bucket_of(fp, self.due_buckets), repr(float(score)), payload,
+                "1" if force else "0")
+
+    # -- the round trip ---------------------------------------------------
+
+    def sync(self, batches: dict[int, Batch]) -> dict[int, Result]:
+        """Send each partition's batch; all in one pipeline, one round trip."""
+        if self._sha is None:
+            self._sha = self.redis.script_load(SYNC_LUA)
+        parts = list(batches)
+        pipe = self.redis.pipeline(transaction=False)
+        for p in parts:
+            pipe.evalsha(self._sha, 1, self.prefix(p), *batches[p].args(self))
+        replies = pipe.execute(raise_on_error=False)
+        out = {}
+        for p, reply in zip(parts, replies):
+            if isinstance(reply, NoScriptError):
+                # the server restarted or was flushed: load the script again and
+                # redo this partition only (the others have been applied)
+                self._sha = self.redis.script_load(SYNC_LUA)
+                reply = self.redis.evalsha(self._sha, 1, self.prefix(p), *batches[p].args(self))
+            elif isinstance(reply, Exception):
+                raise reply
+            out[p] = self._result(p, reply)
+        return out
+
+    @staticmethod
+    def _result(p: int, reply) -> Result:
+        now, flat, c = reply
+        leased = [Leased(flat[i].decode(), flat[i + 1].decode(), float(flat[i + 2]),
+                         flat[i + 3], p) for i in range(0, len(flat), 4)]
+        return Result(int(now), leased, *(int(x) for x in c))
+
+    # -- operator views ---------------------------------------------------
+
+    def status(self) -> dict:
+        """Counts over all partitions, for `scrapy frontier` and stats."""
+        results = self.sync({p: Batch() for p in range(self.partitions)})
+        pipe = self.redis.pipeline(transaction=False)
+        for p in range(self.partitions):
+            pipe.zrange(self.prefix(p) + "leases", 0, 0, withscores=True)
+            pipe.hgetall(self.prefix(p) + "stats")
+        replies = pipe.execute()
+        now = max(r.now_ms for r in results.values())
+        oldest = None
+        totals: dict[str, int] = {}
+        for i in range(self.partitions):
+            first, stats = replies[2 * i], replies[2 * i + 1]
+            if first:
+                deadline = first[0][1]
+                oldest = deadline if oldest is None else min(oldest, deadline)
+            for k, v in stats.items():
+                totals[k.decode()] = totals.get(k.decode(), 0) + int(v)
+        ready = sum(r.ready for r in results.values())
+        waiting = sum(r.heap for r in results.values())
+        # a host on the heap whose time has passed is ready too
+        return {
+            "crawl_id": self.crawl_id,
+            "partitions": self.partitions,
+            "queued": sum(r.queued for r in results.values()),
+            "hosts_ready": ready,
+            "hosts_waiting": waiting,
+            "hosts_leased": sum(r.leases for r in results.values()),
+            "oldest_lease_age_s": None if oldest is None
+            else max(0.0, (now - (oldest - self.lease_ttl_ms)) / 1000.0),
+            "counters": totals,
+        }
+
+    def is_empty(self, results: dict[int, Result]) -> bool:
+        return all(r.queued == 0 and r.leases == 0 for r in results.values())

@@ -1,0 +1,206 @@
+-- One worker's atomic round trip with ONE partition of the frontier.
+--
+-- Mercator's polite, prioritising frontier (Najork & Heydon 2001, §3.1), kept in
+-- Redis so that every worker of a crawl shares it. A host is always in exactly
+-- one of four states, each a key of the partition:
+--   heap    ZSET host -> time (ms) it may next be contacted; it has queued URLs.
+--           This is Mercator's heap of back queues keyed by next-contact time.
+--   ready   ZSET host -> score of its best queued URL; its time has come.
+--           Serving ZPOPMIN of ready gives the best URL among ready hosts.
+--   leases  ZSET host -> lease deadline (ms); one of its URLs is being fetched
+--           by some worker (weak politeness: one connection per host).
+--   idle    ZSET host -> next-contact time (ms); no queued URL, not leased. Kept
+--           until that time passes so a refilled queue still waits its turn.
+-- and per host:
+--   q:<host> ZSET payload -> score (lower = sooner): the host's back queue.
+-- The DUE's URL-seen sets live in the same partition (seen:<bucket>, intsets of
+-- 64-bit fingerprints), so "unseen? then enqueue" is one atomic step.
+--
+-- All times come from the server's clock (TIME), so workers on many machines
+-- never compare their own clocks.
+--
+-- KEYS[1]  the partition's key prefix, e.g. "cp:{crawl/3}:" (routes the call
+--          to the cluster node that holds the partition's hash slot)
+-- ARGV     lease_ttl_ms, backoff_base_ms, backoff_max_ms, backoff_after,
+--          then four sections, each a count followed by its fields:
+--   enqueue: host, fingerprint, bucket, score, payload, force   (6 each)
+--   release: host, token, delay_ms, outcome                     (4 each)
+--            outcome: ok | fail | block:<ms> | return
+--   renew:   host, token                                        (2 each)
+--   lease:   n (how many hosts to lease)
+-- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts being
+--   added, duplicates, stale, expired, next_ready_ms, heap, ready, leases, queued
+
+local P = KEYS[1]
+local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .. 'lease'
+local IDLE, FAILS, STATS = P .. 'idle', P .. 'fails', P .. 'stats'
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local ttl = tonumber(ARGV[1])
+local backoff_base, backoff_max = tonumber(ARGV[2]), tonumber(ARGV[3])
+local backoff_after = tonumber(ARGV[4])
+local i = 5
+
+local function queue(host) return P .. 'q:' .. host end
+
+local queued_delta = 0
+local added, dups, stale, expired = 0, 0, 0, 0
+
+-- A host that just got a URL and is in no state yet goes on the heap, at the
+-- time its politeness delay ends (remembered in idle) or now.
+local function wake_host(host)
+  if redis.call('ZSCORE', READY, host) or redis.call('ZSCORE', HEAP, host)
+     or redis.call('ZSCORE', LEASES, host) then
+    return
+  end
+  local at = tonumber(redis.call('ZSCORE', IDLE, host) or 0)
+  if at < now then at = now end
+  redis.call('ZREM', IDLE, host)
+  redis.call('ZADD', HEAP, at, host)
+end
+
+-- Give a leased URL back to its host's queue (worker gone or shutting down).
+local function requeue(host, lease)
+  local l = cmsgpack.unpack(lease)
+  if redis.call('ZADD', queue(host), 'NX', l[2], l[3]) == 1 then
+    queued_delta = queued_delta + 1
+  end
+end
+
+-- The host leaves its lease; it may be contacted again after delay_ms.
+local function unlease(host, delay_ms)
+  redis.call('HDEL', LEASE, host)
+  redis.call('ZREM', LEASES, host)
+  local at = now + delay_ms
+  if redis.call('ZCARD', queue(host)) > 0 then
+    redis.call('ZADD', HEAP, at, host)
+  elseif delay_ms > 0 then
+    redis.call('ZADD', IDLE, at, host)
+  end
+end
+
+-- 1. enqueue: the DUE test-and-set, then the host's back queue.
+local n = tonumber(ARGV[i]); i = i + 1
+local touched = {}
+for _ = 1, n do
+  local host, fp, bucket, score, payload, force =
+    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+  i = i + 6
+  local new = redis.call('SADD', P .. 'seen:' .. bucket, fp) == 1
+  if new or force == '1' then
+    if redis.call('ZADD', queue(host), 'NX', score, payload) == 1 then
+      queued_delta = queued_delta + 1
+      added = added + 1
+      if touched[host] == nil then touched[host] = tonumber(score)
+      elseif tonumber(score) < touched[host] then touched[host] = tonumber(score) end
+    end
+  else
+    dups = dups + 1
+  end
+end
+for host, best in pairs(touched) do
+  if redis.call('ZSCORE', READY, host) then
+    redis.call('ZADD', READY, 'LT', best, host)  -- a better URL came in
+  else
+    wake_host(host)
+  end
+end
+
+-- 2. release: the download ended; schedule the host's next contact
+--    (strong politeness, Mercator §3.1; backoff for failing hosts).
+n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  local host, token, delay, outcome = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  i = i + 4
+  local lease = redis.call('HGET', LEASE, host)
+  if not lease or cmsgpack.unpack(lease)[1] ~= token then
+    stale = stale + 1  -- our lease had expired; whoever holds it now keeps it
+  else
+    if outcome == 'return' then
+      requeue(host, lease)
+      delay = 0
+    elseif outcome == 'ok' then
+      redis.call('HDEL', FAILS, host)
+    else
+      -- fail: a connection failure; block:<ms>: 429/503 (Retry-After or not)
+      local fails = redis.call('HINCRBY', FAILS, host, 1)
+      local wait = 0
+      local block = string.match(outcome, '^block:(%d+)$')
+      if block and tonumber(block) > 0 then
+        wait = tonumber(block)
+      elseif block or fails >= backoff_after then
+        local k = block and fails or (fails - backoff_after + 1)
+        wait = backoff_base * 2 ^ (k - 1)
+      end
+      if wait > backoff_max then wait = backoff_max end
+      if wait > delay then delay = wait end
+    end
+    unlease(host, delay)
+  end
+end
+
+-- 3. renew the leases of downloads still running.
+n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  local host, token = ARGV[i], ARGV[i + 1]
+  i = i + 2
+  local lease = redis.call('HGET', LEASE, host)
+  if lease and cmsgpack.unpack(lease)[1] == token then
+    redis.call('ZADD', LEASES, 'XX', now + ttl, host)
+  end
+end
+
+-- 4. lease: expired leases first go back (their worker died), then hosts whose
+--    time has come move from heap to ready, then the best ones are leased.
+local want = tonumber(ARGV[i])
+local out = {}
+if want > 0 then
+  for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
+    requeue(host, redis.call('HGET', LEASE, host))
+    unlease(host, 0)
+    expired = expired + 1
+  end
+  for _, host in ipairs(redis.call('ZRANGEBYSCORE', HEAP, '-inf', now, 'LIMIT', 0, 1000)) do
+    redis.call('ZREM', HEAP, host)
+    local head = redis.call('ZRANGE', queue(host), 0, 0, 'WITHSCORES')
+    if head[2] then redis.call('ZADD', READY, head[2], host) end
+  end
+  local leased = 0
+  while leased < want do
+    local top = redis.call('ZPOPMIN', READY)
+    if not top[1] then break end
+    local host = top[1]
+    local item = redis.call('ZPOPMIN', queue(host))
+    if item[1] then
+      local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
+      redis.call('HSET', LEASE, host, cmsgpack.pack({token, item[2], item[1]}))
+      redis.call('ZADD', LEASES, now + ttl, host)
+      queued_delta = queued_delta - 1
+      leased = leased + 1
+      out[#out + 1] = host
+      out[#out + 1] = token
+      out[#out + 1] = item[2]
+      out[#out + 1] = item[1]
+    end
+  end
+end
+
+if expired > 0 then redis.call('HINCRBY', STATS, 'expired', expired) end
+if dups > 0 then redis.call('HINCRBY', STATS, 'duplicates', dups) end
+if added > 0 then redis.call('HINCRBY', STATS, 'enqueued', added) end
+local queued = tonumber(redis.call('HINCRBY', STATS, 'queued', queued_delta))
+
+local next_ready = -1
+local first = redis.call('ZRANGE', HEAP, 0, 0, 'WITHSCORES')
+if first[2] then next_ready = tonumber(first[2]) end
+if redis.call('ZCARD', READY) > 0 then next_ready = now end
+local first_lease = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
+if first_lease[2] and (next_ready < 0 or tonumber(first_lease[2]) < next_ready) then
+  next_ready = tonumber(first_lease[2])  -- an expiry may free work then
+end
+
+return {now, out, {added, dups, stale, expired, next_ready,
+                   redis.call('ZCARD', HEAP), redis.call('ZCARD', READY),
+                   redis.call('ZCARD', LEASES), queued}}

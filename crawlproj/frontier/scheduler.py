@@ -1,0 +1,373 @@
+"""FrontierScheduler: Scrapy's SCHEDULER on the shared Mercator frontier.
+
+Scrapy's scheduler interface is synchronous (../shared/scrapy-notes.md §1), so
+nothing here waits on Redis in the reactor thread. Everything a worker has to
+tell the frontier (new links, finished downloads, lease renewals) is buffered
+and sent by one sync, a single pipelined round trip (frontier.Frontier.sync)
+run in a thread; while one sync is out, the next accumulates, so under load a
+round trip carries many pages' work (group commit). Each sync also leases the
+next hosts, which wait here, prefetched, for the engine to pull them.
+
+The life of a URL in one worker:
+    enqueue_request -> buffered -> sync: DUE test-and-set + host back queue
+    sync leases host -> prefetched -> next_request hands it to the engine
+    download starts/ends (signals) -> engine done with its output (engine.py)
+    -> release buffered with the politeness delay -> sync: host back on the heap
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+from scrapy import signals
+from twisted.internet import reactor, threads
+from twisted.internet.defer import Deferred, succeed
+
+from crawlproj.frontier import codec, engine
+from crawlproj.frontier.admission import host_of, refusal
+from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.prioritizers import load_prioritizer
+from crawlproj.redisconn import get_redis
+
+logger = logging.getLogger(__name__)
+
+# How often a worker with nothing to do asks the frontier again when other
+# workers hold leases (their pages may bring new URLs). Seconds.
+POLL_INTERVAL = 0.25
+
+
+@dataclass
+class InFlight:
+    """A leased URL this worker is working on."""
+
+    host: str
+    token: str
+    partition: int
+    reached: float | None = None      # request reached the downloader
+    left: float | None = None         # request left the downloader
+    status: int | None = None         # HTTP status of the raw response
+    retry_after: float | None = None  # seconds, from a 429/503
+
+
+def _retry_after(value: bytes | None) -> float | None:
+    if not value:
+        return None
+    text = value.decode("latin-1").strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+class FrontierScheduler:
+    def __init__(self, crawler, frontier: Frontier, prioritizer):
+        self.crawler = crawler
+        self.frontier = frontier
+        self.prioritizer = prioritizer
+        self.stats = crawler.stats
+        s = crawler.settings
+        self.delay_factor = s.getfloat("FRONTIER_DELAY_FACTOR", 10.0)
+        self.min_delay = s.getfloat("FRONTIER_MIN_DELAY", 0.0)
+        self.max_delay = s.getfloat("FRONTIER_MAX_DELAY", 60.0)
+        self.obey_crawl_delay = s.getbool("FRONTIER_OBEY_CRAWL_DELAY", True)
+        self.idle_close = s.getbool("FRONTIER_IDLE_CLOSE", True)
+        self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH", 2083)
+        prefetch = s.get("FRONTIER_PREFETCH")
+        self.target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS", 16) + 8
+        self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.spider = None
+        self._pending: dict[int, Batch] = {}
+        self._prefetched: deque = deque()          # (request, InFlight)
+        self._inflight: dict = {}                  # request -> InFlight
+        self._results: dict = {}                   # partition -> last Result
+        self._syncing: Deferred | None = None
+        self._again = False
+        self._timer = None
+        self._renew_loop = None
+        self._closing = False
+        self._was_empty = False
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        frontier = Frontier.from_settings(crawler.settings, get_redis(crawler.settings))
+        prioritizer = load_prioritizer(crawler.settings.get("FRONTIER_PRIORITIZER", "bfs"), crawler)
+        return cls(crawler, frontier, prioritizer)
+
+    # -- Scrapy's scheduler interface ----------------------------------------
+
+    def open(self, spider):
+        self.spider = spider
+        sig = self.crawler.signals
+        sig.connect(self._reached, signals.request_reached_downloader)
+        sig.connect(self._left, signals.request_left_downloader)
+        sig.connect(self._downloaded, signals.response_downloaded)
+        ttl = self.frontier.lease_ttl_ms / 1000.0
+        self._renew_loop = reactor.callLater(ttl / 3, self._renew)
+        self._pending = {p: Batch() for p in range(self.frontier.partitions)}
+        logger.info("Frontier %s: crawl %r, %d partition(s), worker %s, prioritizer %s",
+                    "opened", self.frontier.crawl_id, self.frontier.partitions,
+                    self.worker_id, type(self.prioritizer).__name__)
+        self._sync()
+        return None
+
+    def close(self, reason):
+        """Give back what this worker holds but has not fetched, then flush."""
+        self._closing = True
+        for call in (self._timer, self._renew_loop):
+            if call is not None and call.active():
+                call.cancel()
+        waiting = self._syncing or succeed(None)
+        done = Deferred()
+
+        def final(_):
+            while self._prefetched:
+                request, lease = self._prefetched.popleft()
+                self._release(lease, 0.0, "return")
+                self.stats.inc_value("frontier/returned")
+            for request, lease in list(self._inflight.items()):
+                self._release(lease, 0.0, "return")
+                self.stats.inc_value("frontier/returned")
+            self._inflight.clear()
+            try:
+                if self._pending:
+                    batches, self._pending = self._pending, {}
+                    self._apply(self.frontier.sync(batches))
+            except Exception as exc:  # the server is gone: leases will expire
+                logger.error("Frontier: could not return leases on close: %s", exc)
+            logger.info("Frontier closed (%s): %s", reason, self._summary())
+            done.callback(None)
+
+        waiting.addBoth(final)
+        return done
+
+    def has_pending_requests(self) -> bool:
+        if self._prefetched or self._inflight or self._pending or not self.idle_close:
+            return True
+        if not self._results or self._syncing is not None:
+            return True  # not known yet
+        # other workers' leases may still bring new URLs
+        return not self.frontier.is_empty(self._results)
+
+    def enqueue_request(self, request) -> bool:
+        url = request.url
+        bad = refusal(url, self.max_url_length)
+        if bad is not None:
+            reason, message = bad
+            logger.warning("Frontier refused %s: %s", url[:200], message)
+            self.stats.inc_value(f"frontier/refused/{reason}")
+            return False
+        request.meta.pop("crawlproj_lease", None)
+        host = host_of(url)
+        score = self.prioritizer.score(request)
+        if not math.isfinite(score):
+            score = 1e300
+        p = self.frontier.partition_of(host)
+        payload = codec.encode(request, self.spider)
+        try:
+            entry = self.frontier.entry(host, url, score, payload, force=request.dont_filter)
+        except ValueError as exc:  # canonicalisation refused it
+            logger.warning("Frontier refused %s: %s", url[:200], exc)
+            self.stats.inc_value("frontier/refused/malformed")
+            return False
+        self._batch(p).enqueue.append(entry)
+        self.stats.inc_value("frontier/enqueue_requests")
+        if self._timer is None or not self._timer.active():
+            # links of one page arrive one by one: flush them together
+            self._timer = reactor.callLater(0.005, self._sync)
+        return True
+
+    def next_request(self):
+        if len(self._prefetched) < self.target // 2:
+            self._sync()
+        if not self._prefetched:
+            return None
+        request, lease = self._prefetched.popleft()
+        self._inflight[request] = lease
+        return request
+
+    # -- download bookkeeping (signals) -------------------------------------
+
+    def _reached(self, request, spider=None):
+        lease = self._inflight.get(request)
+        if lease is not None and lease.reached is None:
+            lease.reached = time.monotonic()
+
+    def _left(self, request, spider=None):
+        lease = self._inflight.get(request)
+        if lease is not None:
+            lease.left = time.monotonic()
+
+    def _downloaded(self, response, request, spider=None):
+        lease = self._inflight.get(request)
+        if lease is not None:
+            lease.status = response.status
+            if response.status in (429, 503):
+                lease.retry_after = _retry_after(response.headers.get(b"Retry-After"))
+
+    def _done(self, request):
+        """The engine is finished with request: release its host."""
+        lease = self._inflight.pop(request, None)
+        if lease is None:
+            return  # not ours (robots.txt, or a request from another path)
+        took = (lease.left - lease.reached) if lease.reached and lease.left else 0.0
+        request.meta["crawlproj_download_time"] = took
+        delay = max(self.min_delay, self.delay_factor * took)
+        crawl_delay = request.meta.get("crawl_delay")
+        if self.obey_crawl_delay and crawl_delay:
+            delay = max(delay, float(crawl_delay))
+        delay = min(delay, self.max_delay)
+        if lease.status in (429, 503):
+            outcome = f"block:{int((lease.retry_after or 0) * 1000)}"
+        elif lease.reached is not None and lease.status is None:
+            outcome = "fail"  # connection error, timeout, DNS failure
+        else:
+            outcome = "ok"
+        self._release(lease, delay, outcome)
+        self.stats.inc_value("frontier/released")
+        self._sync()
+
+    # -- the sync --------------------------------------------------------------
+
+    def _batch(self, partition: int) -> Batch:
+        batch = self._pending.get(partition)
+        if batch is None:
+            batch = self._pending[partition] = Batch()
+        return batch
+
+    def _release(self, lease: InFlight, delay: float, outcome: str):
+        self._batch(lease.partition).release.append(
+            (lease.host, lease.token, int(delay * 1000), outcome))
+
+    def _renew(self):
+        for lease in self._inflight.values():
+            self._batch(lease.partition).renew.append((lease.host, lease.token))
+        for _, lease in self._prefetched:
+            self._batch(lease.partition).renew.append((lease.host, lease.token))
+        self._sync()
+        self._renew_loop = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
+
+    def _wanted(self, poll: bool) -> dict[int, int]:
+        """How many leases to ask of which partitions.
+
+        Ask a partition when a host there may be ready: unknown, just given
+        URLs, or its earliest next-contact time has come. One believed empty
+        may have been filled by another worker since: ask it on polls only.
+        """
+        want = 0 if self._closing else self.target - len(self._prefetched) - len(self._inflight)
+        if want <= 0:
+            return {}
+        parts = list(range(self.frontier.partitions))
+        if self._results:
+            now = max(r.now_ms for r in self._results.values())
+
+            def may_be_ready(p):
+                r = self._results.get(p)
+                if r is None or (p in self._pending and self._pending[p].enqueue):
+                    return True
+                return 0 <= r.next_ready_ms <= now + 20 or (poll and r.next_ready_ms < 0)
+
+            parts = [p for p in parts if may_be_ready(p)]
+        if not parts:
+            return {}
+        share = max(1, math.ceil(want / len(parts)))
+        return {p: share for p in parts}
+
+    def _poll(self):
+        self._sync(poll=True)
+
+    def _sync(self, poll: bool = False):
+        if self._syncing is not None:
+            self._again = True
+            return
+        if self._closing:
+            return
+        for p, n in self._wanted(poll).items():
+            self._batch(p).lease = n
+        if not self._pending:
+            self._arm_timer()
+            return
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        batches, self._pending = self._pending, {}
+        self._again = False
+        self._syncing = threads.deferToThread(self.frontier.sync, batches)
+        self._syncing.addCallbacks(self._synced, self._sync_failed, errbackArgs=(batches,))
+
+    def _synced(self, results):
+        self._syncing = None
+        got = self._apply(results)
+        empty = self.frontier.is_empty(self._results)
+        if got or (empty and not self._was_empty):
+            engine.wake(self.crawler)  # new work, or time to see that there is none
+        self._was_empty = empty
+        if self._again or (got and len(self._prefetched) < self.target // 2):
+            self._sync()
+        else:
+            self._arm_timer()
+
+    def _apply(self, results) -> int:
+        got = 0
+        for p, r in results.items():
+            self._results[p] = r
+            for leased in r.leased:
+                try:
+                    request = codec.decode(leased.payload, self.spider)
+                except Exception as exc:  # a payload no worker can read: drop it, say so
+                    logger.error("Frontier: unreadable queued request on %s dropped: %s",
+                                 leased.host, exc)
+                    self.stats.inc_value("frontier/undecodable")
+                    self._release(InFlight(leased.host, leased.token, p), 0.0, "ok")
+                    continue
+                lease = InFlight(leased.host, leased.token, p)
+                request.meta["crawlproj_lease"] = leased.token
+                self._prefetched.append((request, lease))
+                got += 1
+            for key, value in (("added", r.added), ("duplicates", r.duplicates),
+                               ("stale_releases", r.stale), ("expired_leases", r.expired)):
+                if value:
+                    self.stats.inc_value(f"frontier/{key}", value)
+        self.stats.inc_value("frontier/leased", got)
+        self.stats.inc_value("frontier/redis_syncs")
+        self.stats.inc_value("frontier/redis_commands", len(results))
+        engine.on_request_done(self.crawler, self._done)
+        return got
+
+    def _sync_failed(self, failure, batches):
+        self._syncing = None
+        logger.error("Frontier sync failed (retrying in 1 s): %s", failure.getErrorMessage())
+        self.stats.inc_value("frontier/sync_errors")
+        for p, batch in batches.items():  # keep everything that was not confirmed
+            mine = self._batch(p)
+            mine.enqueue[:0] = batch.enqueue
+            mine.release[:0] = batch.release
+        if self._timer is None or not self._timer.active():
+            self._timer = reactor.callLater(1.0, self._sync)
+
+    def _arm_timer(self):
+        """Look again when the earliest waiting host becomes ready."""
+        if self._closing or (self._timer is not None and self._timer.active()):
+            return
+        delays = [(r.next_ready_ms - r.now_ms) / 1000.0
+                  for r in self._results.values() if r.next_ready_ms >= 0]
+        if delays:
+            delay = min(max(0.001, min(delays)), POLL_INTERVAL * 4)
+        elif self.idle_close and self.frontier.is_empty(self._results) \
+                and not self._inflight and not self._prefetched:
+            return  # nothing anywhere: the engine will close us
+        else:
+            delay = POLL_INTERVAL
+        self._timer = reactor.callLater(delay, self._poll)
+
+    def _summary(self) -> str:
+        keys = ("enqueue_requests", "added", "duplicates", "leased", "released",
+                "returned", "expired_leases", "redis_syncs", "redis_commands")
+        return ", ".join(f"{k}={self.stats.get_value('frontier/' + k, 0)}" for k in keys)

