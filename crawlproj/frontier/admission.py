@@ -8,8 +8,11 @@ to the log and to the stats (frontier/refused/<reason>), and the crawl goes on.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from urllib.parse import urlsplit
+
+from crawlproj.frontier import codec
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
@@ -55,3 +58,26 @@ def host_of(url: str) -> str:
     if not host.isascii():
         host = host.encode("idna").decode("ascii")
     return f"{host}:{parts.port}" if parts.port else host
+
+
+class Refused(ValueError):
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+def admit(frontier, prioritizer, request, spider, max_length: int):
+    """(partition, enqueue entry) for request, or raise Refused."""
+    bad = refusal(request.url, max_length)
+    if bad is not None:
+        raise Refused(*bad)
+    host = host_of(request.url)
+    score = prioritizer.score(request)
+    if not math.isfinite(score):
+        score = 1e300
+    try:
+        entry = frontier.entry(host, request.url, score, codec.encode(request, spider),
+                               force=request.dont_filter)
+    except ValueError as exc:  # canonicalisation refused it
+        raise Refused("malformed", str(exc)) from None
+    return frontier.partition_of(host), entry

@@ -31,7 +31,7 @@ from twisted.internet import reactor, threads
 from twisted.internet.defer import Deferred, succeed
 
 from crawlproj.frontier import codec, engine
-from crawlproj.frontier.admission import host_of, refusal
+from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.redisconn import get_redis
@@ -158,25 +158,13 @@ class FrontierScheduler:
         return not self.frontier.is_empty(self._results)
 
     def enqueue_request(self, request) -> bool:
-        url = request.url
-        bad = refusal(url, self.max_url_length)
-        if bad is not None:
-            reason, message = bad
-            logger.warning("Frontier refused %s: %s", url[:200], message)
-            self.stats.inc_value(f"frontier/refused/{reason}")
-            return False
         request.meta.pop("crawlproj_lease", None)
-        host = host_of(url)
-        score = self.prioritizer.score(request)
-        if not math.isfinite(score):
-            score = 1e300
-        p = self.frontier.partition_of(host)
-        payload = codec.encode(request, self.spider)
         try:
-            entry = self.frontier.entry(host, url, score, payload, force=request.dont_filter)
-        except ValueError as exc:  # canonicalisation refused it
-            logger.warning("Frontier refused %s: %s", url[:200], exc)
-            self.stats.inc_value("frontier/refused/malformed")
+            p, entry = admit(self.frontier, self.prioritizer, request, self.spider,
+                             self.max_url_length)
+        except Refused as exc:
+            logger.warning("Frontier refused %s: %s", request.url[:200], exc.message)
+            self.stats.inc_value(f"frontier/refused/{exc.reason}")
             return False
         self._batch(p).enqueue.append(entry)
         self.stats.inc_value("frontier/enqueue_requests")

@@ -1,0 +1,32 @@
+"""`scrapy crawl`, with crawlproj's problems reported in one line.
+
+The same command as Scrapy's; before the engine starts it checks what a user
+most often gets wrong (a missing seeds file, an unreachable REDIS_URL) and
+answers with one clear line and exit status 2 instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+
+from crawlproj.errors import CrawlprojError
+from crawlproj.redisconn import get_redis
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args, opts):
+        try:
+            seeds = opts.spargs.get("seeds")
+            if seeds:
+                from crawlproj.seeds import read_seeds
+                read_seeds(seeds)
+            get_redis(self.settings)  # starts the embedded server when REDIS_URL is unset
+        except CrawlprojError as exc:
+            print(f"crawlproj: {exc}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        super().run(args, opts)
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1

@@ -1,0 +1,189 @@
+"""The frontier's Lua core against a real server: states, politeness, leases, DUE."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+
+from crawlproj.frontier.admission import Refused, admit, host_of, refusal, valid_hostname
+from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.prioritizers.basic import BreadthFirst
+
+
+def make(redis_url, **kw) -> Frontier:
+    return Frontier(redis.Redis.from_url(redis_url), crawl_id=kw.pop("crawl_id", "t"), **kw)
+
+
+def add(f: Frontier, urls, scores=None, force=False) -> dict:
+    batches: dict[int, Batch] = {}
+    for i, url in enumerate(urls):
+        host = host_of(url)
+        score = scores[i] if scores else i
+        batches.setdefault(f.partition_of(host), Batch()).enqueue.append(
+            f.entry(host, url, score, url.encode(), force=force))
+    return f.sync(batches)
+
+
+def lease(f: Frontier, n=100):
+    res = f.sync({p: Batch(lease=n) for p in range(f.partitions)})
+    return [x for r in res.values() for x in r.leased]
+
+
+def release(f: Frontier, leased, delay_ms=0, outcome="ok"):
+    batches: dict[int, Batch] = {}
+    for x in leased:
+        batches.setdefault(x.partition, Batch()).release.append((x.host, x.token, delay_ms, outcome))
+    return f.sync(batches)
+
+
+def test_one_url_per_host_and_best_first(redis_url):
+    f = make(redis_url)
+    add(f, ["http://a.ex/3", "http://a.ex/1", "http://b.ex/2", "http://a.ex/1"],
+        scores=[3, 1, 2, 0])
+    got = lease(f)
+    # weak politeness: one URL per host at a time; the best URL of each host,
+    # best hosts first
+    assert [(x.host, x.payload) for x in got] == [("a.ex", b"http://a.ex/1"),
+                                                   ("b.ex", b"http://b.ex/2")]
+    assert lease(f) == []  # both hosts leased: nothing more to hand out
+    release(f, got)
+    assert [x.payload for x in lease(f)] == [b"http://a.ex/3"]
+
+
+def test_duplicates_are_eliminated(redis_url):
+    f = make(redis_url)
+    r = add(f, ["http://a.ex/x", "http://A.EX:80/x#frag", "http://a.ex/x?utm_source=q"])
+    assert (r[0].added, r[0].duplicates) == (1, 2)
+    # force (Scrapy's dont_filter: retries) enqueues again
+    got = lease(f)
+    release(f, got)
+    r = add(f, ["http://a.ex/x"], force=True)
+    assert r[0].added == 1
+
+
+def test_politeness_delay_is_kept(redis_url):
+    f = make(redis_url)
+    add(f, ["http://a.ex/1", "http://a.ex/2"])
+    (x,) = lease(f)
+    r = release(f, [x], delay_ms=400)[0]
+    assert r.heap == 1 and r.next_ready_ms - r.now_ms == pytest.approx(400, abs=5)
+    assert lease(f) == []
+    time.sleep(0.45)
+    assert len(lease(f)) == 1
+
+
+def test_refilled_queue_still_waits_its_turn(redis_url):
+    f = make(redis_url)
+    add(f, ["http://a.ex/1"])
+    (x,) = lease(f)
+    release(f, [x], delay_ms=400)  # queue empty now: the host goes idle
+    add(f, ["http://a.ex/2"])
+    assert lease(f) == []
+    time.sleep(0.45)
+    assert len(lease(f)) == 1
+
+
+def test_expired_lease_returns_url(redis_url):
+    f = make(redis_url, lease_ttl=0.3)
+    add(f, ["http://a.ex/1"])
+    (x,) = lease(f)
+    time.sleep(0.35)
+    (y,) = lease(f)  # the worker that held it is presumed dead
+    assert y.payload == x.payload and y.token != x.token
+    assert f.status()["counters"]["expired"] == 1
+    # the late release of the old holder changes nothing
+    r = release(f, [x])[0]
+    assert r.stale == 1 and r.leases == 1
+
+
+def test_renewed_lease_does_not_expire(redis_url):
+    f = make(redis_url, lease_ttl=0.4)
+    add(f, ["http://a.ex/1", "http://a.ex/2"])
+    (x,) = lease(f)
+    for _ in range(3):
+        time.sleep(0.2)
+        f.sync({x.partition: Batch(renew=[(x.host, x.token)])})
+    assert lease(f) == []
+
+
+def test_return_puts_url_back_without_delay(redis_url):
+    f = make(redis_url)
+    add(f, ["http://a.ex/1"])
+    (x,) = lease(f)
+    release(f, [x], delay_ms=10_000, outcome="return")
+    (y,) = lease(f)
+    assert y.payload == x.payload
+
+
+def test_backoff_blocks_failing_host(redis_url):
+    f = make(redis_url, backoff_base=0.3, backoff_after=2)
+    add(f, [f"http://a.ex/{i}" for i in range(5)])
+    (x,) = lease(f)
+    release(f, [x], outcome="fail")  # first failure: no block yet
+    (x,) = lease(f)
+    r = release(f, [x], outcome="fail")[0]  # second: blocked for the base time
+    assert r.next_ready_ms - r.now_ms == pytest.approx(300, abs=5)
+    time.sleep(0.32)
+    (x,) = lease(f)
+    r = release(f, [x], outcome="block:2000")[0]  # Retry-After: 2 s
+    assert r.next_ready_ms - r.now_ms == pytest.approx(2000, abs=5)
+    assert lease(f) == []
+
+
+def test_partitions_are_hash_tagged(redis_url):
+    f = make(redis_url, partitions=8)
+    urls = [f"http://h{i}.ex/" for i in range(200)]
+    add(f, urls)
+    keys = [k.decode() for k in f.redis.scan_iter("cp:*")]
+    # every key of a partition carries the same {crawl/p} hash tag
+    assert all(k.startswith("cp:{t/") or k == "cp:{t}:meta" for k in keys)
+    assert len({k.split("}")[0] for k in keys if "/" in k}) == 8
+    assert sum(len(r.leased) for r in f.sync({p: Batch(lease=100) for p in range(8)}).values()) == 200
+
+
+def test_partition_count_is_fixed_by_first_worker(redis_url):
+    assert make(redis_url, partitions=4).partitions == 4
+    assert make(redis_url, partitions=16).partitions == 4
+    assert make(redis_url, crawl_id="other", partitions=2).partitions == 2
+
+
+def test_crawls_do_not_share_keys(redis_url):
+    a, b = make(redis_url, crawl_id="a"), make(redis_url, crawl_id="b")
+    add(a, ["http://x.ex/1"])
+    assert lease(b) == []
+    assert add(b, ["http://x.ex/1"])[0].added == 1
+
+
+def test_racing_workers_enqueue_each_url_once(redis_url):
+    urls = [f"http://h{i % 37}.ex/p{i}" for i in range(3000)]
+    totals = []
+
+    def worker():
+        f = make(redis_url, partitions=4)
+        totals.append(sum(r.added for r in add(f, urls).values()))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(totals) == len(urls)
+    assert make(redis_url).status()["queued"] == len(urls)
+
+
+def test_admission_refuses_bad_urls(redis_url):
+    f = make(redis_url)
+    from scrapy import Request
+    bfs = BreadthFirst()
+    for url, reason in [("ftp://a.ex/x", "scheme"), ("http://a.ex/" + "x" * 3000, "url_too_long"),
+                        ("http://bad_host!.ex/", "invalid_host"), ("http://-a.ex/", "invalid_host")]:
+        with pytest.raises(Refused) as info:
+            admit(f, bfs, Request(url), None, 2083)
+        assert info.value.reason == reason, url
+    assert refusal("http://a.ex:99999/", 2083)[0] == "malformed"
+    assert refusal("http://bücher.de/x", 2083) is None
+    assert valid_hostname("127.0.0.1") and valid_hostname("[::1]")
+    assert host_of("http://Bücher.DE:8080/") == "xn--bcher-kva.de:8080"
