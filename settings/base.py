@@ -124,7 +124,6 @@ PAGE_TEXT_MAX_CHARS = 100_000
 CONCURRENT_REQUESTS = 32
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 DOWNLOAD_DELAY = 0
-RANDOMIZE_DOWNLOAD_DELAY = False
 # Requests handed out by the frontier must not be dropped by Scrapy's
 # offsite filter on a redirect host change: scope is the spider's job.
 DOWNLOAD_TIMEOUT = 30
@@ -138,7 +137,11 @@ DEPTH_STATS_VERBOSE = False
 ITEM_PIPELINES = {}
 
 SPIDER_MIDDLEWARES = {}
-DOWNLOADER_MIDDLEWARES = {}
+DOWNLOADER_MIDDLEWARES = {
+    # robots.txt as Scrapy does it, plus Crawl-delay handed to the frontier
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "middlewares.robots.CrawlDelayRobotsTxtMiddleware": 100,
+}
 
 LOG_LEVEL = "INFO"
 TELNETCONSOLE_ENABLED = False

@@ -1,6 +1,6 @@
 """Which URLs may enter the frontier at all.
 
-Mercator §2 runs every extracted URL through a URL filter before the DUE. Here
+Mercator §3 (step 6) runs every extracted URL through a URL filter before the DUE. Here
 the frontier refuses what no worker could ever fetch, with a reason that goes
 to the log and to the stats (frontier/refused/<reason>), and the crawl goes on.
 """

@@ -33,7 +33,7 @@ def on_request_done(crawler, callback) -> bool:
     slot = _slot(crawler)
     if slot is None:
         return False
-    if getattr(slot, "_crawlproj_done_hook", None) is callback:
+    if getattr(slot, "_crawlproj_done_hook", None) == callback:  # bound methods: ==, not is
         return True
     remove = slot.remove_request
 

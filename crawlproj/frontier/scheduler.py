@@ -89,12 +89,14 @@ class FrontierScheduler:
         self._prefetched: deque = deque()          # (request, InFlight)
         self._inflight: dict = {}                  # request -> InFlight
         self._results: dict = {}                   # partition -> last Result
+        self._received: dict = {}                  # partition -> monotonic time of it
         self._syncing: Deferred | None = None
         self._again = False
         self._timer = None
         self._renew_loop = None
         self._closing = False
         self._was_empty = False
+        self._hooked = False
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -243,25 +245,32 @@ class FrontierScheduler:
         self._sync()
         self._renew_loop = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
 
+    def _due_in(self, p: int) -> float | None:
+        """Seconds until partition p may have a ready host, by its last answer
+        aged on our own clock (server clocks are only compared with themselves);
+        None when it had nothing queued nor leased."""
+        r = self._results[p]
+        if r.next_ready_ms < 0:
+            return None
+        return (r.next_ready_ms - r.now_ms) / 1000.0 - (time.monotonic() - self._received[p])
+
     def _wanted(self, poll: bool) -> dict[int, int]:
         """How many leases to ask of which partitions.
 
         Ask a partition when a host there may be ready: unknown, just given
-        URLs, or its earliest next-contact time has come. One believed empty
-        may have been filled by another worker since: ask it on polls only.
+        URLs, or its earliest next-contact time has come. A poll asks every
+        partition: one believed empty may have been filled by another worker.
         """
         want = 0 if self._closing else self.target - len(self._prefetched) - len(self._inflight)
         if want <= 0:
             return {}
         parts = list(range(self.frontier.partitions))
-        if self._results:
-            now = max(r.now_ms for r in self._results.values())
-
+        if not poll:
             def may_be_ready(p):
-                r = self._results.get(p)
-                if r is None or (p in self._pending and self._pending[p].enqueue):
+                if p not in self._results or (p in self._pending and self._pending[p].enqueue):
                     return True
-                return 0 <= r.next_ready_ms <= now + 20 or (poll and r.next_ready_ms < 0)
+                due = self._due_in(p)
+                return due is not None and due <= 0.02
 
             parts = [p for p in parts if may_be_ready(p)]
         if not parts:
@@ -293,6 +302,9 @@ class FrontierScheduler:
     def _synced(self, results):
         self._syncing = None
         got = self._apply(results)
+        logger.debug("Frontier sync: %d leased, prefetched %d, in flight %d, again %s, results %s",
+                     got, len(self._prefetched), len(self._inflight), self._again,
+                     list(results.values()))
         empty = self.frontier.is_empty(self._results)
         if got or (empty and not self._was_empty):
             engine.wake(self.crawler)  # new work, or time to see that there is none
@@ -304,8 +316,10 @@ class FrontierScheduler:
 
     def _apply(self, results) -> int:
         got = 0
+        received = time.monotonic()
         for p, r in results.items():
             self._results[p] = r
+            self._received[p] = received
             for leased in r.leased:
                 try:
                     request = codec.decode(leased.payload, self.spider)
@@ -326,7 +340,8 @@ class FrontierScheduler:
         self.stats.inc_value("frontier/leased", got)
         self.stats.inc_value("frontier/redis_syncs")
         self.stats.inc_value("frontier/redis_commands", len(results))
-        engine.on_request_done(self.crawler, self._done)
+        if not self._hooked:
+            self._hooked = engine.on_request_done(self.crawler, self._done)
         return got
 
     def _sync_failed(self, failure, batches):
@@ -344,8 +359,7 @@ class FrontierScheduler:
         """Look again when the earliest waiting host becomes ready."""
         if self._closing or (self._timer is not None and self._timer.active()):
             return
-        delays = [(r.next_ready_ms - r.now_ms) / 1000.0
-                  for r in self._results.values() if r.next_ready_ms >= 0]
+        delays = [d for d in map(self._due_in, self._results) if d is not None]
         if delays:
             delay = min(max(0.001, min(delays)), POLL_INTERVAL * 4)
         elif self.idle_close and self.frontier.is_empty(self._results) \

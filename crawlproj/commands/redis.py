@@ -1,0 +1,98 @@
+"""`scrapy redis status|start|stop`: manage the embedded Redis server of CRAWL_DATA_DIR."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawlproj.embedded import EmbeddedRedis
+from crawlproj.errors import CrawlprojError
+from crawlproj.redisconn import DEFAULT_DATA_DIR, describe_url, get_redis
+
+ACTIONS = ("status", "start", "stop")
+
+
+def _keys(info: dict) -> int:
+    return sum(v.get("keys", 0) for k, v in info.items() if k.startswith("db") and isinstance(v, dict))
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "status|start|stop"
+
+    def short_desc(self) -> str:
+        return "Show, start or stop the embedded Redis server of CRAWL_DATA_DIR"
+
+    def long_desc(self) -> str:
+        return (
+            "Without REDIS_URL, crawl workers share an embedded Redis server that "
+            "keeps running after the crawl, with its data (AOF) in CRAWL_DATA_DIR/redis. "
+            "`status` shows it, `start` starts it, `stop` shuts it down keeping the data. "
+            "With REDIS_URL set, `status` describes that external server."
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1 or args[0] not in ACTIONS:
+            raise UsageError(f"expected one of: {', '.join(ACTIONS)}")
+        assert self.settings is not None
+        url = self.settings.get("REDIS_URL") or None
+        data_dir = self.settings.get("CRAWL_DATA_DIR") or DEFAULT_DATA_DIR
+        try:
+            if url is not None:
+                self._external(args[0], url)
+            else:
+                getattr(self, f"_{args[0]}")(EmbeddedRedis(data_dir))
+        except CrawlprojError as e:
+            print(f"error: {e}")
+            self.exitcode = 1
+
+    def _external(self, action: str, url: str) -> None:
+        if action != "status":
+            verb = {"start": "starting", "stop": "stopping"}[action]
+            print(f"REDIS_URL is set ({describe_url(url)}): the server is external, not {verb} it")
+            self.exitcode = 1
+            return
+        client = get_redis(self.settings)
+        try:
+            info = client.info()
+        finally:
+            client.close()
+        version = info.get("valkey_version") or info.get("redis_version")
+        print(f"REDIS_URL points at an external server: {describe_url(url)}")
+        print(f"  version: {info.get('server_name', 'redis')} {version}")
+        print(f"  memory:  {info.get('used_memory_human')}")
+        print(f"  keys:    {_keys(info)}")
+
+    def _status(self, server: EmbeddedRedis) -> None:
+        st = server.status()
+        if st is None:
+            print(f"no embedded server running in {server.dir}")
+            return
+        print(f"embedded server running in {st['dir']}")
+        print(f"  url:     {st['url']}")
+        print(f"  pid:     {st['pid']}")
+        print(f"  version: {st['version']} ({st['binary']})")
+        print(f"  uptime:  {st['uptime']}s")
+        print(f"  memory:  {st['used_memory_human']}")
+        print(f"  keys:    {st['keys']}")
+        print(f"  aof:     {'on' if st['aof'] else 'off'}")
+
+    def _start(self, server: EmbeddedRedis) -> None:
+        before = server.status()
+        url = server.ensure_running()
+        st = server.status() or {}
+        verb = "already running" if before and before["pid"] == st.get("pid") else "started"
+        print(f"embedded server {verb} at {url} (pid {st.get('pid')}, dir {server.dir})")
+
+    def _stop(self, server: EmbeddedRedis) -> None:
+        if server.stop():
+            print(f"embedded server in {server.dir} stopped (data kept in its AOF)")
+        else:
+            print(f"no embedded server running in {server.dir}")

@@ -1,0 +1,84 @@
+"""The one place where crawlproj components get their Redis client.
+
+REDIS_URL set        -> a client for that server (redis://, rediss://, user:password@, /db)
+REDIS_CLUSTER true   -> a RedisCluster client seeded from REDIS_URL
+REDIS_URL unset      -> the embedded server of CRAWL_DATA_DIR, started if needed
+
+Clients return bytes (values are msgpack). Nothing is cached here: each call
+makes a new client, so each component (and each test) owns its connections.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+import redis
+import redis.cluster
+from redis.exceptions import RedisClusterException
+
+from crawlproj.embedded import EmbeddedRedis
+from crawlproj.errors import CrawlprojError
+
+DEFAULT_DATA_DIR = "./.crawlproj"
+
+
+class RedisUnavailable(CrawlprojError):
+    """Redis could not be reached or refused us; the message is one line."""
+
+
+def describe_url(url: str) -> str:
+    """The url with any password (in the userinfo or a ?password= query) masked."""
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return "<invalid Redis URL>"
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            url = url.replace(netloc, f"{userinfo.split(':', 1)[0]}:***@{host}", 1)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url)
+
+
+def _reason(exc: BaseException) -> str:
+    # "Error 111 connecting to 127.0.0.1:1. Connection refused." -> "Connection refused"
+    text = re.sub(r"Error -?\d+ connecting to \S+\.\s+", "", str(exc).strip())
+    text = " ".join(text.split()).rstrip(".")
+    return text or type(exc).__name__
+
+
+def _getbool(settings, name: str) -> bool:
+    if hasattr(settings, "getbool"):  # scrapy.settings.Settings
+        return settings.getbool(name)
+    value = settings.get(name)
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def get_redis(settings) -> redis.Redis | redis.cluster.RedisCluster:
+    """A connected client (checked with PING) for the crawl's Redis.
+
+    ``settings`` is a Scrapy Settings object or any mapping with REDIS_URL,
+    REDIS_CLUSTER and CRAWL_DATA_DIR. Raises RedisUnavailable when the server
+    cannot be reached, with the URL (password masked) and the reason.
+    """
+    url = settings.get("REDIS_URL") or None
+    cluster = _getbool(settings, "REDIS_CLUSTER")
+    if url is None:
+        if cluster:
+            raise CrawlprojError("REDIS_CLUSTER is set but REDIS_URL is not: name a cluster node")
+        url = EmbeddedRedis(settings.get("CRAWL_DATA_DIR") or DEFAULT_DATA_DIR).ensure_running()
+    # A URL query (e.g. ?socket_connect_timeout=30) overrides these defaults.
+    # The connect timeout keeps an unroutable host from hanging the worker for minutes.
+    kwargs = {"decode_responses": False, "socket_connect_timeout": 10}
+    try:
+        if cluster:
+            # Construction already contacts the seed node to learn the slot map.
+            client = redis.cluster.RedisCluster.from_url(url, **kwargs)
+        else:
+            client = redis.Redis.from_url(url, **kwargs)
+        client.ping()
+    except (redis.RedisError, RedisClusterException, OSError, ValueError) as e:
+        raise RedisUnavailable(f"cannot reach Redis at {describe_url(url)}: {_reason(e)}") from e
+    return client

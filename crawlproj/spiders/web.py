@@ -1,0 +1,210 @@
+"""The `web` spider: fetch pages, record them, follow their links.
+
+    scrapy crawl web -a seeds=seeds.txt [-a scope=host|domain|any]
+
+It is the crawler's processing step [Mercator §3, steps 5-7]: each downloaded
+page becomes a :class:`~crawlproj.items.PageItem`, and each link on an HTML
+page that the crawl scope allows goes back to the frontier as a Request. The
+URL-seen test, politeness and ordering are the frontier's (the SCHEDULER and
+DUPEFILTER in settings/base.py), depth limits are Scrapy's DepthMiddleware.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import scrapy
+from scrapy.http import Request, Response, TextResponse
+
+from crawlproj.errors import CrawlprojError
+from crawlproj.extract import (
+    DEFAULT_MAX_TEXT_CHARS,
+    Extracted,
+    extract_page,
+    is_html,
+    mime_type,
+)
+from crawlproj.items import PageItem
+from crawlproj.scope import MODES, Scope
+from crawlproj.seeds import check_seed, read_seeds
+
+__all__ = ["WebSpider", "ScopeError"]
+
+
+class ScopeError(CrawlprojError):
+    """The scope argument is not one of host, domain, any."""
+
+
+class WebSpider(scrapy.Spider):
+    """Crawl from seed URLs, following links within the crawl scope.
+
+    Arguments (``-a name=value``):
+
+    ``seeds``
+        A seeds file or comma-separated URLs (see :mod:`crawlproj.seeds`; a
+        URL with a comma in it must go in a file), or, from Python, a list.
+        Optional: a worker started without it joins a running crawl and
+        takes its URLs from the shared frontier. A seeds file that does not
+        exist raises :class:`~crawlproj.errors.CrawlprojError` from the
+        constructor, before anything starts (the ``crawl`` command prints it
+        as one line); bad entries are skipped with a warning each.
+    ``scope``
+        ``host``, ``domain`` or ``any``; overrides the CRAWL_SCOPE setting.
+
+    Scope: with ``host`` or ``domain`` the crawl stays on the seeds' hosts or
+    registered domains (the allowed set is built from the seeds, so a link
+    from one seed site to another is followed, and a page reached by a
+    redirect to another site has its links dropped). A worker started without
+    seeds knows no allowed set; it then follows links to the host/domain of
+    the page they were found on. That differs only for links from one seed
+    site to another (dropped) and for pages reached by a redirect off the seed
+    sites (their same-site links followed). Give every worker the same seeds
+    argument to get the exact rule: seeds are ordinary requests with
+    ``dont_filter=False``, so the frontier's URL-seen test drops the copies.
+
+    Request meta is serialised into the shared frontier for every queued URL,
+    so links carry none of their own: only what Scrapy's middlewares add
+    (``depth``). The anchor text of each link is in the source page's item.
+
+    HTTP errors: Scrapy's HttpErrorMiddleware keeps its default (non-2xx
+    responses never reach :meth:`parse`; its stats count them). If
+    HTTPERROR_ALLOWED_CODES lets some through, they get an item like any page
+    but their links are not followed.
+    """
+
+    name = "web"
+
+    def __init__(
+        self, seeds: str | list[str] | None = None, scope: str | None = None, **kwargs: Any
+    ):
+        super().__init__(**kwargs)
+        # Read now, so a missing file fails before the crawl starts.
+        self.seed_urls: list[str] = []
+        self.seed_problems: list[str] = []
+        if isinstance(seeds, (list, tuple)):  # from Python: crawl(WebSpider, seeds=[...])
+            seen: set[str] = set()
+            for i, entry in enumerate(seeds, 1):
+                url, problem = check_seed(str(entry))
+                if url is None:
+                    self.seed_problems.append(f"seeds[{i}]: {problem}")
+                elif url not in seen:
+                    seen.add(url)
+                    self.seed_urls.append(url)
+        elif seeds is not None and seeds.strip():
+            self.seed_urls, self.seed_problems = read_seeds(seeds)
+        if scope is not None and scope.strip().lower() not in MODES:
+            raise ScopeError(f"scope must be one of {', '.join(MODES)}, not {scope!r}")
+        self._scope_arg = scope.strip().lower() if scope else None
+        # Final once from_crawler() has read CRAWL_SCOPE.
+        self.scope = Scope(self._scope_arg or "any", self.seed_urls)
+        self.text_max_chars = DEFAULT_MAX_TEXT_CHARS
+
+    @classmethod
+    def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        mode = str(spider._scope_arg or settings.get("CRAWL_SCOPE") or "any").strip().lower()
+        if mode not in MODES:
+            raise ScopeError(f"CRAWL_SCOPE must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode != spider.scope.mode:
+            spider.scope = Scope(mode, spider.seed_urls)
+        spider.text_max_chars = settings.getint("PAGE_TEXT_MAX_CHARS", DEFAULT_MAX_TEXT_CHARS)
+        return spider
+
+    # ------------------------------------------------------------------
+    # Seeds
+    # ------------------------------------------------------------------
+
+    async def start(self) -> AsyncIterator[Request]:
+        stats = self.crawler.stats
+        for problem in self.seed_problems:
+            self.logger.warning("seed skipped: %s", problem)
+        stats.set_value("seeds/invalid", len(self.seed_problems))
+        stats.set_value("seeds/accepted", len(self.seed_urls))
+        if not self.seed_urls:
+            self.logger.info("no seeds given: taking URLs from the shared frontier")
+            if self.scope.mode != "any":
+                self.logger.warning(
+                    "crawl scope %s without seeds: links are followed when on the %s of "
+                    "the page they are found on; pass the crawl's seeds to apply them",
+                    self.scope.mode, self.scope.mode,
+                )
+        elif self.scope.mode != "any":
+            self.logger.info(
+                "crawl scope %s: %d allowed %s(s)",
+                self.scope.mode, len(self.scope.allowed), self.scope.mode,
+            )
+        for url in self.seed_urls:
+            # dont_filter stays False: the frontier's URL-seen test drops a
+            # seed already given to (or crawled by) another worker.
+            yield Request(url, callback=self.parse)
+
+    # ------------------------------------------------------------------
+    # Pages
+    # ------------------------------------------------------------------
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
+        stats = self.crawler.stats
+        if not is_html(response):
+            # Images, PDFs, JSON, ...: recorded, never parsed.
+            stats.inc_value("web/pages/other")
+            yield self._item(response, Extracted())
+            return
+        encoding = response.encoding if isinstance(response, TextResponse) else None
+        extracted = extract_page(
+            response.body,
+            response.url,
+            encoding,
+            content_type=response.headers.get(b"Content-Type"),
+            max_text_chars=self.text_max_chars,
+        )
+        stats.inc_value("web/pages/html")
+        if extracted.links_dropped:
+            stats.inc_value("web/links/capped", extracted.links_dropped)
+        yield self._item(response, extracted)
+        if not 200 <= response.status < 300:
+            return
+        followed = 0
+        for url, _anchor in extracted.links:
+            if self.scope.allows(response.url, url):
+                try:
+                    request = Request(url, callback=self.parse)
+                except ValueError:  # not expected: extract_page checked the URL
+                    continue
+                followed += 1
+                yield request
+        stats.inc_value("web/links/followed", followed)
+        if len(extracted.links) > followed:
+            stats.inc_value("web/links/out_of_scope", len(extracted.links) - followed)
+
+    def _item(self, response: Response, extracted: Extracted) -> PageItem:
+        try:
+            meta = response.meta
+        except AttributeError:  # a Response built without a Request (tests)
+            meta = {}
+        redirects = meta.get("redirect_urls")
+        if redirects:
+            url = redirects[0]
+        elif response.request is not None:
+            url = response.request.url
+        else:
+            url = response.url
+        download_time = meta.get("crawlproj_download_time")
+        if download_time is None:
+            download_time = meta.get("download_latency")
+        return PageItem(
+            url=url,
+            final_url=response.url,
+            status=response.status,
+            content_type=mime_type(response.headers.get(b"Content-Type")),
+            length=len(response.body),
+            fetch_time=meta.get("crawlproj_fetch_time") or time.time(),
+            download_time=download_time,
+            depth=meta.get("depth", 0),
+            title=extracted.title,
+            text=extracted.text,
+            outlinks=[{"url": u, "anchor": a} for u, a in extracted.links],
+            duplicate_of=None,
+        )

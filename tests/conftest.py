@@ -1,0 +1,135 @@
+"""Fixtures shared by crawlproj's tests: real Redis-protocol servers, no fakes.
+
+redis_server           session-wide server (AOF on) with .url .port .dir .proc,
+                       .kill() (SIGKILL) and .restart() for fault injection
+redis_url              url of that server, FLUSHALLed (and restarted if a test
+                       killed it) before each test; db 0, as Redis Cluster wants
+redis_server_factory   make(**spawn_server options) -> a private RedisServer,
+                       stopped after the test (e.g. requirepass, cluster mode)
+embedded_data_dir      a CRAWL_DATA_DIR whose embedded server, if a test (or a
+                       subprocess) starts one, is stopped after the test
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import redis
+
+from crawlproj.embedded import EmbeddedRedis, _pid_alive, _wait_exit, free_port, spawn_server
+
+
+class RedisServer:
+    """A foreground server on loopback that tests may kill and restart."""
+
+    def __init__(self, directory: str | os.PathLike, port: int | None = None, **options):
+        self.dir = Path(directory)
+        self.port = port or free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.options = options  # appendonly=, extra= for spawn_server
+        self.proc = spawn_server(self.port, self.dir, **options)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def client(self, **kwargs) -> redis.Redis:
+        return redis.Redis.from_url(self.url, **kwargs)
+
+    def kill(self) -> None:
+        """SIGKILL: no AOF fsync, as in a crash (appendfsync everysec may lose ~1s)."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def restart(self) -> None:
+        """Start again on the same port and dir (reloading the AOF); wait for PING."""
+        if self.alive:
+            self.kill()
+        self.proc = spawn_server(self.port, self.dir, **self.options)
+
+    def stop(self) -> None:
+        if self.alive:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:
+                self.kill()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis-session"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    if not redis_server.alive:  # an earlier test killed it without restarting
+        redis_server.restart()
+    with redis_server.client() as c:
+        c.flushall()
+    return redis_server.url
+
+
+@pytest.fixture
+def redis_server_factory(tmp_path):
+    servers: list[RedisServer] = []
+
+    def make(**options) -> RedisServer:
+        server = RedisServer(tmp_path / f"redis-{len(servers)}", **options)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+def _force_stop_embedded(data_dir: Path) -> None:
+    server = EmbeddedRedis(data_dir)
+    try:
+        server.stop(timeout=10)
+    except Exception:
+        pass
+    # If stop failed or the state file was lost, the pid file still names the
+    # daemon: SIGKILL it, but only if it is a server running in this data dir.
+    pids = []
+    try:
+        pids.append(int(json.loads(server.state_file.read_text())["pid"]))
+    except Exception:
+        pass
+    try:
+        pids.append(int(server.pid_file.read_text()))
+    except Exception:
+        pass
+    for pid in pids:
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd == str(server.dir) and exe.endswith("-server") and _pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            _wait_exit(pid, 10)
+
+
+@pytest.fixture(scope="session")
+def _embedded_dirs():
+    """Session safety net: every embedded data dir handed out is stopped at the end."""
+    dirs: list[Path] = []
+    yield dirs
+    for d in dirs:
+        _force_stop_embedded(d)
+
+
+@pytest.fixture
+def embedded_data_dir(tmp_path, _embedded_dirs) -> Path:
+    data_dir = tmp_path / "crawl-data"
+    _embedded_dirs.append(data_dir)
+    yield data_dir
+    _force_stop_embedded(data_dir)

@@ -1,0 +1,76 @@
+"""Running real `scrapy crawl web` workers against the simulated web, for tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Workers:
+    """Worker processes of one crawl: same CRAWL_ID, same Redis, same web."""
+
+    def __init__(self, sw, redis_url: str, tmp_path: Path, seeds: list[str], crawl_id: str,
+                 settings: dict | None = None):
+        self.sw, self.redis_url, self.tmp = sw, redis_url, tmp_path
+        self.crawl_id = crawl_id
+        self.settings = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": 16, **(settings or {})}
+        self.seeds_file = tmp_path / "seeds.txt"
+        self.seeds_file.write_text("\n".join(seeds) + "\n")
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, n: int = 1, seeds: bool = True) -> list[subprocess.Popen]:
+        started = []
+        for _ in range(n):
+            i = len(self.procs)
+            cmd = [sys.executable, "-m", "scrapy", "crawl", "web"]
+            if seeds:
+                cmd += ["-a", f"seeds={self.seeds_file}"]
+            for k, v in self.settings.items():
+                cmd += ["-s", f"{k}={v}"]
+            env = self.sw.env()
+            env.update(REDIS_URL=self.redis_url, CRAWL_ID=self.crawl_id,
+                       CRAWL_DATA_DIR=str(self.tmp / "data"), PYTHONUNBUFFERED="1")
+            log = open(self.tmp / f"worker{i}.log", "wb")
+            p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            self.procs.append(p)
+            started.append(p)
+        return started
+
+    def wait(self, timeout: float = 300) -> list[int]:
+        deadline = time.monotonic() + timeout
+        codes = []
+        for p in self.procs:
+            try:
+                codes.append(p.wait(max(1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                self.kill_all()
+                raise AssertionError(f"workers did not finish; logs in {self.tmp}") from None
+        return codes
+
+    def kill_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def log(self, i: int) -> str:
+        return (self.tmp / f"worker{i}.log").read_text(errors="replace")
+
+    @staticmethod
+    def signal(p: subprocess.Popen, sig=signal.SIGKILL):
+        os.kill(p.pid, sig)
+
+
+def stat(log: str, name: str) -> int:
+    """A counter from the stats dump at the end of a worker's log."""
+    for line in log.splitlines():
+        line = line.strip()
+        if line.startswith(f"'{name}':"):
+            return int(line.split(":", 1)[1].strip().rstrip(","))
+    return 0

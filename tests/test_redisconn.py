@@ -1,0 +1,136 @@
+"""get_redis: external URL, cluster, embedded default; one-line errors, masked passwords."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+import redis.cluster
+from scrapy.settings import Settings
+
+from crawlproj.embedded import EmbeddedRedis, free_port
+from crawlproj.errors import CrawlprojError
+from crawlproj.redisconn import RedisUnavailable, describe_url, get_redis
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://:pw@h:1/0", "redis://:***@h:1/0"),
+        ("rediss://crawler:p%40ss@h:6380/2", "rediss://crawler:***@h:6380/2"),
+        ("redis://crawler@h/0", "redis://crawler@h/0"),
+        ("redis://h/0?password=pw&db=1", "redis://h/0?password=***&db=1"),
+        ("unix:///run/redis.sock?password=pw", "unix:///run/redis.sock?password=***"),
+    ],
+)
+def test_describe_url_masks_passwords(url, shown):
+    assert describe_url(url) == shown
+
+
+def test_unreachable_url_raises_one_line_with_masked_password():
+    port = free_port()  # nothing listens there
+    with pytest.raises(RedisUnavailable) as info:
+        get_redis({"REDIS_URL": f"redis://crawler:s3cret@127.0.0.1:{port}/0"})
+    msg = str(info.value)
+    assert msg == f"cannot reach Redis at redis://crawler:***@127.0.0.1:{port}/0: Connection refused"
+    assert isinstance(info.value, CrawlprojError)
+
+
+def test_unreachable_cluster_url_raises_redis_unavailable():
+    port = free_port()
+    with pytest.raises(RedisUnavailable) as info:
+        get_redis({"REDIS_URL": f"redis://:pw@127.0.0.1:{port}/0", "REDIS_CLUSTER": True})
+    assert "\n" not in str(info.value) and ":***@" in str(info.value)
+    assert "pw@" not in str(info.value)
+
+
+def test_cluster_without_url_is_an_error(tmp_path):
+    with pytest.raises(CrawlprojError, match="REDIS_URL"):
+        get_redis({"REDIS_CLUSTER": "true", "CRAWL_DATA_DIR": str(tmp_path)})
+    assert not (tmp_path / "redis").exists()  # nothing embedded was started
+
+
+def test_redis_url_returns_bytes_client(redis_url, tmp_path):
+    settings = Settings({"REDIS_URL": redis_url, "CRAWL_DATA_DIR": str(tmp_path)})
+    r = get_redis(settings)
+    assert isinstance(r, redis.Redis)
+    r.set("k", "v")
+    assert r.get("k") == b"v"
+    assert get_redis(settings) is not r  # nothing cached
+    assert not (tmp_path / "redis").exists()  # an external URL starts nothing
+
+
+def test_db_index_from_url(redis_server, redis_url):
+    r = get_redis({"REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/3"})
+    r.set(b"in-db-3", b"1")
+    assert redis.Redis.from_url(redis_url).exists(b"in-db-3") == 0
+    assert redis.Redis(port=redis_server.port, db=3).get(b"in-db-3") == b"1"
+    r.flushdb()
+
+
+@pytest.fixture
+def secured(redis_server_factory):
+    return redis_server_factory(
+        extra={
+            "requirepass": "topsecret",
+            "user": ["crawler on >s3cret ~* &* +@all"],
+        }
+    )
+
+
+def whoami(r: redis.Redis) -> str:
+    name = r.acl_whoami()  # str or bytes, depending on redis-py version
+    return name.decode() if isinstance(name, bytes) else name
+
+
+def test_password_and_acl_user(secured):
+    r = get_redis({"REDIS_URL": f"redis://:topsecret@127.0.0.1:{secured.port}/0"})
+    assert whoami(r) == "default"
+    r = get_redis({"REDIS_URL": f"redis://crawler:s3cret@127.0.0.1:{secured.port}/0"})
+    assert whoami(r) == "crawler"
+    r.set(b"k", b"v")
+    assert r.get(b"k") == b"v"
+
+
+@pytest.mark.parametrize("userinfo", ["", "crawler:wrong@", ":wrong@"])
+def test_bad_credentials_raise_masked(secured, userinfo):
+    url = f"redis://{userinfo}127.0.0.1:{secured.port}/0"
+    with pytest.raises(RedisUnavailable) as info:
+        get_redis({"REDIS_URL": url})
+    msg = str(info.value)
+    assert msg.startswith(f"cannot reach Redis at {describe_url(url)}: ")
+    assert "\n" not in msg and "wrong" not in msg
+
+
+def test_embedded_default(embedded_data_dir):
+    r = get_redis(Settings({"REDIS_URL": None, "CRAWL_DATA_DIR": str(embedded_data_dir)}))
+    url = EmbeddedRedis(embedded_data_dir).ensure_running()
+    assert r.connection_pool.connection_kwargs["port"] == int(url.split(":")[-1].split("/")[0])
+    r.set(b"k", b"v")
+    # A second worker on the same data dir reaches the same server.
+    assert get_redis({"CRAWL_DATA_DIR": str(embedded_data_dir)}).get(b"k") == b"v"
+
+
+def test_cluster_client(redis_server_factory):
+    node = redis_server_factory(
+        appendonly=False,
+        # An explicit bus port: the default (port + 10000) fails above port 55535.
+        extra={
+            "cluster-enabled": "yes",
+            "cluster-config-file": "nodes.conf",
+            "cluster-port": free_port(),
+        },
+    )
+    c = node.client()
+    c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+    deadline = time.monotonic() + 30
+    while b"cluster_state:ok" not in c.execute_command("CLUSTER", "INFO"):
+        assert time.monotonic() < deadline, "single-node cluster never became ok"
+        time.sleep(0.1)
+    r = get_redis({"REDIS_URL": node.url, "REDIS_CLUSTER": "1"})
+    assert isinstance(r, redis.cluster.RedisCluster)
+    r.set(b"{p1}k", b"v")
+    assert r.get(b"{p1}k") == b"v"
+    r.close()

@@ -1,0 +1,175 @@
+"""crawlproj.seeds: the `-a seeds=PATH_OR_URLS` argument."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from crawlproj.errors import CrawlprojError
+from crawlproj.seeds import MAX_URL_LENGTH, SeedsError, check_seed, looks_like_path, read_seeds
+
+
+def write(tmp_path, text: str | bytes, name: str = "seeds.txt") -> str:
+    path = tmp_path / name
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    path.write_bytes(text)
+    return str(path)
+
+
+def test_file_with_comments_blank_lines_and_problems(tmp_path):
+    path = write(
+        tmp_path,
+        "# my seeds\n"
+        "http://a.example/\n"
+        "\n"
+        "   https://b.example/x?y=1   \n"
+        "ftp://x\n"
+        "  # indented comment\n"
+        "example.com\n"
+        "http://c.example/page  # trailing comment\n"
+        "http://exa mple.com/\n"
+        "mailto:me@example.com\n"
+        "http://a.example/\n",
+    )
+    urls, problems = read_seeds(path)
+    assert urls == [
+        "http://a.example/",
+        "https://b.example/x?y=1",
+        "http://example.com/",
+        "http://c.example/page",
+    ]
+    assert problems == [
+        f"{path}:5: not an http(s) URL: 'ftp://x'",
+        f"{path}:9: contains whitespace: 'http://exa mple.com/'",
+        f"{path}:10: not an http(s) URL: 'mailto:me@example.com'",
+    ]
+
+
+def test_problem_names_the_path_as_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "http://ok.example/\n" * 6 + "ftp://x\n")
+    urls, problems = read_seeds("seeds.txt")
+    assert urls == ["http://ok.example/"]  # duplicates dropped
+    assert problems == ["seeds.txt:7: not an http(s) URL: 'ftp://x'"]
+
+
+def test_comma_separated_urls():
+    urls, problems = read_seeds("http://a.example/, https://b.example/p ,c.example,,ftp://d")
+    assert urls == ["http://a.example/", "https://b.example/p", "http://c.example/"]
+    assert problems == ["seeds[5]: not an http(s) URL: 'ftp://d'"]
+
+
+def test_single_url_and_bare_host():
+    assert read_seeds("https://example.org/start") == (["https://example.org/start"], [])
+    assert read_seeds("example.org") == (["http://example.org/"], [])
+    assert read_seeds("localhost:8080") == (["http://localhost:8080/"], [])
+    assert read_seeds("a.example,//cdn.example.org/x") == (
+        ["http://a.example/", "http://cdn.example.org/x"], []
+    )
+    # A bare host with a path, alone, looks like a path: a one-line error.
+    with pytest.raises(SeedsError, match=r"not found: 'example.org/page' \(URLs need"):
+        read_seeds("example.org/page")
+    # In a comma-separated list it is a URL.
+    assert read_seeds("example.org/page,b.example")[0] == [
+        "http://example.org/page", "http://b.example/"
+    ]
+
+
+@pytest.mark.parametrize(
+    "entry, reason",
+    [
+        ("ftp://x", "not an http(s) URL"),
+        ("file:///etc/passwd", "not an http(s) URL"),
+        ("javascript:alert(1)", "not an http(s) URL"),
+        ("http://", "no host"),
+        ("http:///path", "no host"),
+        ("http://[broken", "invalid URL"),
+        ("http://x:99999/", "invalid URL"),
+        ("http://exa mple.com/", "contains whitespace"),
+        ("http://a\tb.com/", "contains whitespace"),
+        ("http://-bad-.example/", "invalid host name"),
+        ("http://bad_host.example/", "invalid host name"),
+        ("http://999.1.1.1/", "invalid host name"),
+        ("http://a..b/", "invalid host name"),
+        ("http://" + "a" * 64 + ".com/", "invalid host name"),
+        ("http://x.com/" + "p" * MAX_URL_LENGTH, "URL longer than"),
+    ],
+)
+def test_invalid_entries(entry, reason):
+    url, problem = check_seed(entry)
+    assert url is None
+    assert problem.startswith(reason), problem
+
+
+@pytest.mark.parametrize(
+    "entry, url",
+    [
+        ("http://EXAMPLE.com/A", "http://EXAMPLE.com/A"),  # kept as given (Scrapy lower-cases)
+        ("https://example.com/#frag", "https://example.com/"),
+        ("http://192.0.2.1/", "http://192.0.2.1/"),
+        ("http://[2001:db8::1]:8080/", "http://[2001:db8::1]:8080/"),
+        ("http://bücher.example/", "http://bücher.example/"),
+        ("http://user:pw@example.com/", "http://user:pw@example.com/"),
+        ("http://example.com./", "http://example.com./"),
+    ],
+)
+def test_valid_entries(entry, url):
+    assert check_seed(entry) == (url, None)
+
+
+def test_missing_file_is_one_line_error(tmp_path):
+    missing = str(tmp_path / "nope.txt")
+    with pytest.raises(SeedsError) as info:
+        read_seeds(missing)
+    assert isinstance(info.value, CrawlprojError)
+    assert str(info.value) == f"seeds file not found: {missing!r}"
+    assert "\n" not in str(info.value)
+    # Relative names that look like paths are paths too.
+    with pytest.raises(SeedsError):
+        read_seeds("seeds.txt")
+    with pytest.raises(SeedsError):
+        read_seeds(f"some{os.sep}dir{os.sep}list")
+
+
+def test_directory_is_an_error(tmp_path):
+    with pytest.raises(SeedsError, match="directory"):
+        read_seeds(str(tmp_path))
+
+
+def test_looks_like_path(tmp_path):
+    existing = write(tmp_path, "http://a.example/\n", name="list")
+    assert looks_like_path(existing)
+    assert looks_like_path("seeds.txt") and looks_like_path("SEEDS.TXT")
+    assert looks_like_path(f"dir{os.sep}file")
+    assert not looks_like_path("http://a.example/x.txt")
+    assert not looks_like_path("https://a.example/dir/page")
+    assert not looks_like_path("example.com")
+    assert not looks_like_path("a.example,b.example")
+    assert not looks_like_path("a.example/x,b.example/y")
+
+
+def test_encoding_bom_and_bad_bytes(tmp_path):
+    body = b"\xef\xbb\xbfhttp://a.example/\r\nhttp://b.example/\xff\r\nhttp://c.example/\n"
+    path = write(tmp_path, body)
+    urls, problems = read_seeds(path)
+    assert urls == ["http://a.example/", "http://c.example/"]
+    assert problems == [f"{path}:2: not UTF-8 text"]
+
+
+def test_empty_inputs(tmp_path):
+    assert read_seeds("") == ([], ["seeds: empty argument"])
+    empty = write(tmp_path, "# only comments\n\n")
+    assert read_seeds(empty) == ([], [f"{empty}: no URLs"])
+    assert read_seeds(" , ,") == ([], [" , ,".strip() + ": no URLs"])
+
+
+def test_large_file_is_quick(tmp_path):
+    import time
+
+    path = write(tmp_path, "".join(f"http://host{i}.example/page/{i}\n" for i in range(100_000)))
+    started = time.perf_counter()
+    urls, problems = read_seeds(path)
+    assert len(urls) == 100_000 and not problems
+    assert time.perf_counter() - started < 10
