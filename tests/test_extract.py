@@ -38,7 +38,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -483,10 +482,8 @@ def test_text_normalisation_of_huge_text_matches_the_simple_one():
 
 
 def test_one_giant_word():
-    started = time.perf_counter()
-    result = extract_page(b"<p>" + b"a" * 20_000_000, PAGE)
+    result = extract_page(b"<p>" + b"a" * 20_000_000, PAGE)  # completes (speed: a bench matter)
     assert result.text == "a" * 100_000
-    assert time.perf_counter() - started < 10  # measured ~0.25 s
 
 
 # --------------------------------------------------------------------------
@@ -620,15 +617,12 @@ def _huge_page(n_links: int = 200_000) -> bytes:
 def test_huge_page_completes_and_caps():
     body = _huge_page()
     assert len(body) > 20_000_000
-    started = time.perf_counter()
     result = extract_page(body, "http://example.com/")
-    took = time.perf_counter() - started
     assert result.title == "Huge"
     assert len(result.links) == DEFAULT_MAX_LINKS == 10_000
     assert result.links_dropped == 190_000
     assert result.links[0] == ("http://example.com/page/0?x=1", "link 0")
     assert len(result.text) <= 100_000 and result.text.startswith("Item 0 with some words")
-    assert took < 20  # measured: ~0.9 s
 
 
 def test_huge_page_memory_is_bounded():
