@@ -102,6 +102,10 @@ FRONTIER_IDLE_CLOSE = True
 # Longest URL accepted into the frontier (characters); longer ones are refused
 # with a logged reason and the stat frontier/refused/url_too_long.
 FRONTIER_MAX_URL_LENGTH = 2083
+# Scrapy's UrlLengthMiddleware would drop long links silently (debug log) and
+# only those a spider yields; the frontier sees every request (redirects,
+# retries, start requests) and says why, so that middleware is switched off.
+URLLENGTH_LIMIT = 0
 
 # --------------------------------------------------------------------------
 # The `web` spider

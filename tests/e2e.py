@@ -24,11 +24,11 @@ class Workers:
         self.seeds_file.write_text("\n".join(seeds) + "\n")
         self.procs: list[subprocess.Popen] = []
 
-    def start(self, n: int = 1, seeds: bool = True) -> list[subprocess.Popen]:
+    def start(self, n: int = 1, seeds: bool = True, spider: str = "web") -> list[subprocess.Popen]:
         started = []
         for _ in range(n):
             i = len(self.procs)
-            cmd = [sys.executable, "-m", "scrapy", "crawl", "web"]
+            cmd = [sys.executable, "-m", "scrapy", "crawl", spider]
             if seeds:
                 cmd += ["-a", f"seeds={self.seeds_file}"]
             for k, v in self.settings.items():

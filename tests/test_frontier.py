@@ -187,3 +187,53 @@ def test_admission_refuses_bad_urls(redis_url):
     assert refusal("http://bücher.de/x", 2083) is None
     assert valid_hostname("127.0.0.1") and valid_hostname("[::1]")
     assert host_of("http://Bücher.DE:8080/") == "xn--bcher-kva.de:8080"
+
+
+def test_rescore_rewrites_queued_priorities_in_bulk(redis_url):
+    f = make(redis_url, partitions=4)
+    urls = [f"http://h{h}.ex/{i}" for h in range(20) for i in range(10)]
+    add(f, urls, scores=list(range(len(urls))))  # h0 first, /0 first
+    # the ranker's new order: reverse, and one URL left as it is (None)
+    rank = {u.encode(): -1 - i for i, u in enumerate(urls)}
+    keep = b"http://h3.ex/5"
+
+    def score(payloads):
+        return [None if p == keep else rank[p] for p in payloads]
+
+    totals = f.rescore(score, hosts_per_round=7)  # several rounds per partition
+    assert totals == {"hosts": 20, "urls": 200, "changed": 199}
+    assert f.rescore(score)["changed"] == 0  # nothing left to change
+    got = lease(f, 100)
+    # each host now serves its last URL first; each partition its best host first
+    assert sorted(x.payload for x in got) == sorted(f"http://h{h}.ex/9".encode()
+                                                    for h in range(20))
+    for p in range(4):
+        hosts = [int(x.host[1:-3]) for x in got if x.partition == p]
+        assert hosts == sorted(hosts, reverse=True)
+    release(f, got)
+    h3 = [x.payload for x in lease(f, 100) if x.host == "h3.ex"]
+    assert h3 == [b"http://h3.ex/8"]
+
+
+def test_rescore_of_ready_host_and_leased_member(redis_url):
+    f = make(redis_url)
+    add(f, ["http://a.ex/1", "http://a.ex/2", "http://b.ex/1"], scores=[1, 2, 3])
+    f.sync({0: Batch(lease=0)})
+    first = lease(f, 1)  # a.ex/1 leased; b.ex now sits in ready with score 3
+    assert [x.payload for x in first] == [b"http://a.ex/1"]
+
+    def score(payloads):
+        # the leased URL is not among the queued ones and must not come back
+        assert b"http://a.ex/1" not in payloads
+        return [{b"http://a.ex/2": 50.0, b"http://b.ex/1": -5.0}[p] for p in payloads]
+
+    assert f.rescore(score)["changed"] == 2
+    # rewriting a member that was leased in between is a no-op (ZADD XX)
+    r = redis.Redis.from_url(redis_url)
+    assert r.evalsha(f._rescore_sha, 1, f.prefix(0), "a.ex", 1, "7", b"http://a.ex/1") == 0
+    assert r.zscore(f.prefix(0) + "ready", "b.ex") == -5.0
+    release(f, first)
+    got = lease(f, 10)
+    assert [(x.payload, x.score) for x in got] == [(b"http://b.ex/1", -5.0),
+                                                   (b"http://a.ex/2", 50.0)]
+    assert f.status()["queued"] == 0

@@ -13,6 +13,7 @@ Keys (see lua/sync.lua for each one's meaning):
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from redis.exceptions import NoScriptError
 from crawlproj.due.fingerprint import bucket_of, url_fingerprint
 
 SYNC_LUA = (Path(__file__).parent / "lua" / "sync.lua").read_text()
+RESCORE_LUA = (Path(__file__).parent / "lua" / "rescore.lua").read_text()
 
 
 @dataclass
@@ -96,6 +98,7 @@ class Frontier:
         self.due_buckets = due_buckets
         self.partitions = self._agree_partitions(partitions)
         self._sha = None
+        self._rescore_sha = None
 
     @classmethod
     def from_settings(cls, settings, redis):
@@ -167,6 +170,69 @@ class Frontier:
         leased = [Leased(flat[i].decode(), flat[i + 1].decode(), float(flat[i + 2]),
                          flat[i + 3], p) for i in range(0, len(flat), 4)]
         return Result(int(now), leased, *(int(x) for x in c))
+
+    # -- bulk priority rewrite (the ranker) ---------------------------------
+
+    def queued_hosts(self, partition: int) -> list[str]:
+        """Hosts of a partition that may have queued URLs: on the heap, ready
+        or leased (an idle host has an empty queue, see lua/sync.lua)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for state in ("heap", "ready", "leases"):
+            pipe.zrange(self.prefix(partition) + state, 0, -1)
+        return sorted({h.decode() for members in pipe.execute() for h in members})
+
+    def rescore(self, score, partitions=None, hosts_per_round: int = 512,
+                max_args: int = 100_000) -> dict:
+        """Give every queued URL the score `score` says, in bulk.
+
+        score(payloads: list[bytes]) -> list of new scores (None keeps one).
+        Per round, one pipeline reads the queues of up to hosts_per_round
+        hosts, and one script call per partition (lua/rescore.lua) writes back
+        only the scores that changed. Members leased in between are skipped by
+        ZADD XX there, so nothing is lost or queued twice; URLs enqueued in
+        between keep the score their prioritizer gave them.
+        """
+        if self._rescore_sha is None:
+            self._rescore_sha = self.redis.script_load(RESCORE_LUA)
+        totals = {"hosts": 0, "urls": 0, "changed": 0}
+        for p in (range(self.partitions) if partitions is None else partitions):
+            hosts = self.queued_hosts(p)
+            for start in range(0, len(hosts), hosts_per_round):
+                chunk = hosts[start:start + hosts_per_round]
+                pipe = self.redis.pipeline(transaction=False)
+                for host in chunk:
+                    pipe.zrange(self.prefix(p) + "q:" + host, 0, -1, withscores=True)
+                queues = pipe.execute()
+                payloads = [m for q in queues for m, _ in q]
+                scores = list(score(payloads)) if payloads else []
+                if len(scores) != len(payloads):
+                    raise ValueError(f"score() gave {len(scores)} scores "
+                                     f"for {len(payloads)} URLs")
+                args, k = [], 0
+                for host, q in zip(chunk, queues):
+                    group = []
+                    for member, old in q:
+                        new = scores[k]
+                        k += 1
+                        if new is not None and math.isfinite(new) and float(new) != old:
+                            group += (repr(float(new)), member)
+                    if group:
+                        args += (host, len(group) // 2, *group)
+                    if len(args) >= max_args:
+                        totals["changed"] += self._rescore_call(p, args)
+                        args = []
+                if args:
+                    totals["changed"] += self._rescore_call(p, args)
+                totals["hosts"] += len(chunk)
+                totals["urls"] += len(payloads)
+        return totals
+
+    def _rescore_call(self, p: int, args: list) -> int:
+        try:
+            return int(self.redis.evalsha(self._rescore_sha, 1, self.prefix(p), *args))
+        except NoScriptError:
+            self._rescore_sha = self.redis.script_load(RESCORE_LUA)
+            return int(self.redis.evalsha(self._rescore_sha, 1, self.prefix(p), *args))
 
     # -- operator views ---------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Spiders used only by tests (SPIDER_MODULES=crawlproj.spiders,tests.spiders)."""

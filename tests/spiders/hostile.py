@@ -1,0 +1,23 @@
+"""The `web` spider, plus requests no worker could fetch, yielded from each seed page."""
+
+from __future__ import annotations
+
+from scrapy import Request
+
+from crawlproj.spiders.web import WebSpider
+
+BAD_URLS = {
+    "scheme": "ftp://h0001.example/pub/file.txt",
+    "url_too_long": "http://h0001.example/" + "a" * 3000,
+    "invalid_host": "http://bad_host!.example/",
+}
+
+
+class HostileSpider(WebSpider):
+    name = "hostile"
+
+    def parse(self, response, **kwargs):
+        if response.meta.get("depth", 0) == 0:
+            for url in BAD_URLS.values():
+                yield Request(url, callback=self.parse)
+        yield from super().parse(response, **kwargs)
