@@ -8,6 +8,7 @@ import time
 import pytest
 import redis
 
+from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.frontier.admission import Refused, admit, host_of, refusal, valid_hostname
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.prioritizers.basic import BreadthFirst
@@ -194,11 +195,11 @@ def test_rescore_rewrites_queued_priorities_in_bulk(redis_url):
     urls = [f"http://h{h}.ex/{i}" for h in range(20) for i in range(10)]
     add(f, urls, scores=list(range(len(urls))))  # h0 first, /0 first
     # the ranker's new order: reverse, and one URL left as it is (None)
-    rank = {u.encode(): -1 - i for i, u in enumerate(urls)}
-    keep = b"http://h3.ex/5"
+    rank = {url_fingerprint(u): -1 - i for i, u in enumerate(urls)}
+    keep = url_fingerprint("http://h3.ex/5")
 
-    def score(payloads):
-        return [None if p == keep else rank[p] for p in payloads]
+    def score(fps):
+        return [None if fp == keep else rank[fp] for fp in fps]
 
     totals = f.rescore(score, hosts_per_round=7)  # several rounds per partition
     assert totals == {"hosts": 20, "urls": 200, "changed": 199}
@@ -222,18 +223,46 @@ def test_rescore_of_ready_host_and_leased_member(redis_url):
     first = lease(f, 1)  # a.ex/1 leased; b.ex now sits in ready with score 3
     assert [x.payload for x in first] == [b"http://a.ex/1"]
 
-    def score(payloads):
+    new = {url_fingerprint("http://a.ex/2"): 50.0, url_fingerprint("http://b.ex/1"): -5.0}
+
+    def score(fps):
         # the leased URL is not among the queued ones and must not come back
-        assert b"http://a.ex/1" not in payloads
-        return [{b"http://a.ex/2": 50.0, b"http://b.ex/1": -5.0}[p] for p in payloads]
+        assert url_fingerprint("http://a.ex/1") not in fps
+        return [new[fp] for fp in fps]
 
     assert f.rescore(score)["changed"] == 2
     # rewriting a member that was leased in between is a no-op (ZADD XX)
     r = redis.Redis.from_url(redis_url)
-    assert r.evalsha(f._rescore_sha, 1, f.prefix(0), "a.ex", 1, "7", b"http://a.ex/1") == 0
+    gone = url_fingerprint("http://a.ex/1")
+    assert r.evalsha(f._rescore_sha, 1, f.prefix(0), "a.ex", 1, "7", gone) == 0
     assert r.zscore(f.prefix(0) + "ready", "b.ex") == -5.0
     release(f, first)
     got = lease(f, 10)
     assert [(x.payload, x.score) for x in got] == [(b"http://b.ex/1", -5.0),
                                                    (b"http://a.ex/2", 50.0)]
     assert f.status()["queued"] == 0
+
+
+def test_duplicate_links_bump_a_queued_url(redis_url):
+    """A prioritizer that counts links (backlinks, OPIC) raises the priority of
+    a queued URL each time another link to it is found; not of one that left."""
+    f = make(redis_url)
+
+    def link(url, score, bump):
+        host = host_of(url)
+        return f.sync({0: Batch(enqueue=[f.entry(host, url, score, url.encode(), bump=bump)])})[0]
+
+    link("http://a.ex/1", -1, -1)
+    link("http://a.ex/2", -1, -1)
+    r = link("http://a.ex/2", -1, -1)
+    assert (r.added, r.duplicates, r.bumped) == (0, 1, 1)
+    link("http://a.ex/2", -1, -1)
+    first = lease(f, 1)
+    assert [(x.payload, x.score) for x in first] == [(b"http://a.ex/2", -3.0)]
+    r = link("http://a.ex/2", -1, -1)  # being fetched: a duplicate, nothing to bump
+    assert (r.added, r.duplicates, r.bumped, r.queued) == (0, 1, 0, 1)
+    r = link("http://a.ex/1", -1, 0)  # bump 0: the score stays
+    assert r.bumped == 0
+    release(f, first)
+    assert [(x.payload, x.score) for x in lease(f)] == [(b"http://a.ex/1", -1.0)]
+    assert f.status()["counters"]["bumped"] == 2

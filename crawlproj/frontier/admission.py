@@ -75,9 +75,11 @@ def admit(frontier, prioritizer, request, spider, max_length: int):
     score = prioritizer.score(request)
     if not math.isfinite(score):
         score = 1e300
+    bump = prioritizer.bump(request) if hasattr(prioritizer, "bump") else 0.0
     try:
         entry = frontier.entry(host, request.url, score, codec.encode(request, spider),
-                               force=request.dont_filter)
+                               force=request.dont_filter,
+                               bump=bump if math.isfinite(bump) else 0.0)
     except ValueError as exc:  # canonicalisation refused it
         raise Refused("malformed", str(exc)) from None
     return frontier.partition_of(host), entry

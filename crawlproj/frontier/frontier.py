@@ -31,7 +31,7 @@ RESCORE_LUA = (Path(__file__).parent / "lua" / "rescore.lua").read_text()
 class Batch:
     """What one worker sends to one partition in one sync."""
 
-    enqueue: list = field(default_factory=list)   # (host, fp, bucket, score, payload, force)
+    enqueue: list = field(default_factory=list)   # (host, fp, bucket, score, payload, force, bump)
     release: list = field(default_factory=list)   # (host, token, delay_ms, outcome)
     renew: list = field(default_factory=list)     # (host, token)
     lease: int = 0
@@ -78,6 +78,7 @@ class Result:
     ready: int
     leases: int
     queued: int
+    bumped: int = 0      # queued URLs whose score a duplicate link changed
 
 
 class Frontier:
@@ -135,11 +136,13 @@ class Frontier:
     # -- building entries -------------------------------------------------
 
     def entry(self, host: str, url: str, score: float, payload: bytes, force: bool = False,
-              fp: int | None = None):
+              fp: int | None = None, bump: float = 0.0):
+        """An enqueue entry; bump is added to the URL's score if it is already
+        queued (a prioritizer that counts links to a URL, see prioritizers)."""
         if fp is None:
             fp = url_fingerprint(url)
         return (host, fp, bucket_of(fp, self.due_buckets), repr(float(score)), payload,
-                "1" if force else "0")
+                "1" if force else "0", repr(float(bump)) if bump else "0")
 
     # -- the round trip ---------------------------------------------------
 
@@ -185,7 +188,9 @@ class Frontier:
                 max_args: int = 100_000) -> dict:
         """Give every queued URL the score `score` says, in bulk.
 
-        score(payloads: list[bytes]) -> list of new scores (None keeps one).
+        score(fingerprints: list[int]) -> list of new scores (None keeps one);
+        the fingerprints are the DUE's (crawlproj.due.fingerprint), the keys
+        of the link store's URL table.
         Per round, one pipeline reads the queues of up to hosts_per_round
         hosts, and one script call per partition (lua/rescore.lua) writes back
         only the scores that changed. Members leased in between are skipped by
@@ -203,11 +208,10 @@ class Frontier:
                 for host in chunk:
                     pipe.zrange(self.prefix(p) + "q:" + host, 0, -1, withscores=True)
                 queues = pipe.execute()
-                payloads = [m for q in queues for m, _ in q]
-                scores = list(score(payloads)) if payloads else []
-                if len(scores) != len(payloads):
-                    raise ValueError(f"score() gave {len(scores)} scores "
-                                     f"for {len(payloads)} URLs")
+                fps = [int(m) for q in queues for m, _ in q]
+                scores = list(score(fps)) if fps else []
+                if len(scores) != len(fps):
+                    raise ValueError(f"score() gave {len(scores)} scores for {len(fps)} URLs")
                 args, k = [], 0
                 for host, q in zip(chunk, queues):
                     group = []
@@ -224,7 +228,7 @@ class Frontier:
                 if args:
                     totals["changed"] += self._rescore_call(p, args)
                 totals["hosts"] += len(chunk)
-                totals["urls"] += len(payloads)
+                totals["urls"] += len(fps)
         return totals
 
     def _rescore_call(self, p: int, args: list) -> int:

@@ -334,7 +334,8 @@ class FrontierScheduler:
                 self._prefetched.append((request, lease))
                 got += 1
             for key, value in (("added", r.added), ("duplicates", r.duplicates),
-                               ("stale_releases", r.stale), ("expired_leases", r.expired)):
+                               ("bumped", r.bumped), ("stale_releases", r.stale),
+                               ("expired_leases", r.expired)):
                 if value:
                     self.stats.inc_value(f"frontier/{key}", value)
         self.stats.inc_value("frontier/leased", got)

@@ -16,6 +16,12 @@ class Prioritizer:
     def score(self, request) -> float:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def bump(self, request) -> float:
+        """Change of the score of this URL when it is already queued and
+        another link to it is found (0: none). A backlink count gains a link,
+        OPIC cash flows in (Cho et al. §3 IB'; Abiteboul et al. 2003)."""
+        return 0.0
+
 
 class BreadthFirst(Prioritizer):
     """Level by level, and within a level first discovered, first served.

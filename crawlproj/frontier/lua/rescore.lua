@@ -9,7 +9,7 @@
 -- hosts on the heap or leased read their best URL when they next become ready.
 --
 -- KEYS[1]  the partition's key prefix, e.g. "cp:{crawl/3}:"
--- ARGV     groups of: host, n, then n pairs of score, member (payload)
+-- ARGV     groups of: host, n, then n pairs of score, fingerprint (queue member)
 -- Returns  the number of queued URLs whose score changed
 
 local P = KEYS[1]

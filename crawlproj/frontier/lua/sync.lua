@@ -12,7 +12,11 @@
 --   idle    ZSET host -> next-contact time (ms); no queued URL, not leased. Kept
 --           until that time passes so a refilled queue still waits its turn.
 -- and per host:
---   q:<host> ZSET payload -> score (lower = sooner): the host's back queue.
+--   q:<host> ZSET fingerprint -> score (lower = sooner): the host's back queue.
+--   p:<host> HASH fingerprint -> payload: the queued requests themselves.
+-- Keying the queue by fingerprint lets a URL be found again when another link
+-- to it is seen (its score may improve: backlink counts, OPIC cash) and lets
+-- the ranker rewrite scores without moving payloads (rescore.lua).
 -- The DUE's URL-seen sets live in the same partition (seen:<bucket>, intsets of
 -- 64-bit fingerprints), so "unseen? then enqueue" is one atomic step.
 --
@@ -23,13 +27,16 @@
 --          to the cluster node that holds the partition's hash slot)
 -- ARGV     lease_ttl_ms, backoff_base_ms, backoff_max_ms, backoff_after,
 --          then four sections, each a count followed by its fields:
---   enqueue: host, fingerprint, bucket, score, payload, force   (6 each)
+--   enqueue: host, fingerprint, bucket, score, payload, force, bump   (7 each)
+--            bump: added to the score of this URL if it is already queued
+--            (a duplicate link to it); '0' = leave it
 --   release: host, token, delay_ms, outcome                     (4 each)
 --            outcome: ok | fail | block:<ms> | return
 --   renew:   host, token                                        (2 each)
 --   lease:   n (how many hosts to lease)
 -- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts being
---   added, duplicates, stale, expired, next_ready_ms, heap, ready, leases, queued
+--   added, duplicates, stale, expired, next_ready_ms, heap, ready, leases, queued,
+--   bumped
 
 local P = KEYS[1]
 local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .. 'lease'
@@ -44,9 +51,10 @@ local backoff_after = tonumber(ARGV[4])
 local i = 5
 
 local function queue(host) return P .. 'q:' .. host end
+local function payloads(host) return P .. 'p:' .. host end
 
 local queued_delta = 0
-local added, dups, stale, expired = 0, 0, 0, 0
+local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
 
 -- A host that just got a URL and is in no state yet goes on the heap, at the
 -- time its politeness delay ends (remembered in idle) or now.
@@ -62,9 +70,11 @@ local function wake_host(host)
 end
 
 -- Give a leased URL back to its host's queue (worker gone or shutting down).
+-- A lease is {token, score, payload, fingerprint}.
 local function requeue(host, lease)
   local l = cmsgpack.unpack(lease)
-  if redis.call('ZADD', queue(host), 'NX', l[2], l[3]) == 1 then
+  if redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
+    redis.call('HSET', payloads(host), l[4], l[3])
     queued_delta = queued_delta + 1
   end
 end
@@ -85,20 +95,30 @@ end
 local n = tonumber(ARGV[i]); i = i + 1
 local touched = {}
 for _ = 1, n do
-  local host, fp, bucket, score, payload, force =
-    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
-  i = i + 6
+  local host, fp, bucket, score, payload, force, bump =
+    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
+  i = i + 7
+  local best = nil
   local new = redis.call('SADD', P .. 'seen:' .. bucket, fp) == 1
   if new or force == '1' then
-    if redis.call('ZADD', queue(host), 'NX', score, payload) == 1 then
+    if redis.call('ZADD', queue(host), 'NX', score, fp) == 1 then
+      redis.call('HSET', payloads(host), fp, payload)
       queued_delta = queued_delta + 1
       added = added + 1
-      if touched[host] == nil then touched[host] = tonumber(score)
-      elseif tonumber(score) < touched[host] then touched[host] = tonumber(score) end
+      best = tonumber(score)
     end
   else
     dups = dups + 1
+    if bump ~= '0' then
+      -- XX: only a URL still queued gains; one being fetched or done does not
+      local s = redis.call('ZADD', queue(host), 'XX', 'INCR', bump, fp)
+      if s then
+        bumped = bumped + 1
+        best = tonumber(s)
+      end
+    end
   end
+  if best and (touched[host] == nil or best < touched[host]) then touched[host] = best end
 end
 for host, best in pairs(touched) do
   if redis.call('ZSCORE', READY, host) then
@@ -174,15 +194,18 @@ if want > 0 then
     local host = top[1]
     local item = redis.call('ZPOPMIN', queue(host))
     if item[1] then
+      local fp = item[1]
+      local payload = redis.call('HGET', payloads(host), fp)
+      redis.call('HDEL', payloads(host), fp)
       local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
-      redis.call('HSET', LEASE, host, cmsgpack.pack({token, item[2], item[1]}))
+      redis.call('HSET', LEASE, host, cmsgpack.pack({token, item[2], payload, fp}))
       redis.call('ZADD', LEASES, now + ttl, host)
       queued_delta = queued_delta - 1
       leased = leased + 1
       out[#out + 1] = host
       out[#out + 1] = token
       out[#out + 1] = item[2]
-      out[#out + 1] = item[1]
+      out[#out + 1] = payload
     end
   end
 end
@@ -190,6 +213,7 @@ end
 if expired > 0 then redis.call('HINCRBY', STATS, 'expired', expired) end
 if dups > 0 then redis.call('HINCRBY', STATS, 'duplicates', dups) end
 if added > 0 then redis.call('HINCRBY', STATS, 'enqueued', added) end
+if bumped > 0 then redis.call('HINCRBY', STATS, 'bumped', bumped) end
 local queued = tonumber(redis.call('HINCRBY', STATS, 'queued', queued_delta))
 
 local next_ready = -1
@@ -203,4 +227,4 @@ end
 
 return {now, out, {added, dups, stale, expired, next_ready,
                    redis.call('ZCARD', HEAP), redis.call('ZCARD', READY),
-                   redis.call('ZCARD', LEASES), queued}}
+                   redis.call('ZCARD', LEASES), queued, bumped}}
