@@ -153,7 +153,9 @@ class Frontier:
         parts = list(batches)
         pipe = self.redis.pipeline(transaction=False)
         for p in parts:
-            pipe.evalsha(self._sha, 1, self.prefix(p), *batches[p].args(self))
+            # execute_command: redis-py refuses pipe.evalsha() on a cluster, but
+            # routes a raw EVALSHA by its key like any command
+            pipe.execute_command("EVALSHA", self._sha, 1, self.prefix(p), *batches[p].args(self))
         replies = pipe.execute(raise_on_error=False)
         out = {}
         for p, reply in zip(parts, replies):

@@ -1,0 +1,122 @@
+"""The frontier on a real Redis Cluster: three valkey nodes on loopback.
+
+Every key of a frontier partition carries the partition's hash tag, so each
+sync script runs atomically on the node holding that slot, and one worker's
+pipeline fans out over the nodes. Same tests as on a single server: the core
+on many partitions, and workers crawling the simulated web.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+import redis
+import redis.cluster
+
+from crawlproj.frontier.admission import host_of
+from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.simweb.testing import SimWebServer
+from tests.e2e import Workers, stat
+from tests.test_crawl_e2e import WEB, assert_fetched_once_and_politely, expected
+from tests.conftest import RedisServer
+
+SLOTS = 16384
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def cluster_ports(n: int) -> list[int]:
+    """n ports whose cluster bus ports (port + 10000) are free too."""
+    out = []
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        start = 20000 + s.getsockname()[1] % 20000
+    for port in range(start, start + 5000):
+        if _free(port) and _free(port + 10000):
+            out.append(port)
+            if len(out) == n:
+                return out
+    pytest.skip("no free port pairs for a cluster")
+
+
+@pytest.fixture(scope="module")
+def cluster_url(tmp_path_factory):
+    nodes = []
+    try:
+        for i, port in enumerate(cluster_ports(3)):
+            nodes.append(RedisServer(tmp_path_factory.mktemp(f"node{i}"), port=port,
+                                     appendonly=False,
+                                     extra={"cluster-enabled": "yes",
+                                            "cluster-config-file": "nodes.conf",
+                                            "cluster-node-timeout": "5000"}))
+        clients = [n.client() for n in nodes]
+        per = SLOTS // len(nodes)
+        for i, c in enumerate(clients):
+            last = SLOTS - 1 if i == len(nodes) - 1 else (i + 1) * per - 1
+            c.execute_command("CLUSTER ADDSLOTSRANGE", i * per, last)
+        for n in nodes[1:]:
+            clients[0].execute_command("CLUSTER MEET", "127.0.0.1", n.port)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if all(c.cluster("info")["cluster_state"] == "ok" for c in clients):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("cluster did not come up")
+        yield nodes[0].url.rsplit("/", 1)[0]
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
+    rc = redis.cluster.RedisCluster.from_url(cluster_url)
+    rc.flushall(target_nodes=redis.cluster.RedisCluster.PRIMARIES)
+    f = Frontier(rc, crawl_id="cl", partitions=16)
+    nodes = {rc.get_node_from_key(f.prefix(p)).name for p in range(16)}
+    assert len(nodes) == 3  # the hash tags spread the partitions
+    urls = [f"http://h{h}.ex/{i}" for h in range(60) for i in range(5)]
+    batches: dict[int, Batch] = {}
+    for i, u in enumerate(urls):
+        host = host_of(u)
+        batches.setdefault(f.partition_of(host), Batch()).enqueue.append(
+            f.entry(host, u, i, u.encode()))
+    res = f.sync(batches)
+    assert sum(r.added for r in res.values()) == 300
+    assert sum(r.duplicates for r in f.sync(batches).values()) == 300
+    assert f.rescore(lambda fps: [-1.0] * len(fps))["changed"] == 300  # the ranker's path
+    got, rounds = [], 0
+    while len(got) < 300 and rounds < 20:
+        leased = [x for r in f.sync({p: Batch(lease=100) for p in range(16)}).values()
+                  for x in r.leased]
+        assert len({x.host for x in leased}) == len(leased)  # one URL per host at a time
+        got += leased
+        rel: dict[int, Batch] = {}
+        for x in leased:
+            rel.setdefault(x.partition, Batch()).release.append((x.host, x.token, 0, "ok"))
+        f.sync(rel)
+        rounds += 1
+    assert sorted(x.payload.decode() for x in got) == sorted(urls)
+    st = f.status()
+    assert (st["queued"], st["hosts_leased"]) == (0, 0)
+
+
+def test_workers_crawl_on_a_cluster(cluster_url, tmp_path):
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds, reachable = expected(sw)
+        workers = Workers(sw, cluster_url + "/0", tmp_path, seeds, "onclus", {
+            "FRONTIER_DELAY_FACTOR": 2.0, "FRONTIER_PARTITIONS": 8, "RETRY_TIMES": 1,
+            "REDIS_CLUSTER": "true"})
+        workers.start(2)
+        assert workers.wait() == [0, 0]
+        assert_fetched_once_and_politely(sw, reachable)
+        assert all(stat(workers.log(i), "frontier/released") > 0 for i in range(2))
