@@ -72,6 +72,16 @@ FRONTIER_BACKOFF_AFTER = 3
 # to a class with a `score(request)` method (lower score = served sooner).
 # [Mercator §3.1: pluggable prioritizer; Cho §3: ordering metrics]
 FRONTIER_PRIORITIZER = "bfs"
+# Short names: bfs (breadth-first), random, backlinks (IB': links seen so far),
+# pagerank (IR': PageRank on the graph seen so far, estimated per new link and
+# recomputed by the ranker), opic (Abiteboul et al. 2003: online cash, no
+# recomputation). Seeded random order: FRONTIER_RANDOM_SEED.
+FRONTIER_RANDOM_SEED = None
+# backlinks/pagerank/opic: count only links between different hosts
+# [Najork & Wiener §4: PageRank over cross-host links].
+PRIORITIZER_CROSS_HOST_ONLY = False
+# PageRank damping d [Cho §2; 0.9 as Cho used, §6].
+PAGERANK_DAMPING = 0.9
 
 # Lease: a URL handed to a worker is the worker's for this long (seconds); the
 # worker renews leases of downloads still running. A worker that dies (kill -9)
@@ -140,7 +150,11 @@ DEPTH_STATS_VERBOSE = False
 
 ITEM_PIPELINES = {}
 
-SPIDER_MIDDLEWARES = {}
+SPIDER_MIDDLEWARES = {
+    # where each link was found (parent's score, its number of links, its host):
+    # what the importance prioritizers score a new URL by
+    "middlewares.linkcontext.LinkContextMiddleware": 950,
+}
 DOWNLOADER_MIDDLEWARES = {
     # robots.txt as Scrapy does it, plus Crawl-delay handed to the frontier
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,

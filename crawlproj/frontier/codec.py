@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 # meta keys that describe one download, not the URL: never stored.
 _TRANSIENT_META = ("download_slot", "download_latency", "download_timeout", "proxy",
-                   "_auth_proxy", "crawlproj_lease")
+                   "_auth_proxy", "crawlproj_lease", "frontier_score", "link_context")
 
 _DEFAULTS = Request("http://x").to_dict()
 

@@ -331,6 +331,9 @@ class FrontierScheduler:
                     continue
                 lease = InFlight(leased.host, leased.token, p)
                 request.meta["crawlproj_lease"] = leased.token
+                # the page's importance as the frontier saw it, for its links'
+                # scores (middlewares/linkcontext.py) and for retries/redirects
+                request.meta["frontier_score"] = leased.score
                 self._prefetched.append((request, lease))
                 got += 1
             for key, value in (("added", r.added), ("duplicates", r.duplicates),

@@ -14,6 +14,9 @@ from scrapy.utils.misc import build_from_crawler, load_object
 PRIORITIZERS = {
     "bfs": "crawlproj.prioritizers.basic.BreadthFirst",
     "random": "crawlproj.prioritizers.basic.RandomOrder",
+    "backlinks": "crawlproj.prioritizers.links.BacklinkCount",
+    "pagerank": "crawlproj.prioritizers.links.PageRankEstimate",
+    "opic": "crawlproj.prioritizers.links.OPIC",
 }
 
 
