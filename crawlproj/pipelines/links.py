@@ -1,0 +1,95 @@
+"""LinkStorePipeline: every parsed page's out-links into the link store.
+
+Settings: LINKSTORE_ENABLED, LINKSTORE_SEGMENT_PAGES, LINKSTORE_DIR. The
+source of a page's links is the URL its content came from (item
+["final_url"]); the targets are item["outlinks"], all of them, in scope or
+not (the graph the ranker sees is the web's, not the crawl's). Pages go to
+Redis by group commit (one RPUSH per partition per batch); a partition whose
+working set passes LINKSTORE_SEGMENT_PAGES is compacted to a Parquet segment
+in a thread (stores/linkstore.py). A segment that cannot be written stops
+the crawl (nothing is lost: the pages stay in Redis).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import threads
+
+from crawlproj.pipelines._redis import open_layout
+from crawlproj.pipelines.guard import StoreGuard
+from crawlproj.stores.batcher import GroupCommit
+from crawlproj.stores.common import data_dir
+from crawlproj.stores.linkstore import LinkStore, encode_page
+
+logger = logging.getLogger(__name__)
+STORE = "link store"
+
+
+class LinkStorePipeline:
+    def __init__(self, crawler):
+        s = crawler.settings
+        if not s.getbool("LINKSTORE_ENABLED", True):
+            raise NotConfigured
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.segment_pages = s.getint("LINKSTORE_SEGMENT_PAGES", 20000)
+        self.directory = s.get("LINKSTORE_DIR") or LinkStore.directory_for(
+            data_dir(s), s.get("CRAWL_ID", "default"))
+        self.store: LinkStore | None = None
+        self.batch: GroupCommit | None = None
+        self._compacting: set[int] = set()
+        self._running: list = []
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def open_spider(self, spider=None):
+        layout = open_layout(self.crawler.settings)
+        self.store = LinkStore(layout.redis, layout, self.directory, self.segment_pages)
+        self.batch = GroupCommit(self.store.append, "links", self.stats,
+                                 on_result=self._maybe_compact)
+
+    async def process_item(self, item, spider=None):
+        if self.batch is None or not hasattr(item, "get") or item.get("outlinks") is None:
+            return item
+        source = item.get("final_url") or item.get("url")
+        value, edges = encode_page(source, item.get("fetch_time") or 0.0, item["outlinks"])
+        self.stats.inc_value("stores/links/pages")
+        self.stats.inc_value("stores/links/edges", edges)
+        await maybe_deferred_to_future(self.batch.add((self.store.partition_of(source), value)))
+        return item
+
+    def _maybe_compact(self, due: list[int]) -> None:
+        for p in due:
+            if p in self._compacting:
+                continue
+            self._compacting.add(p)
+            d = threads.deferToThread(self.store.compact, p)
+            self._running.append(d)
+            d.addCallbacks(self._compacted, self._compact_failed, callbackArgs=(p,),
+                           errbackArgs=(p,))
+            d.addBoth(lambda _, d=d: self._running.remove(d))
+
+    def _compacted(self, moved, p):
+        self._compacting.discard(p)
+        if moved:
+            self.stats.inc_value("stores/links/segments")
+            self.stats.inc_value("stores/links/compacted_pages", moved)
+
+    def _compact_failed(self, failure, p):
+        self._compacting.discard(p)
+        if failure.check(OSError):
+            StoreGuard.of(self.crawler).fail(STORE, self.directory, failure.value)
+        else:
+            logger.error("Link store: compaction of partition %d failed (pages stay in "
+                         "Redis): %s", p, failure.getErrorMessage())
+
+    async def close_spider(self, spider=None):
+        if self.batch is not None:
+            await maybe_deferred_to_future(self.batch.close())
+        for d in list(self._running):
+            await maybe_deferred_to_future(d)

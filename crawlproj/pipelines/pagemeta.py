@@ -1,0 +1,56 @@
+"""PageMetaPipeline: the fetch history of every URL, in Redis.
+
+Settings: PAGEMETA_ENABLED, PAGEMETA_BUCKETS. Needs the record middleware:
+every response updates its URL's history (including redirects, 404s and
+robots.txt, so the fetch counts agree with what the servers saw), batched by
+group commit (one EVALSHA per partition per batch, see stores/pagemeta.py).
+"""
+
+from __future__ import annotations
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+
+from crawlproj.pipelines._redis import open_layout
+from crawlproj.pipelines.guard import warn_without_recorder
+from crawlproj.stores.batcher import GroupCommit
+from crawlproj.stores.pagemeta import PageMetaStore
+from crawlproj.stores.signals import exchange_recorded
+
+
+class PageMetaPipeline:
+    def __init__(self, crawler):
+        s = crawler.settings
+        if not s.getbool("PAGEMETA_ENABLED", True):
+            raise NotConfigured
+        self.crawler = crawler
+        self.buckets = s.getint("PAGEMETA_BUCKETS", 4096)
+        self.store: PageMetaStore | None = None
+        self.batch: GroupCommit | None = None
+        crawler.signals.connect(self._recorded, exchange_recorded)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def open_spider(self, spider=None):
+        warn_without_recorder(self.crawler, "page metadata")
+        layout = open_layout(self.crawler.settings)
+        self.store = PageMetaStore(layout.redis, layout, self.buckets)
+        self.batch = GroupCommit(self._write, "pagemeta", self.crawler.stats)
+
+    def _write(self, entries):
+        return self.store.write(entries)
+
+    async def _recorded(self, exchange):
+        if self.batch is None:
+            return
+        self.crawler.stats.inc_value("stores/pagemeta/fetches")
+        await maybe_deferred_to_future(self.batch.add(self.store.entry(exchange)))
+
+    def process_item(self, item, spider=None):
+        return item
+
+    async def close_spider(self, spider=None):
+        if self.batch is not None:
+            await maybe_deferred_to_future(self.batch.close())

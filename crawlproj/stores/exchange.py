@@ -1,0 +1,177 @@
+"""What the record middleware captures of one download attempt.
+
+An :class:`Exchange` is a request that got a response: the request head as it
+was sent (rebuilt from Scrapy's Request after every downloader middleware has
+added its headers), the response head and the body as they came off the wire
+(before HttpCompressionMiddleware decodes them), and when and how long. A
+:class:`FailedAttempt` is a request that got no response (DNS error, refused
+connection, timeout, body over DOWNLOAD_MAXSIZE, robots.txt exclusion).
+
+Both carry what Heritrix's crawl.log needs (discovery path, referrer) and the
+Request object itself, so that a page a store failed to keep can be put back
+in the frontier.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+# Heritrix fetch status codes for attempts without an HTTP status
+# (org.archive.modules.fetcher.FetchStatusCodes).
+S_DOMAIN_UNRESOLVABLE = -1
+S_CONNECT_FAILED = -2
+S_CONNECT_LOST = -3
+S_TIMEOUT = -4
+S_RUNTIME_EXCEPTION = -5
+S_UNFETCHABLE_URI = -7
+S_BLOCKED_BY_CUSTOM_PROCESSOR = -5002   # a middleware refused the request
+S_ROBOTS_PRECLUDED = -9998
+
+# Request headers that are the crawler's own business, not the site's.
+_PRIVATE_REQUEST_HEADERS = (b"Proxy-Authorization",)
+# A body Twisted has already de-chunked must not claim to be chunked, or a
+# WARC reader would try to de-chunk it again (the name is kept, renamed, so
+# the record still says how it was sent; wpull and others do the same).
+_RENAMED_RESPONSE_HEADERS = {b"transfer-encoding": b"X-Crawlproj-Transfer-Encoding"}
+
+
+def sha1_b32(data: bytes) -> str:
+    """The WARC payload digest form: 'sha1:' + base32 of the SHA-1."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def mime_of(value: bytes | str | None) -> str:
+    if not value:
+        return ""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    return value.split(";", 1)[0].strip().lower()
+
+
+def _header_lines(headers) -> list[tuple[bytes, bytes]]:
+    out = []
+    for name, values in headers.items():
+        for value in values:
+            out.append((name, value))
+    return out
+
+
+def request_head(request) -> bytes:
+    """`GET /path HTTP/1.1` + Host + the request's headers, as the origin
+    server sees them (the WARC convention, also when sent through a proxy)."""
+    parts = urlsplit(request.url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    lines = [f"{request.method} {target} HTTP/1.1".encode("latin-1")]
+    names = {n.lower() for n in request.headers}
+    if b"host" not in names:
+        lines.append(b"Host: " + parts.netloc.encode("idna" if not parts.netloc.isascii() else "ascii"))
+    for name, value in _header_lines(request.headers):
+        if name in _PRIVATE_REQUEST_HEADERS:
+            continue
+        lines.append(name + b": " + value)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def response_head(response) -> bytes:
+    protocol = getattr(response, "protocol", None) or "HTTP/1.1"
+    try:
+        reason = HTTPStatus(response.status).phrase
+    except ValueError:
+        reason = ""
+    lines = [f"{protocol} {response.status} {reason}".rstrip().encode("latin-1")]
+    for name, value in _header_lines(response.headers):
+        name = _RENAMED_RESPONSE_HEADERS.get(name.lower(), name)
+        lines.append(name + b": " + value)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def discovery_path(request) -> str:
+    """Heritrix's hop path: L per link hop from a seed, R per redirect, P for a
+    prerequisite (robots.txt), '-' for a seed; at most the last 50 hops."""
+    meta = request.meta
+    if is_robots_request(request):
+        return "P"
+    hops = "L" * int(meta.get("depth") or 0) + "R" * int(meta.get("redirect_times") or 0)
+    return hops[-50:] or "-"
+
+
+def via(request) -> str:
+    redirects = request.meta.get("redirect_urls")
+    if redirects:
+        return redirects[-1]
+    referer = request.headers.get(b"Referer")
+    return referer.decode("latin-1") if referer else "-"
+
+
+def is_robots_request(request) -> bool:
+    return bool(request.meta.get("dont_obey_robotstxt")) and urlsplit(request.url).path == "/robots.txt"
+
+
+@dataclass
+class Exchange:
+    """A download attempt that got a response."""
+
+    request: Any                 # scrapy Request, for requeueing
+    url: str
+    status: int
+    request_head: bytes
+    response_head: bytes
+    body: bytes
+    content_type: str            # MIME type without parameters, "" if none
+    started: float               # epoch seconds: the request went to the downloader
+    duration: float              # seconds until the response was complete
+    ip: str | None = None        # the server's address (None through a proxy)
+    hops: str = "-"
+    via: str = "-"
+    robots: bool = False
+    retries: int = 0
+    _digest: str | None = field(default=None, repr=False)
+
+    @property
+    def payload_digest(self) -> str:
+        if self._digest is None:
+            self._digest = sha1_b32(self.body)
+        return self._digest
+
+    @property
+    def digest64(self) -> bytes:
+        """8 bytes of the payload's SHA-1: the content digest page metadata keeps."""
+        return base64.b32decode(self.payload_digest[5:])[:8]
+
+    @classmethod
+    def capture(cls, request, response, started: float, ended: float) -> "Exchange":
+        proxied = bool(request.meta.get("proxy"))
+        ip = None
+        if not proxied and getattr(response, "ip_address", None) is not None:
+            ip = str(response.ip_address)
+        return cls(
+            request=request, url=response.url, status=response.status,
+            request_head=request_head(request), response_head=response_head(response),
+            body=response.body, content_type=mime_of(response.headers.get(b"Content-Type")),
+            started=started, duration=max(0.0, ended - started), ip=ip,
+            hops=discovery_path(request), via=via(request), robots=is_robots_request(request),
+            retries=int(request.meta.get("retry_times") or 0),
+        )
+
+
+@dataclass
+class FailedAttempt:
+    """A download attempt that got no response."""
+
+    request: Any
+    url: str
+    status: int                  # a negative Heritrix code
+    reason: str                  # exception class name, for the log's annotations
+    started: float
+    duration: float
+    hops: str = "-"
+    via: str = "-"
+    robots: bool = False
+    retries: int = 0

@@ -1,0 +1,254 @@
+"""The link store: every parsed page's out-links, from all workers.
+
+The crawl's link graph is what the ranker computes importance on [Cho §2:
+backlink count IB', PageRank IR'; WebCrawler §3 keeps it in its own
+database]. Node ids are URL fingerprints, the DUE's 64-bit mmh3 of the
+canonical URL (crawlproj.due.fingerprint), so the ranker's scores map
+straight onto queued URLs (Frontier.rescore).
+
+Working set, in Redis (where every worker and the ranker reach it):
+
+    cp:{<crawl>/<p>}:links           LIST, one element per parsed page
+    cp:{<crawl>/<p>}:links:segments  LIST of segment descriptors (msgpack)
+    cp:{<crawl>/<p>}:links:lock      compaction lock (SET NX PX)
+
+p is the frontier partition of the page's host (Redis Cluster: one hash tag
+per partition). A page element is msgpack ``[src_fp, fetch_ms, dst_fps,
+text]``: dst_fps the targets' fingerprints packed as little-endian int64
+(8 bytes an edge, read by the ranker without decompressing anything), text
+the zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
+(URLs of one page share most of their bytes, so they compress well). A batch
+of pages is one RPUSH per partition, pipelined with nothing else: one round
+trip per batch.
+
+Segments, on disk: when a partition's list passes LINKSTORE_SEGMENT_PAGES
+pages, the worker whose RPUSH saw it takes the lock, reads the oldest pages,
+writes them as a Parquet segment (``links/<crawl>/p<p>-<seq>.edges.parquet``
+and ``.urls.parquet`` under CRAWL_DATA_DIR), and then trims them from the
+list and registers the segment in one script call (lua/linkcommit.lua). A
+crash before the commit leaves the pages in Redis and an orphan file that
+the next compaction of that partition overwrites (same sequence number).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+import zlib
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import msgpack
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import mmh3
+
+from crawlproj.due.fingerprint import url_fingerprint
+from crawlproj.frontier.admission import host_of
+from crawlproj.stores.common import safe_name
+
+logger = logging.getLogger(__name__)
+
+COMMIT_LUA = (Path(__file__).parent / "lua" / "linkcommit.lua").read_text()
+
+EDGE_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("anchor", pa.string()),
+                         ("fetch_ms", pa.int64())])
+URL_SCHEMA = pa.schema([("id", pa.int64()), ("url", pa.string())])
+
+
+def node_id(url: str) -> int:
+    """A URL's node id: the DUE's fingerprint of its canonical form, the key
+    the frontier, the ranker and page metadata share. A URL the canonicaliser
+    refuses (not http(s), malformed) gets the hash of its text instead, so a
+    page's odd links still appear in the graph."""
+    try:
+        return url_fingerprint(url)
+    except Exception:
+        return mmh3.hash64(url.encode("utf-8", "surrogatepass"), signed=True)[0]
+
+
+@dataclass
+class Page:
+    src: int
+    fetch_ms: int
+    dsts: array          # int64 fingerprints, one per link, in page order
+    src_url: str
+    urls: list[str]
+    anchors: list[str]
+
+
+def encode_page(src_url: str, fetch_time: float, links: list[dict]) -> tuple[bytes, int]:
+    """(list element, number of edges) for one parsed page."""
+    urls = [link["url"] for link in links]
+    anchors = [link.get("anchor") or "" for link in links]
+    dsts = array("q", (node_id(u) for u in urls))
+    if dsts.itemsize != 8:  # pragma: no cover - every CPython platform has 8-byte q
+        raise RuntimeError("int64 array expected")
+    if os.sys.byteorder != "little":  # pragma: no cover
+        dsts.byteswap()
+    text = zlib.compress(msgpack.packb([src_url, urls, anchors]), 6)
+    value = msgpack.packb([node_id(src_url), int(fetch_time * 1000), dsts.tobytes(), text],
+                          use_bin_type=True)
+    return value, len(urls)
+
+
+def decode_page(value: bytes, with_text: bool = True) -> Page:
+    src, fetch_ms, raw, text = msgpack.unpackb(value, raw=False)
+    dsts = array("q")
+    dsts.frombytes(raw)
+    if os.sys.byteorder != "little":  # pragma: no cover
+        dsts.byteswap()
+    if with_text:
+        src_url, urls, anchors = msgpack.unpackb(zlib.decompress(text), raw=False)
+    else:
+        src_url, urls, anchors = "", [], []
+    return Page(src, fetch_ms, dsts, src_url, urls, anchors)
+
+
+def pages_to_tables(pages: list[Page]) -> tuple[pa.Table, pa.Table]:
+    """(edges, urls) Arrow tables of decoded pages."""
+    src, dst, anchor, fetch = [], [], [], []
+    url_ids: dict[int, str] = {}
+    for page in pages:
+        url_ids.setdefault(page.src, page.src_url)
+        n = len(page.dsts)
+        src.extend([page.src] * n)
+        dst.extend(page.dsts)
+        anchor.extend(page.anchors)
+        fetch.extend([page.fetch_ms] * n)
+        for fp, url in zip(page.dsts, page.urls):
+            url_ids.setdefault(fp, url)
+    edges = pa.table([pa.array(src, pa.int64()), pa.array(dst, pa.int64()),
+                      pa.array(anchor, pa.string()), pa.array(fetch, pa.int64())],
+                     schema=EDGE_SCHEMA)
+    urls = pa.table([pa.array(list(url_ids), pa.int64()), pa.array(list(url_ids.values()), pa.string())],
+                    schema=URL_SCHEMA)
+    return edges, urls
+
+
+def pages_table(pages: list[Page]) -> pa.Table:
+    """(src, fetch_ms) of every page, links or not: the crawled nodes."""
+    return pa.table({"src": pa.array([p.src for p in pages], pa.int64()),
+                     "fetch_ms": pa.array([p.fetch_ms for p in pages], pa.int64())})
+
+
+class LinkStore:
+    def __init__(self, redis, frontier, directory: Path, segment_pages: int = 20000,
+                 lock_ttl: float = 300.0):
+        """frontier: a crawlproj Frontier (key prefix and partition_of);
+        directory: where segments go (CRAWL_DATA_DIR/links/<crawl>)."""
+        self.redis = redis
+        self.frontier = frontier
+        self.directory = Path(directory)
+        self.segment_pages = segment_pages
+        self.lock_ttl_ms = int(lock_ttl * 1000)
+        self._sha = None
+
+    @classmethod
+    def directory_for(cls, data_dir: Path, crawl_id: str) -> Path:
+        return Path(data_dir) / "links" / safe_name(crawl_id)
+
+    def key(self, p: int) -> str:
+        return self.frontier.prefix(p) + "links"
+
+    def partition_of(self, url: str) -> int:
+        return self.frontier.partition_of(host_of(url))
+
+    # -- writing ---------------------------------------------------------------
+
+    def append(self, entries: list[tuple[int, bytes]]) -> list[int]:
+        """RPUSH encoded pages, one command per partition in one pipeline;
+        returns the partitions whose working set is due for compaction."""
+        per: dict[int, list[bytes]] = {}
+        for p, value in entries:
+            per.setdefault(p, []).append(value)
+        pipe = self.redis.pipeline(transaction=False)
+        parts = list(per)
+        for p in parts:
+            pipe.rpush(self.key(p), *per[p])
+        lengths = pipe.execute()
+        return [p for p, n in zip(parts, lengths) if int(n) >= self.segment_pages]
+
+    def compact(self, p: int, force: bool = False) -> int:
+        """Move the oldest segment_pages pages of partition p to a Parquet
+        segment; returns how many pages moved (0 if another worker holds the
+        lock, or fewer than segment_pages are there and not force). Raises OSError if the segment cannot be written (nothing is
+        trimmed then) and redis errors."""
+        prefix = self.frontier.prefix(p)
+        token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        if not self.redis.set(prefix + "links:lock", token, nx=True, px=self.lock_ttl_ms):
+            return 0
+        try:
+            values = self.redis.lrange(self.key(p), 0, self.segment_pages - 1)
+            if not values or (len(values) < self.segment_pages and not force):
+                return 0
+            seq = int(self.redis.llen(prefix + "links:segments"))
+            pages = [decode_page(v) for v in values]
+            edges, urls = pages_to_tables(pages)
+            base = self.directory / f"p{p}-{seq:06d}"
+            self.directory.mkdir(parents=True, exist_ok=True)
+            files = {}
+            for kind, table in (("edges", edges), ("urls", urls), ("pages", pages_table(pages))):
+                path = base.with_name(f"{base.name}.{kind}.parquet")
+                tmp = path.with_name(path.name + ".tmp")
+                pq.write_table(table, tmp, compression="zstd")
+                with open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+                files[kind] = str(path)
+            desc = msgpack.packb({"seq": seq, "pages": len(pages), "edges": edges.num_rows,
+                                  "files": files, "host": socket.gethostname(),
+                                  "created": time.time()})
+            if self._sha is None:
+                self._sha = self.redis.script_load(COMMIT_LUA)
+            if not self.redis.evalsha(self._sha, 1, prefix, token, len(values), desc):
+                logger.warning("Link store: compaction lock of partition %d expired; "
+                               "segment %s discarded", p, base.name)
+                return 0
+            logger.info("Link store: %d pages (%d edges) of partition %d moved to %s",
+                        len(pages), edges.num_rows, p, base.name)
+            return len(pages)
+        finally:
+            # release only our own lock (a no-op after a commit)
+            self.redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                            "return redis.call('DEL', KEYS[1]) end return 0",
+                            1, prefix + "links:lock", token)
+
+    # -- reading ---------------------------------------------------------------
+
+    def segments(self, p: int) -> list[dict]:
+        return [msgpack.unpackb(v, raw=False)
+                for v in self.redis.lrange(self.frontier.prefix(p) + "links:segments", 0, -1)]
+
+    def working_set(self, p: int, with_text: bool = True, chunk: int = 5000) -> Iterator[Page]:
+        """Pages of partition p still in Redis, oldest first."""
+        start = 0
+        while True:
+            values = self.redis.lrange(self.key(p), start, start + chunk - 1)
+            for v in values:
+                yield decode_page(v, with_text)
+            if len(values) < chunk:
+                return
+            start += chunk
+
+    def stats(self) -> dict:
+        """Pages, edges and bytes in Redis and on disk (for benchmarks)."""
+        out = {"redis_pages": 0, "redis_edges": 0, "redis_bytes": 0,
+               "segment_pages": 0, "segment_edges": 0, "segment_bytes": 0}
+        for p in range(self.frontier.partitions):
+            for page in self.working_set(p, with_text=False):
+                out["redis_pages"] += 1
+                out["redis_edges"] += len(page.dsts)
+            out["redis_bytes"] += int(self.redis.memory_usage(self.key(p), samples=0) or 0)
+            for seg in self.segments(p):
+                out["segment_pages"] += seg["pages"]
+                out["segment_edges"] += seg["edges"]
+                out["segment_bytes"] += sum(os.path.getsize(f) for f in seg["files"].values()
+                                            if os.path.exists(f))
+        return out

@@ -1,0 +1,128 @@
+"""Page metadata: the fetch history of every URL, kept in Redis.
+
+Per URL fingerprint (the DUE's 64-bit mmh3 of the canonical URL, Mercator
+§3.2): first and last fetch time, last status, content type and length, the
+content digest (8 bytes of the body's SHA-1, the WARC payload digest), how
+many fetches, and at how many of them the content had changed. This is the
+input of the recrawl model [WebFountain §4-5], which also keeps the page's
+change-rate class in one byte of it (``rate_bucket``, kept by this store).
+
+Layout: ``cp:{<crawl>/<p>}:pm:<b>`` hashes, p the frontier partition of the
+URL's host (so the metadata of a host lives with its back queue on one
+Redis Cluster node), b the fingerprint's high bits; field = the 8-byte
+fingerprint, value = a msgpack array of 9 numbers and short strings (about
+40 bytes). Small hashes stay listpack-encoded (hash-max-listpack-entries),
+which is what keeps this near 60 bytes per URL.
+
+Writes: a batch of fetches is one EVALSHA of lua/pagemeta.lua per partition
+touched, all in one pipeline (one round trip per batch, see batcher.py).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgpack
+from redis.exceptions import NoScriptError
+
+from crawlproj.frontier.admission import host_of
+from crawlproj.stores.exchange import Exchange
+from crawlproj.stores.linkstore import node_id as url_fingerprint
+
+PAGEMETA_LUA = (Path(__file__).parent / "lua" / "pagemeta.lua").read_text()
+FIELDS = ("first_fetch", "last_fetch", "status", "content_type", "length", "digest",
+          "fetches", "changes", "rate_bucket")
+
+
+def bucket_of(fp: int, buckets: int) -> int:
+    """The metadata hash a fingerprint lives in: its high bits (as the DUE
+    buckets its seen set), so buckets fill evenly."""
+    return ((fp & 0xFFFFFFFFFFFFFFFF) >> 40) % buckets
+
+
+def fp_bytes(fp: int) -> bytes:
+    return struct.pack(">q", fp)
+
+
+@dataclass
+class PageMeta:
+    fingerprint: int
+    first_fetch: float      # epoch seconds
+    last_fetch: float
+    status: int
+    content_type: str
+    length: int
+    digest: str             # 16 hex digits ('' when no 2xx body yet)
+    fetches: int
+    changes: int
+    rate_bucket: int
+
+    @classmethod
+    def decode(cls, fp: int, value: bytes) -> "PageMeta":
+        f = msgpack.unpackb(value, raw=True)
+        return cls(fp, f[0] / 1000.0, f[1] / 1000.0, int(f[2]), f[3].decode("latin-1"),
+                   int(f[4]), f[5].hex(), int(f[6]), int(f[7]), int(f[8]))
+
+
+class PageMetaStore:
+    def __init__(self, redis, frontier, buckets: int = 4096):
+        """frontier: a crawlproj Frontier (its key prefix and partition_of)."""
+        self.redis = redis
+        self.frontier = frontier
+        self.buckets = buckets
+        self._sha = None
+
+    def key(self, url: str) -> tuple[str, int]:
+        """(hash key, fingerprint) of a URL's metadata."""
+        fp = url_fingerprint(url)
+        p = self.frontier.partition_of(host_of(url))
+        return f"{self.frontier.prefix(p)}pm:{bucket_of(fp, self.buckets)}", fp
+
+    def entry(self, ex: Exchange) -> tuple[int, list]:
+        """(partition, script args) of one fetch."""
+        fp = url_fingerprint(ex.url)
+        p = self.frontier.partition_of(host_of(ex.url))
+        content = 200 <= ex.status < 300
+        return p, [fp_bytes(fp), bucket_of(fp, self.buckets), int(ex.started * 1000), ex.status,
+                   ex.content_type, len(ex.body), ex.digest64 if content else b"",
+                   "1" if content else "0"]
+
+    def write(self, entries: list[tuple[int, list]]) -> int:
+        """Apply fetches, one script call per partition in one pipeline; returns
+        how many URLs were new. Raises redis errors (the caller retries)."""
+        per: dict[int, list] = {}
+        for p, args in entries:
+            per.setdefault(p, []).append(args)
+        if self._sha is None:
+            self._sha = self.redis.script_load(PAGEMETA_LUA)
+        pipe = self.redis.pipeline(transaction=False)
+        parts = list(per)
+        for p in parts:
+            flat = [len(per[p])]
+            for args in per[p]:
+                flat.extend(args)
+            pipe.evalsha(self._sha, 1, self.frontier.prefix(p), *flat)
+        created = 0
+        for p, reply in zip(parts, pipe.execute(raise_on_error=False)):
+            if isinstance(reply, NoScriptError):  # server restarted or flushed
+                self._sha = self.redis.script_load(PAGEMETA_LUA)
+                flat = [len(per[p])] + [a for args in per[p] for a in args]
+                reply = self.redis.evalsha(self._sha, 1, self.frontier.prefix(p), *flat)
+            elif isinstance(reply, Exception):
+                raise reply
+            created += int(reply)
+        return created
+
+    def get(self, url: str) -> PageMeta | None:
+        key, fp = self.key(url)
+        value = self.redis.hget(key, fp_bytes(fp))
+        return PageMeta.decode(fp, value) if value is not None else None
+
+    def scan(self):
+        """Every PageMeta of the crawl (for exports and the recrawl planner)."""
+        for p in range(self.frontier.partitions):
+            for key in self.redis.scan_iter(match=f"{self.frontier.prefix(p)}pm:*", count=1000):
+                for field, value in self.redis.hscan_iter(key, count=1000):
+                    yield PageMeta.decode(struct.unpack(">q", field)[0], value)

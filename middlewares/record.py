@@ -1,0 +1,109 @@
+"""Record every download attempt for the stores (content store, page
+metadata, crawl log).
+
+A downloader middleware placed next to the downloader (priority 950, after
+HttpCompressionMiddleware at 590, RedirectMiddleware at 600 and
+RetryMiddleware at 550 in process_response order), so it sees each raw
+response exactly as it came off the wire: still compressed, including the
+3xx that RedirectMiddleware turns into a new request, each 5xx that
+RetryMiddleware retries, robots.txt fetches, and 404s that never reach the
+spider. Mercator §3 stores what was downloaded; Heritrix logs and archives
+every fetch the same way.
+
+Responses become :class:`~crawlproj.stores.exchange.Exchange` objects sent
+with the ``exchange_recorded`` signal; the response goes on only once every
+handler is done (the WARC record of a 404 is on disk before its request
+finishes). Attempts that got no response (DNS failure, refused connection,
+timeout, a body over DOWNLOAD_MAXSIZE, robots.txt exclusion, which Scrapy
+raises from process_request) become :class:`FailedAttempt` objects sent with
+``attempt_failed``. A response flagged ``dataloss`` (a body cut short, kept
+only when DOWNLOAD_FAIL_ON_DATALOSS is off) is reported as a failed attempt
+and never stored: a store never holds half a body.
+"""
+
+from __future__ import annotations
+
+import time
+
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
+from twisted.internet import defer, error
+from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+
+from crawlproj.stores import exchange as ex
+from crawlproj.stores.signals import attempt_failed, exchange_recorded
+
+T0 = "_crawlproj_t0"  # private meta key ('_' keys never reach the frontier)
+
+
+def status_of(exc: BaseException) -> tuple[int, str]:
+    """(Heritrix fetch status code, reason annotation) of a download exception."""
+    name = type(exc).__name__
+    if isinstance(exc, IgnoreRequest):
+        if "robots.txt" in str(exc):
+            return ex.S_ROBOTS_PRECLUDED, "robots"
+        return ex.S_BLOCKED_BY_CUSTOM_PROCESSOR, name
+    if isinstance(exc, (CannotResolveHostError, error.DNSLookupError)):
+        return ex.S_DOMAIN_UNRESOLVABLE, name
+    if isinstance(exc, (DownloadTimeoutError, error.TimeoutError, defer.TimeoutError,
+                        error.TCPTimedOutError)):
+        return ex.S_TIMEOUT, name
+    if isinstance(exc, (DownloadConnectionRefusedError, error.ConnectionRefusedError,
+                        error.ConnectError, error.NoRouteError)):
+        return ex.S_CONNECT_FAILED, name
+    if isinstance(exc, (DownloadCancelledError, defer.CancelledError)):
+        # Scrapy cancels a download whose body passes DOWNLOAD_MAXSIZE
+        if "max size" in str(exc).lower():
+            return ex.S_RUNTIME_EXCEPTION, "size-exceeded"
+        return ex.S_RUNTIME_EXCEPTION, name
+    if isinstance(exc, (ResponseDataLossError, DownloadFailedError, error.ConnectionLost,
+                        error.ConnectionDone, ResponseFailed, ResponseNeverReceived)):
+        return ex.S_CONNECT_LOST, name
+    return ex.S_RUNTIME_EXCEPTION, name
+
+
+class RecordMiddleware:
+    def __init__(self, crawler):
+        self.crawler = crawler
+        self.signals = crawler.signals
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def process_request(self, request):
+        request.meta[T0] = time.time()
+        return None
+
+    async def process_response(self, request, response):
+        now = time.time()
+        started = request.meta.get(T0, now)
+        if "dataloss" in (response.flags or []):
+            self._failed(request, ex.S_CONNECT_LOST, "dataloss", started, now)
+            return response
+        exchange = ex.Exchange.capture(request, response, started, now)
+        self.stats.inc_value("record/responses")
+        await self.signals.send_catch_log_async(signal=exchange_recorded, exchange=exchange)
+        return response
+
+    def process_exception(self, request, exception):
+        now = time.time()
+        code, reason = status_of(exception)
+        self._failed(request, code, reason, request.meta.get(T0, now), now)
+        return None
+
+    def _failed(self, request, code, reason, started, now):
+        self.stats.inc_value(f"record/failed/{reason}")
+        attempt = ex.FailedAttempt(
+            request=request, url=request.url, status=code, reason=reason, started=started,
+            duration=max(0.0, now - started), hops=ex.discovery_path(request), via=ex.via(request),
+            robots=ex.is_robots_request(request), retries=int(request.meta.get("retry_times") or 0))
+        self.signals.send_catch_log(signal=attempt_failed, attempt=attempt)

@@ -1,0 +1,175 @@
+"""Page metadata, link store, crawl log and report on a real Redis server."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pyarrow.parquet as pq
+import pytest
+import redis as redis_lib
+from scrapy.http import HtmlResponse, Request
+
+from crawlproj.frontier.frontier import Frontier
+from crawlproj.stores.crawllog import format_line, parse_line
+from crawlproj.stores.exchange import Exchange, FailedAttempt
+from crawlproj.stores.graph import export_graph
+from crawlproj.stores.linkstore import LinkStore, encode_page, node_id
+from crawlproj.stores.pagemeta import PageMetaStore
+from crawlproj.stores.report import SIZE_BINS, CrawlReport, outcome, size_bin
+
+
+def fetch(url, body=b"<html>x</html>", status=200, at=None, ctype="text/html"):
+    req = Request(url)
+    resp = HtmlResponse(url, status=status, body=body, request=req,
+                        headers={"Content-Type": ctype})
+    t = time.time() if at is None else at
+    return Exchange.capture(req, resp, t, t + 0.01)
+
+
+@pytest.fixture
+def r(redis_url):
+    client = redis_lib.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+def test_page_metadata_history(r):
+    store = PageMetaStore(r, Frontier(r, "meta", partitions=4), buckets=64)
+    url = "http://h1.example/a.html"
+    t0 = 1_700_000_000.0
+    bodies = [b"A", b"A", b"B", b"B", b"A"]
+    for i, body in enumerate(bodies):
+        store.write([store.entry(fetch(url, body, at=t0 + i))])
+    # an error in between does not count as a change, nor reset the digest
+    store.write([store.entry(fetch(url, b"oops", status=500, at=t0 + 10))])
+    store.write([store.entry(fetch(url, b"A", at=t0 + 11))])
+    m = store.get(url)
+    assert (m.fetches, m.changes) == (7, 2)
+    assert m.first_fetch == pytest.approx(t0) and m.last_fetch == pytest.approx(t0 + 11)
+    assert (m.status, m.content_type, m.length) == (200, "text/html", 1)
+    assert m.digest == fetch(url, b"A").digest64.hex()
+    assert m.rate_bucket == 0
+    assert store.get("http://h1.example/never.html") is None
+
+
+def test_page_metadata_batch_across_partitions_counts_every_fetch(r):
+    layout = Frontier(r, "meta2", partitions=4)
+    store = PageMetaStore(r, layout, buckets=16)
+    urls = [f"http://h{i}.example/p{j}.html" for i in range(20) for j in range(5)]
+    created = store.write([store.entry(fetch(u)) for u in urls] + [store.entry(fetch(urls[0]))])
+    assert created == len(urls)
+    assert store.get(urls[0]).fetches == 2
+    assert sum(1 for _ in store.scan()) == len(urls)
+    # keys are hash-tagged by the frontier partition of the URL's host
+    key, _ = store.key(urls[7])
+    assert key.startswith(layout.prefix(layout.partition_of("h1.example")))
+
+
+def _page(i, n_links=5):
+    return ([{"url": f"http://h{(i + k) % 7}.example/p{i + k}.html", "anchor": f"a{i} {k}"}
+             for k in range(n_links)])
+
+
+def test_link_store_working_set_segments_and_export(r, tmp_path):
+    layout = Frontier(r, "links", partitions=2)
+    store = LinkStore(r, layout, tmp_path / "segments", segment_pages=10)
+    expected = set()
+    due = set()
+    for i in range(45):
+        src = f"http://h{i % 7}.example/p{i}.html"
+        links = _page(i, i % 6)  # some pages have no links
+        value, n = encode_page(src, 1000.0 + i, links)
+        due.update(store.append([(store.partition_of(src), value)]))
+        expected.update((node_id(src), node_id(x["url"]), x["anchor"]) for x in links)
+    for p in sorted(due):
+        while store.compact(p):
+            pass
+    stats = store.stats()
+    assert stats["segment_pages"] > 0 and stats["redis_pages"] > 0
+    assert stats["segment_pages"] + stats["redis_pages"] == 45
+    # a page fetched again: only its latest links are exported
+    src = "http://h0.example/p0.html"
+    value, _ = encode_page(src, 5000.0, [{"url": "http://h9.example/new.html", "anchor": "new"}])
+    store.append([(store.partition_of(src), value)])
+    expected = {e for e in expected if e[0] != node_id(src)}
+    expected.add((node_id(src), node_id("http://h9.example/new.html"), "new"))
+
+    counts = export_graph(store, tmp_path / "out")
+    edges = pq.read_table(tmp_path / "out" / "edges.parquet").to_pylist()
+    urls = pq.read_table(tmp_path / "out" / "urls.parquet").to_pylist()
+    assert {(e["src"], e["dst"], e["anchor"]) for e in edges} == expected
+    assert len(edges) == len(expected) == counts["edges"]
+    ids = {u["id"]: u for u in urls}
+    assert all(e["src"] in ids and e["dst"] in ids for e in edges)
+    assert sum(u["crawled"] for u in urls) == 45 == counts["pages"]
+    assert ids[node_id("http://h9.example/new.html")]["url"] == "http://h9.example/new.html"
+    assert ids[node_id(src)]["host"] == "h0.example"
+
+
+def test_compaction_waits_for_the_lock_holder(r, tmp_path):
+    layout = Frontier(r, "lock", partitions=1)
+    store = LinkStore(r, layout, tmp_path / "seg", segment_pages=3)
+    for i in range(5):
+        src = f"http://h1.example/p{i}.html"
+        store.append([(0, encode_page(src, 1.0, _page(i))[0])])
+    r.set(layout.prefix(0) + "links:lock", "someone-else", px=60000)
+    assert store.compact(0) == 0
+    assert r.llen(store.key(0)) == 5 and store.segments(0) == []
+    r.delete(layout.prefix(0) + "links:lock")
+    assert store.compact(0) == 3
+    assert r.llen(store.key(0)) == 2 and store.segments(0)[0]["pages"] == 3
+
+
+def test_unwritable_segment_directory_keeps_pages_in_redis(r, tmp_path):
+    layout = Frontier(r, "nodisk", partitions=1)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    store = LinkStore(r, layout, blocker / "seg", segment_pages=2)
+    for i in range(3):
+        store.append([(0, encode_page(f"http://h1.example/p{i}.html", 1.0, _page(i))[0])])
+    with pytest.raises(OSError):
+        store.compact(0)
+    assert r.llen(store.key(0)) == 3 and store.segments(0) == []
+    assert not r.exists(layout.prefix(0) + "links:lock")  # released
+
+
+def test_crawl_log_line_round_trip():
+    ex = fetch("http://h1.example/a b.html", b"x" * 1234)
+    ex.hops, ex.via = "LLR", "http://h1.example/"
+    line = format_line(ex, "host:12:abc", time.time())
+    parsed = parse_line(line)
+    assert (parsed.status, parsed.size, parsed.hops, parsed.mime, parsed.worker) == \
+        (200, 1234, "LLR", "text/html", "host:12:abc")
+    assert parsed.url == "http://h1.example/a%20b.html" and parsed.digest == ex.payload_digest
+    assert len(line.split()) == 12
+    failed = FailedAttempt(None, "http://nx.example/", -1, "DNSLookupError", time.time(), 0.2)
+    parsed = parse_line(format_line(failed, "w", time.time()))
+    assert (parsed.status, parsed.size, parsed.mime) == (-1, 0, "no-type")
+    assert format_line(failed, "w", time.time()).endswith("err=DNSLookupError")
+
+
+def test_report_bins_and_outcomes():
+    # Mercator Fig. 8: a document of size n is in the rightmost bin whose label <= n
+    assert len(SIZE_BINS) == 22
+    assert [size_bin(n) for n in (0, 1, 2, 3, 4, 1023, 1024, 1 << 20, 1 << 30)] == \
+        [0, 1, 2, 2, 3, 10, 11, 21, 21]
+    assert [outcome(s) for s in (200, 404, 301, 302, -9998, -2, -3, -4, -1, 500, 403, -5)] == \
+        ["200 OK", "404 Not Found", "3xx redirect", "3xx redirect", "Excluded by robots.txt",
+         "TCP error", "TCP error", "TCP error", "DNS error", "Other", "Other", "Other"]
+    lines = [SimpleNamespace(status=s, size=n, url=u, hops=h, mime=m, worker="w", digest="-")
+             for s, n, u, h, m in [(200, 100, "http://a.example/1", "L", "text/html"),
+                                    (200, 5000, "http://a.example/2", "L", "image/png"),
+                                    (200, 70, "http://b.org/", "-", "text/html"),
+                                    (404, 10, "http://a.example/x", "L", "text/html"),
+                                    (404, 10, "http://a.example/robots.txt", "P", "text/plain"),
+                                    (-9998, 0, "http://a.example/private/", "L", "no-type")]]
+    rep = CrawlReport.from_lines(lines)
+    assert rep.attempts == 5 and rep.robots_fetches == 1 and rep.documents == 3
+    assert rep.outcomes["Excluded by robots.txt"] == 1 and rep.outcomes["404 Not Found"] == 1
+    assert rep.content_types == {"text/html": 2, "image/png": 1}
+    assert rep.servers_with_at_least(rep.pages_per_host) == [(1, 2)]
+    hosts, pages = rep.tlds()
+    assert hosts == {".example": 1, ".org": 1} and pages == {".example": 2, ".org": 1}
+    text = rep.text()
+    assert "Outcome of download attempts" in text and "Excluded by robots.txt" in text

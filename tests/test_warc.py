@@ -1,0 +1,230 @@
+"""The content store's WARC files: records, digests, rotation, CDXJ, crash
+repair and write failures, checked with warcio (an independent reader)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from scrapy.http import HtmlResponse, Request
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlproj.stores.cdxj import surt
+from crawlproj.stores.exchange import Exchange, sha1_b32
+from crawlproj.stores.storage import LocalStorage
+from crawlproj.stores.warc import OPEN_SUFFIX, WarcWriter, recover
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def exchange(url="http://h1.example/p1.html", body=b"<html><a href='x'>x</a></html>", status=200,
+             headers=None):
+    req = Request(url, headers={"User-Agent": "crawlproj-test", "Accept-Encoding": "gzip"},
+                  meta={"depth": 1})
+    resp = HtmlResponse(url, status=status, body=body, request=req,
+                        headers=headers or {"Content-Type": "text/html; charset=utf-8"})
+    return Exchange.capture(req, resp, time.time() - 0.05, time.time())
+
+
+def records(path: Path):
+    """(type, target URI, headers, content) of every record, digests checked."""
+    out = []
+    with open(path, "rb") as f:
+        for rec in ArchiveIterator(f, check_digests="raise"):
+            out.append((rec.rec_type, rec.rec_headers.get_header("WARC-Target-URI"),
+                        rec.rec_headers, rec.content_stream().read()))
+    return out
+
+
+def test_request_response_pairs_with_digests(tmp_path):
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
+    ex1 = exchange()
+    ex2 = exchange("http://h2.example/gone", b"not here", 404,
+                   {"Content-Type": "text/plain", "Transfer-Encoding": "chunked"})
+    w.write(ex1)
+    w.write(ex2)
+    w.close()
+    (name,) = [p for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(OPEN_SUFFIX)]
+    recs = records(tmp_path / name)
+    assert [r[0] for r in recs] == ["warcinfo", "response", "request", "response", "request"]
+    assert recs[0][2].protocol == "WARC/1.1"
+    resp = recs[1][2]
+    assert resp.get_header("WARC-Payload-Digest") == sha1_b32(ex1.body)
+    assert resp.get_header("WARC-Block-Digest")
+    assert recs[1][3] == ex1.body
+    # the request record is tied to its response
+    assert recs[2][2].get_header("WARC-Concurrent-To") == resp.get_header("WARC-Record-ID")
+    # a de-chunked body must not claim to be chunked
+    with open(tmp_path / name, "rb") as f:
+        resp404 = [r for r in ArchiveIterator(f) if r.rec_type == "response"][1]
+        assert resp404.http_headers.get_statuscode() == "404"
+        assert resp404.http_headers.get_header("Transfer-Encoding") is None
+        assert resp404.http_headers.get_header("X-Crawlproj-Transfer-Encoding") == "chunked"
+
+
+def test_warcio_check_command_passes(tmp_path):
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
+    for i in range(5):
+        w.write(exchange(f"http://h1.example/p{i}.html", b"x" * (1000 * i)))
+    w.close()
+    files = [str(tmp_path / p) for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
+    run = subprocess.run([sys.executable, "-m", "warcio.cli", "check", "-v", *files],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "digest pass" in run.stdout
+
+
+def test_rotation_names_and_cdxj(tmp_path):
+    w = WarcWriter(LocalStorage(tmp_path), "my crawl", "w1", max_size=3000)
+    urls = [f"http://h{i % 3}.example/p{i}.html" for i in range(12)]
+    for u in urls:
+        w.write(exchange(u, os.urandom(700)))
+    w.close()
+    warcs = sorted(p for p in os.listdir(tmp_path) if p.endswith(".warc.gz"))
+    assert len(warcs) > 2
+    serials = [int(n.split("-")[2]) for n in warcs]
+    assert sorted(serials) == list(range(1, len(warcs) + 1))
+    assert all(n.startswith("my_crawl-") for n in warcs)
+    seen = []
+    for name in warcs:
+        assert os.path.getsize(tmp_path / name) < 3000 + 2000  # one pair past the limit at most
+        recs = records(tmp_path / name)
+        assert recs[0][0] == "warcinfo"
+        cdxj = (tmp_path / name.replace(".warc.gz", ".cdxj")).read_text().splitlines()
+        assert cdxj == sorted(cdxj)
+        for line in cdxj:
+            key, stamp, fields = line.split(" ", 2)
+            fields = json.loads(fields)
+            assert key == surt(fields["url"]) and len(stamp) == 14
+            with open(tmp_path / fields["filename"], "rb") as f:
+                f.seek(int(fields["offset"]))
+                rec = next(iter(ArchiveIterator(f)))
+                assert rec.rec_headers.get_header("WARC-Target-URI") == fields["url"]
+                assert rec.rec_headers.get_header("WARC-Payload-Digest") == fields["digest"]
+            seen.append(fields["url"])
+    assert sorted(seen) == sorted(urls)
+
+
+def test_revisit_record(tmp_path):
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
+    ex = exchange("http://h1.example/copy.html")
+    w.write(ex, revisit_of={"url": "http://h1.example/orig.html", "date": "2026-01-01T00:00:00Z"})
+    w.close()
+    (name,) = [p for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
+    rec = [r for r in records(tmp_path / name) if r[0] == "revisit"][0]
+    h = rec[2]
+    assert h.get_header("WARC-Profile").endswith("/warc/1.1/revisit/identical-payload-digest")
+    assert h.get_header("WARC-Refers-To-Target-URI") == "http://h1.example/orig.html"
+    assert h.get_header("WARC-Payload-Digest") == sha1_b32(ex.body)
+    assert ex.body not in rec[3]  # headers only
+    line = (tmp_path / name.replace(".warc.gz", ".cdxj")).read_text()
+    assert '"mime": "warc/revisit"' in line
+
+
+def test_surt():
+    assert surt("http://www.Example.com:80/A/b.html?b=2&a=1") == "com,example)/a/b.html?a=1&b=2"
+    assert surt("http://h1.example:8080/") == "example,h1:8080)/"
+
+
+# -- crash repair ---------------------------------------------------------------
+
+WRITER = """
+import sys, time
+sys.path.insert(0, %(root)r)
+from tests.test_warc import exchange
+from crawlproj.stores.storage import LocalStorage
+from crawlproj.stores.warc import WarcWriter
+w = WarcWriter(LocalStorage(%(dir)r), "c1", "w1", max_size=1 << 40)
+i = 0
+while True:
+    w.write(exchange("http://h1.example/p%%d.html" %% i, b"y" * 30000))
+    i += 1
+    if i == 20:
+        print("ready", flush=True)
+"""
+
+
+def test_kill9_leaves_a_file_the_next_start_repairs(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", WRITER % {"root": str(ROOT), "dir": str(tmp_path)}],
+                         stdout=subprocess.PIPE)
+    assert p.stdout.readline().strip() == b"ready"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    (left,) = [n for n in os.listdir(tmp_path) if n.endswith(".warc.gz" + OPEN_SUFFIX)]
+    # whatever the kill interrupted, a partial record at the end is cut off:
+    # make sure there is one by appending half a record
+    with open(tmp_path / left, "ab") as f:
+        f.write(open(tmp_path / left, "rb").read()[200:9000])
+    done = recover(LocalStorage(tmp_path))
+    assert len(done) == 1 and "cut" in done[0][1]
+    name = left[: -len(OPEN_SUFFIX)]
+    assert not (tmp_path / left).exists()
+    recs = records(tmp_path / name)  # every remaining record is whole and checks
+    assert len(recs) >= 1 + 2 * 20 and recs[0][0] == "warcinfo"
+    index = (tmp_path / name.replace(".warc.gz", ".cdxj")).read_text().splitlines()
+    assert len(index) == sum(1 for r in recs if r[0] == "response")
+
+
+def test_unreadable_open_file_is_set_aside_and_locked_file_left_alone(tmp_path):
+    (tmp_path / "junk.warc.gz.open").write_bytes(b"\x1f\x8b\x08garbage")
+    live = WarcWriter(LocalStorage(tmp_path), "c1", "live", max_size=1 << 30)
+    live.write(exchange())
+    live_file = live.current.path
+    done = recover(LocalStorage(tmp_path))
+    assert [n for n, _ in done] == ["junk.warc.gz"]
+    assert (tmp_path / "damaged" / "junk.warc.gz").exists()
+    assert live_file.exists()  # a running writer's file is not touched
+    live.close()
+    assert not live_file.exists()
+
+
+# -- write failures -------------------------------------------------------------
+
+def _limited_writer(tmp_path, limit):
+    """Write until RLIMIT_FSIZE refuses (EFBIG) in a child process; report what it saw."""
+    code = f"""
+import sys, resource, errno, json
+sys.path.insert(0, {str(ROOT)!r})
+from tests.test_warc import exchange
+from crawlproj.stores.storage import LocalStorage
+from crawlproj.stores.warc import WarcWriter
+resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
+w = WarcWriter(LocalStorage({str(tmp_path)!r}), "c1", "w1", max_size=1 << 40)
+ok = 0
+err = None
+for i in range(200):
+    try:
+        w.write(exchange("http://h1.example/p%d.html" % i, bytes(range(256)) * 40))
+        ok += 1
+    except OSError as exc:
+        err = exc.errno
+        break
+again = None
+try:
+    w.write(exchange("http://h1.example/after.html"))
+except OSError as exc:
+    again = exc.errno
+print(json.dumps({{"ok": ok, "errno": err, "again": again, "path": str(w.current.path)}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_full_file_limit_never_leaves_half_a_record(tmp_path):
+    import errno
+    res = _limited_writer(tmp_path, 60_000)
+    assert res["errno"] == errno.EFBIG and res["ok"] > 0
+    assert res["again"] == errno.EFBIG  # refused whole afterwards, not retried in part
+    # the file holds exactly the records written before the failure, all whole
+    path = Path(res["path"])
+    with open(path, "rb") as f:
+        recs = [r.rec_type for r in ArchiveIterator(f, check_digests="raise")]
+    assert recs.count("response") == res["ok"]
+    assert os.path.getsize(path) <= 60_000
