@@ -35,7 +35,7 @@ class GraphExportError(CrawlprojError):
     """A segment file named by the link store cannot be read here."""
 
 
-def _host(url: str) -> str:
+def url_host(url: str) -> str:
     try:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
@@ -90,7 +90,7 @@ def export_graph(store: LinkStore, out: str | os.PathLike) -> dict:
     urls = urls.group_by("id", use_threads=False).aggregate([("url", "first")]) \
         .rename_columns(["id", "url"])
     crawled = pc.is_in(urls["id"], value_set=pc.unique(pages["src"]))
-    hosts = pa.array([_host(u) for u in urls["url"].to_pylist()], pa.string())
+    hosts = pa.array([url_host(u) for u in urls["url"].to_pylist()], pa.string())
     urls = urls.append_column("host", hosts).append_column("crawled", crawled)
     urls = urls.sort_by("id")
     out.mkdir(parents=True, exist_ok=True)

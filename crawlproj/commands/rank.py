@@ -1,0 +1,75 @@
+"""`scrapy rank`: the ranker as its own process (Cho et al. §3's IR'(P)).
+
+Recomputes PageRank on the crawl's link graph and rewrites the priorities of
+every queued URL, every --interval seconds, for as long as it runs (Ctrl-C
+stops it), or once with --once. It takes the crawl's ranker lock first, so
+it never runs beside a worker's ranker (crawlproj/ranker/extension.py); when
+a holder dies, the lock passes on after RANKER_LOCK_TTL seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+from scrapy.commands import ScrapyCommand
+
+from crawlproj.errors import CrawlprojError
+
+logger = logging.getLogger("crawlproj.rank")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self):
+        return "[--once] [--interval SECONDS]"
+
+    def short_desc(self):
+        return "Recompute PageRank on the crawl's link graph and rewrite queued priorities"
+
+    def add_options(self, parser):
+        super().add_options(parser)
+        parser.add_argument("--once", action="store_true", help="one run, then exit")
+        parser.add_argument("--interval", type=float, default=None,
+                            help="seconds between runs (default: RANKER_INTERVAL)")
+
+    def run(self, args, opts):
+        from scrapy.utils.log import configure_logging
+
+        from crawlproj.ranker.extension import build
+
+        configure_logging(self.settings)
+        interval = opts.interval if opts.interval is not None \
+            else self.settings.getfloat("RANKER_INTERVAL", 60.0)
+        try:
+            ranker, lock = build(self.settings)
+        except CrawlprojError as exc:
+            print(f"crawlproj: {exc}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        tick = min(interval, lock.ttl_ms / 3000.0)
+        state, last = None, None
+        try:
+            while True:
+                if lock.hold():
+                    if state != "holding":
+                        logger.info("Ranker lock taken (%s)", lock.token)
+                        state = "holding"
+                    if last is None or time.monotonic() - last >= interval:
+                        run = ranker.run_once()
+                        lock.hold()
+                        last = time.monotonic()
+                        logger.info("Ranker: %s", run)
+                        if opts.once:
+                            return
+                elif state != "waiting":
+                    logger.info("Ranker lock held by %s; waiting", lock.holder())
+                    state = "waiting"
+                time.sleep(tick)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            lock.release()

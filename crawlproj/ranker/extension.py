@@ -1,0 +1,111 @@
+"""RankerExtension: the ranker inside a worker (Scrapy extension).
+
+On by default when FRONTIER_PRIORITIZER is "pagerank" (RANKER_ENABLED forces it
+on or off). Every RANKER_TICK seconds the worker takes or renews the crawl's
+ranker lock; the one that holds it recomputes PageRank and rewrites the queued
+priorities when RANKER_INTERVAL seconds have passed or the crawl fetched
+RANKER_EVERY_PAGES pages since the last run (crawl-wide, from the frontier's
+lease counter). The work runs in a thread, so the reactor keeps crawling; a
+worker that dies stops renewing and another one takes over when the lock's
+TTL (RANKER_LOCK_TTL) runs out.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task, threads
+
+from crawlproj.ranker.loop import Ranker, RankerLock
+from crawlproj.stores.common import data_dir
+from crawlproj.stores.linkstore import LinkStore
+
+logger = logging.getLogger(__name__)
+
+
+class RankerExtension:
+    def __init__(self, crawler, ranker: Ranker, lock: RankerLock):
+        s = crawler.settings
+        self.crawler, self.ranker, self.lock = crawler, ranker, lock
+        self.interval = s.getfloat("RANKER_INTERVAL", 60.0)
+        self.every_pages = s.getint("RANKER_EVERY_PAGES", 0)
+        self.tick = s.getfloat("RANKER_TICK", 5.0)
+        self.stats = crawler.stats
+        self._last_run = time.monotonic()
+        self._last_leased = 0
+        self._loop = None
+        self._busy = False
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        s = crawler.settings
+        enabled = s.get("RANKER_ENABLED")
+        enabled = (s.get("FRONTIER_PRIORITIZER") == "pagerank") if enabled is None \
+            else s.getbool("RANKER_ENABLED")
+        if not enabled:
+            raise NotConfigured
+        ranker, lock = build(s)
+        ext = cls(crawler, ranker, lock)
+        crawler.signals.connect(ext.opened, signals.spider_opened)
+        crawler.signals.connect(ext.closed, signals.spider_closed)
+        return ext
+
+    def opened(self, spider=None):
+        self._loop = task.LoopingCall(self._tick)
+        self._loop.start(self.tick, now=False)
+
+    def closed(self, spider=None):
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        if not self._busy:
+            return threads.deferToThread(self.lock.release)
+        return None
+
+    def _tick(self):
+        if self._busy:
+            return None
+        self._busy = True
+        d = threads.deferToThread(self._work)
+        d.addErrback(lambda f: logger.error("Ranker failed: %s", f.getErrorMessage())
+                     or self.stats.inc_value("ranker/errors"))
+        d.addBoth(self._idle)
+        return None  # the LoopingCall must not wait for a long run
+
+    def _idle(self, _):
+        self._busy = False
+
+    def _work(self):
+        """In a thread: hold the lock, and run when due."""
+        if not self.lock.hold():
+            return
+        leased = self.ranker.frontier.status()["counters"].get("leased", 0)
+        due = time.monotonic() - self._last_run >= self.interval or (
+            self.every_pages and leased - self._last_leased >= self.every_pages)
+        if not due:
+            return
+        run = self.ranker.run_once()
+        self.lock.hold()  # a long run: renew before the TTL can lapse
+        self._last_run, self._last_leased = time.monotonic(), leased
+        self.stats.inc_value("ranker/runs")
+        self.stats.inc_value("ranker/rescored", run.changed)
+        self.stats.set_value("ranker/nodes", run.nodes)
+        logger.info("Ranker: %s", run)
+
+
+def build(settings):
+    """(Ranker, RankerLock) of the crawl the settings name."""
+    from crawlproj.frontier.frontier import Frontier
+    from crawlproj.redisconn import get_redis
+
+    redis = get_redis(settings)
+    frontier = Frontier.from_settings(settings, redis)
+    crawl = settings.get("CRAWL_ID", "default")
+    links = LinkStore(redis, frontier,
+                      settings.get("LINKSTORE_DIR") or LinkStore.directory_for(data_dir(settings),
+                                                                                crawl))
+    ranker = Ranker(frontier, links, damping=settings.getfloat("PAGERANK_DAMPING", 0.9),
+                    cross_host_only=settings.getbool("PRIORITIZER_CROSS_HOST_ONLY"))
+    return ranker, RankerLock(redis, crawl, settings.getfloat("RANKER_LOCK_TTL", 60.0))

@@ -1,0 +1,165 @@
+"""The ranker at work: PageRank on the graph the crawl has gathered, pushed
+back into the frontier as the priorities of every queued URL.
+
+Cho, Garcia-Molina & Page (1998) §3-4 order the frontier by IR'(P), PageRank
+computed on the pages seen so far, recomputed as the crawl grows; Najork &
+Wiener (2001) §4 count only links between different hosts
+(PRIORITIZER_CROSS_HOST_ONLY). Between two runs, newly found URLs get the
+estimate of crawlproj.prioritizers.links.PageRankEstimate on the same scale
+(Cho's: the average page has rank 1).
+
+One run: read the link store (Parquet segments + the Redis working set), map
+URL fingerprints to dense ids, power-iterate warm-started from the previous
+run's vector (crawlproj.ranker.pagerank), then rewrite queued scores with
+Frontier.rescore. Only one process of a crawl ranks at a time: the holder of
+a Redis lock, renewed while it lives and taken over by another worker when it
+dies (its TTL runs out).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from crawlproj.errors import CrawlprojError
+from crawlproj.ranker.pagerank import CHO_DAMPING, build_adjacency, pagerank
+from crawlproj.stores.graph import url_host
+
+logger = logging.getLogger(__name__)
+
+# Renew if still ours; take if free. Returns 1 when the caller holds the lock.
+_TAKE = """
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end
+if not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
+return 0
+"""
+_DROP = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RankerLock:
+    """At most one ranker per crawl (the key lives in the crawl's meta slot)."""
+
+    def __init__(self, redis, crawl_id: str, ttl: float = 60.0):
+        self.redis = redis
+        self.key = f"cp:{{{crawl_id}}}:ranker"
+        self.ttl_ms = int(ttl * 1000)
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+    def hold(self) -> bool:
+        """Take the lock if free, renew it if ours; True if we hold it now."""
+        return bool(self.redis.eval(_TAKE, 1, self.key, self.token, self.ttl_ms))
+
+    def release(self) -> None:
+        self.redis.eval(_DROP, 1, self.key, self.token)
+
+    def holder(self) -> str | None:
+        v = self.redis.get(self.key)
+        return v.decode() if v else None
+
+
+@dataclass
+class RankRun:
+    nodes: int
+    edges: int
+    iterations: int
+    converged: bool
+    queued: int          # queued URLs looked at
+    changed: int         # ... whose score was rewritten
+    seconds: dict        # graph, rank, rescore
+
+    def __str__(self):
+        t = self.seconds
+        return (f"{self.nodes:,} nodes, {self.edges:,} links, {self.iterations} iterations"
+                f"{'' if self.converged else ' (not converged)'}; {self.changed:,} of "
+                f"{self.queued:,} queued URLs rescored; graph {t['graph']:.2f} s, "
+                f"rank {t['rank']:.2f} s, rescore {t['rescore']:.2f} s")
+
+
+class Ranker:
+    def __init__(self, frontier, links, damping: float = CHO_DAMPING,
+                 cross_host_only: bool = False, tol: float = 1e-6):
+        if getattr(getattr(frontier, "due", None), "config", None) is not None \
+                and getattr(frontier.due.config, "bits", 64) != 64:
+            raise CrawlprojError("the ranker needs 64-bit URL fingerprints "
+                                 "(DUE_FINGERPRINT_BITS = 64): the link store's node ids")
+        self.frontier = frontier
+        self.links = links
+        self.damping = damping
+        self.cross_host_only = cross_host_only
+        self.tol = tol
+        self._nodes: np.ndarray | None = None   # sorted fingerprints of the last run
+        self._scores: np.ndarray | None = None
+
+    def gather(self):
+        """(src, dst) int64 fingerprints of every link stored so far, and
+        {fingerprint: host} when links are counted across hosts only."""
+        src, dst, hosts = [], [], {} if self.cross_host_only else None
+        for p in range(self.frontier.partitions):
+            for seg in self.links.segments(p):
+                t = pq.read_table(seg["files"]["edges"], columns=["src", "dst"])
+                src.append(t["src"].to_numpy())
+                dst.append(t["dst"].to_numpy())
+                if hosts is not None:
+                    u = pq.read_table(seg["files"]["urls"])
+                    for fp, url in zip(u["id"].to_pylist(), u["url"].to_pylist()):
+                        hosts.setdefault(fp, url_host(url))
+            for page in self.links.working_set(p, with_text=hosts is not None):
+                d = np.frombuffer(page.dsts, dtype=np.int64)
+                src.append(np.full(len(d), page.src, dtype=np.int64))
+                dst.append(d)
+                if hosts is not None:
+                    hosts.setdefault(page.src, url_host(page.src_url))
+                    for fp, url in zip(page.dsts, page.urls):
+                        hosts.setdefault(fp, url_host(url))
+        cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
+        return cat(src), cat(dst), hosts
+
+    def run_once(self) -> RankRun:
+        t0 = time.perf_counter()
+        src, dst, hosts = self.gather()
+        nodes, ids = np.unique(np.concatenate([src, dst]), return_inverse=True)
+        n, m = len(nodes), len(src)
+        adj = build_adjacency(ids[:m], ids[m:], n=n)
+        host_ids = None
+        if hosts is not None:
+            index: dict[str, int] = {}
+            host_ids = np.array([index.setdefault(hosts.get(int(fp), ""), len(index))
+                                 for fp in nodes], dtype=np.int64)
+        t1 = time.perf_counter()
+        result = pagerank(adj, self.damping, x0=self._warm_start(nodes), tol=self.tol,
+                          hosts=host_ids)
+        self._nodes, self._scores = nodes, result.scores
+        t2 = time.perf_counter()
+        totals = self.frontier.rescore(self.scores_of) if n else {"urls": 0, "changed": 0}
+        t3 = time.perf_counter()
+        return RankRun(n, m, result.iterations, result.converged, totals["urls"],
+                       totals["changed"], {"graph": t1 - t0, "rank": t2 - t1, "rescore": t3 - t2})
+
+    def _warm_start(self, nodes: np.ndarray):
+        """The previous vector, aligned to the grown graph; new pages start at
+        the average (1 on Cho's scale)."""
+        if self._nodes is None or not len(self._nodes) or not len(nodes):
+            return None
+        idx = np.minimum(np.searchsorted(self._nodes, nodes), len(self._nodes) - 1)
+        found = self._nodes[idx] == nodes
+        return np.where(found, self._scores[idx], 1.0)
+
+    def scores_of(self, fps) -> list:
+        """Frontier scores (lower = sooner) for queued fingerprints: -IR; None
+        for a URL the link store does not know (a seed), which keeps its own."""
+        a = np.asarray(fps, dtype=np.int64)
+        idx = np.minimum(np.searchsorted(self._nodes, a), len(self._nodes) - 1)
+        found = self._nodes[idx] == a
+        ranks = self._scores[idx]
+        return [-float(r) if f else None for r, f in zip(ranks, found)]

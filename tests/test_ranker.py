@@ -1,0 +1,153 @@
+"""The ranker on a real server: PageRank of the stored link graph rewrites the
+frontier's queued priorities; its lock passes on when its holder is killed;
+and inside a crawl it runs while workers fetch."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import networkx as nx
+import pytest
+import redis
+
+from crawlproj.due.fingerprint import url_fingerprint
+from crawlproj.frontier.admission import host_of
+from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.ranker.loop import Ranker, RankerLock
+from crawlproj.simweb import checks
+from crawlproj.simweb.testing import SimWebServer
+from crawlproj.stores.linkstore import LinkStore, encode_page
+from tests.e2e import ROOT, Workers, stat
+
+
+def url(i: int) -> str:
+    return f"http://h{i % 4}.ex/p{i}"
+
+
+# crawled pages 0..3 and their links; 4..9 are known only as link targets
+LINKS = {0: [1, 2, 4, 5], 1: [2, 6, 7], 2: [0, 6, 8], 3: [6, 9, 2]}
+
+
+def store_links(r, f, tmp_path, links=LINKS) -> LinkStore:
+    store = LinkStore(r, f, tmp_path / "links")
+    entries = []
+    for src, dsts in links.items():
+        value, _ = encode_page(url(src), 1.0, [{"url": url(d), "anchor": ""} for d in dsts])
+        entries.append((f.partition_of(host_of(url(src))), value))
+    store.append(entries)
+    return store
+
+
+def queue(f: Frontier, nodes):
+    batches: dict[int, Batch] = {}
+    for i in nodes:
+        h = host_of(url(i))
+        batches.setdefault(f.partition_of(h), Batch()).enqueue.append(
+            f.entry(h, url(i), 0.0, url(i).encode()))
+    f.sync(batches)
+
+
+def expected_ranks(links=LINKS, d=0.9) -> dict[str, float]:
+    g = nx.DiGraph()
+    for s, ts in links.items():
+        g.add_edges_from((url(s), url(t)) for t in ts)
+    pr = nx.pagerank(g, alpha=d, tol=1e-12, max_iter=1000)
+    return {u: v * g.number_of_nodes() for u, v in pr.items()}  # Cho's scale
+
+
+def test_ranker_rewrites_queued_scores_with_pagerank(redis_url, tmp_path):
+    r = redis.Redis.from_url(redis_url)
+    f = Frontier(r, crawl_id="rank", partitions=2)
+    store = store_links(r, f, tmp_path)
+    queue(f, [4, 5, 6, 7, 8, 9])
+    ranker = Ranker(f, store, damping=0.9, tol=1e-10)
+    run = ranker.run_once()
+    assert (run.nodes, run.edges, run.queued, run.changed) == (10, 13, 6, 6)
+    want = expected_ranks()
+    got = {}
+    for p in range(2):
+        for h in f.queued_hosts(p):
+            for fp, score in r.zrange(f.prefix(p) + "q:" + h, 0, -1, withscores=True):
+                got[int(fp)] = -score
+    for i in [4, 5, 6, 7, 8, 9]:
+        assert got[url_fingerprint(url(i))] == pytest.approx(want[url(i)], abs=1e-6)
+    # warm start: a second run on the same graph converges at once
+    again = ranker.run_once()
+    assert again.iterations <= 2 and again.changed == 0
+
+
+def test_cross_host_only_ignores_links_within_a_host(redis_url, tmp_path):
+    r = redis.Redis.from_url(redis_url)
+    f = Frontier(r, crawl_id="xhost")
+    # url(i) is on host h(i mod 4): 0 -> 4 and 0 -> 8 stay on h0, 1 -> 4 crosses
+    links = {0: [4, 8], 1: [4]}
+    store = store_links(r, f, tmp_path, links)
+    queue(f, [4, 8])
+    Ranker(f, store, cross_host_only=True, tol=1e-10).run_once()
+    s = dict(r.zrange(f.prefix(0) + "q:h0.ex", 0, -1, withscores=True))
+    # only 1 -> 4 counts: 4 ranks above 8, which only a same-host link reaches
+    assert s[str(url_fingerprint(url(4))).encode()] < s[str(url_fingerprint(url(8))).encode()]
+
+
+def rank_process(redis_url, crawl_id, log_path, ttl="2"):
+    env = {"REDIS_URL": redis_url, "CRAWL_ID": crawl_id, "PYTHONUNBUFFERED": "1",
+           "PATH": "/usr/bin:/bin"}
+    cmd = [sys.executable, "-m", "scrapy", "rank", "--interval", "0.5",
+           "-s", f"RANKER_LOCK_TTL={ttl}", "-s", "LOG_LEVEL=INFO"]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=open(log_path, "wb"),
+                            stderr=subprocess.STDOUT)
+
+
+def wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_lock_passes_to_another_ranker_when_its_holder_is_killed(redis_url, tmp_path):
+    r = redis.Redis.from_url(redis_url)
+    f = Frontier(r, crawl_id="lock")
+    queue(f, [4])
+    lock = RankerLock(r, "lock")
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    a = rank_process(redis_url, "lock", logs[0])
+    try:
+        assert wait_for(lambda: "Ranker lock taken" in logs[0].read_text()), logs[0].read_text()
+        b = rank_process(redis_url, "lock", logs[1])
+        try:
+            assert wait_for(lambda: "waiting" in logs[1].read_text()), logs[1].read_text()
+            holder = lock.holder()
+            a.send_signal(signal.SIGKILL)
+            a.wait()
+            assert wait_for(lambda: "Ranker lock taken" in logs[1].read_text())
+            assert lock.holder() not in (None, holder)
+            assert wait_for(lambda: logs[1].read_text().count("Ranker: ") >= 1)
+        finally:
+            b.send_signal(signal.SIGINT)
+            b.wait(30)
+        assert lock.holder() is None  # released on Ctrl-C
+    finally:
+        if a.poll() is None:
+            a.kill()
+
+
+def test_ranker_runs_inside_a_pagerank_crawl(redis_url, tmp_path):
+    web = {"seed": 4, "hosts": 40, "pages": 600, "page_bytes": 500, "latency_ms": 2}
+    with SimWebServer(web, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds = sw.web.seeds(2)
+        workers = Workers(sw, redis_url, tmp_path, seeds, "prcrawl", {
+            "FRONTIER_PRIORITIZER": "pagerank", "FRONTIER_DELAY_FACTOR": 1,
+            "RANKER_TICK": 0.2, "RANKER_INTERVAL": 0.5, "CONCURRENT_REQUESTS": 4})
+        workers.start(2)
+        assert workers.wait() == [0, 0]
+        runs = [stat(workers.log(i), "ranker/runs") for i in range(2)]
+        assert sum(runs) > 0
+        assert sum(stat(workers.log(i), "ranker/rescored") for i in range(2)) > 0
+        assert sum(stat(workers.log(i), "ranker/errors") for i in range(2)) == 0
+        assert set(checks.fetch_counts(sw.read_log())) == sw.web.reachable(seeds)
