@@ -41,6 +41,8 @@ MIN_VERSION = (7, 0)
 TUNING = {
     "zset-max-listpack-entries": "256",
     "zset-max-listpack-value": "256",
+    # the DUE's URL-seen buckets hold up to ~2 x DUE_BUCKET_LOAD (1024) 64-bit
+    # fingerprints; an intset (8 bytes each) up to this many (docs/due.md)
     "set-max-intset-entries": "4096",
     "hash-max-listpack-entries": "512",
     "hash-max-listpack-value": "256",

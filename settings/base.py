@@ -82,6 +82,18 @@ FRONTIER_RANDOM_SEED = None
 PRIORITIZER_CROSS_HOST_ONLY = False
 # PageRank damping d [Cho §2; 0.9 as Cho used, §6].
 PAGERANK_DAMPING = 0.9
+# The ranker: PageRank recomputed on the link store's graph, rewriting every
+# queued URL's priority [Cho §3; crawlproj/ranker]. It runs in one worker at a
+# time (a Redis lock; another worker takes over RANKER_LOCK_TTL seconds after
+# the holder dies) or as `scrapy rank`. RANKER_ENABLED: None = on when
+# FRONTIER_PRIORITIZER is "pagerank". A run when RANKER_INTERVAL seconds passed
+# or the crawl leased RANKER_EVERY_PAGES URLs (0 = by time only) since the last;
+# the lock is checked every RANKER_TICK seconds.
+RANKER_ENABLED = None
+RANKER_INTERVAL = 60.0
+RANKER_EVERY_PAGES = 0
+RANKER_TICK = 5.0
+RANKER_LOCK_TTL = 60.0
 
 # Lease: a URL handed to a worker is the worker's for this long (seconds); the
 # worker renews leases of downloads still running. A worker that dies (kill -9)
@@ -95,10 +107,55 @@ FRONTIER_LEASE_TTL = 30.0
 # Redis); later workers adopt it. One server gains nothing from more than one
 # (each sync sends one script call per partition); the cluster profile uses 64.
 FRONTIER_PARTITIONS = 1
-# Buckets of the DUE's URL-seen set per partition (a power of two). Each bucket
-# is a Redis set of 64-bit integers, kept as a compact intset while it holds at
-# most set-max-intset-entries (4096 on the embedded server). [Mercator §3.2]
-DUE_BUCKETS = 4096
+
+# --------------------------------------------------------------------------
+# The DUE: URL-seen and content-seen tests [Mercator §3.2, §3 step 4]
+# (docs/due.md). The first worker of a crawl fixes the DUE_* settings (stored
+# in Redis, like FRONTIER_PARTITIONS); later workers adopt them and log any
+# difference: workers that canonicalised differently would miss duplicates.
+# --------------------------------------------------------------------------
+
+# "exact": the set of 64-bit fingerprints itself, ~8 bytes per URL, no false
+# positive. "bloom": a Bloom filter, ~4.3 bytes per URL at 1e-7, for crawls
+# whose URL set does not fit in memory; a false positive is a URL never fetched.
+DUE_MODE = "exact"
+# 64 or 128. 64: any two of 100 million URLs collide with probability 1/370
+# (a collision skips one URL); 128: never in practice, at ~2.5x the memory in
+# exact mode (the sets are no longer intsets).
+DUE_FINGERPRINT_BITS = 64
+# Exact mode: mean fingerprints per bucket. The URL-seen set is a linear hash
+# table of small Redis sets that splits buckets as it grows, each holding up to
+# ~2x this; Redis keeps a set compact (an intset, 8 bytes per fingerprint) only
+# up to set-max-intset-entries, so that must be >= 2.5x this (the embedded
+# server sets 4096; a worker warns when the server's is lower). With 128-bit
+# fingerprints the limit is set-max-listpack-entries (default 128).
+# None = 1024 (64-bit), 48 (128-bit).
+DUE_BUCKET_LOAD = None
+# Bloom mode: URLs of the whole crawl the filter is sized for (allocated at the
+# start: ~4.3 bytes each at 1e-7), and its false-positive rate. Past the
+# capacity the filter adds layers twice as large at half the rate, so the rate
+# stays below twice DUE_BLOOM_ERROR_RATE (scalable Bloom filters).
+DUE_BLOOM_CAPACITY = 10_000_000
+DUE_BLOOM_ERROR_RATE = 1e-7
+# Query parameters removed from URLs before fingerprinting: they name a session
+# or a campaign, not a resource (compared case-insensitively). None = the
+# built-in list (crawlproj.due.canonical.STRIP_PARAMS: gclid, fbclid,
+# sessionid, jsessionid, phpsessid, sid, ...); [] = none.
+DUE_STRIP_PARAMS = None
+# Parameter name prefixes removed likewise; None = ["utm_"].
+DUE_STRIP_PARAM_PREFIXES = None
+
+# The content-seen test [Mercator §3, step 4]: a fingerprint of each 2xx body
+# (whitespace-normalised for text) is tested in Redis; a document already seen
+# under another URL is a duplicate (stat contentseen/duplicates,
+# item["duplicate_of"] = the first URL) and its links are not extracted again.
+# One Redis command per page (middlewares/contentseen.py).
+CONTENTSEEN_ENABLED = True
+# Also detect near-duplicates: pages whose text shares at least
+# CONTENTSEEN_NEAR_THRESHOLD of its 4-word shingles with an earlier page (MinHash
+# estimate, Broder et al. 1997), e.g. pages that differ in a few words.
+CONTENTSEEN_NEAR = False
+CONTENTSEEN_NEAR_THRESHOLD = 0.9
 
 # How many hosts a worker leases per round trip (prefetch). None = derived from
 # CONCURRENT_REQUESTS.
@@ -130,6 +187,48 @@ DEPTH_LIMIT = 0
 PAGE_TEXT_MAX_CHARS = 100_000
 
 # --------------------------------------------------------------------------
+# Stores: the crawl's output (crawlproj/stores, crawlproj/pipelines, docs/stores.md)
+# [Mercator §2: content store, link and URL databases; Heritrix: WARC + crawl.log]
+# --------------------------------------------------------------------------
+
+# Content store: every fetched response with its request as WARC 1.1 records,
+# gzip per record, in WARC_DIR (default CRAWL_DATA_DIR/warc). A file is closed
+# and a new one started once it passes WARC_MAX_SIZE bytes; each finished file
+# gets a CDXJ index beside it (`scrapy cdx` merges them).
+WARC_ENABLED = True
+WARC_DIR = None
+WARC_MAX_SIZE = 1024 ** 3
+# Where finished files go: None = WARC_DIR itself; or a dotted path to a
+# crawlproj.stores.storage.Storage class built as cls(WARC_DIR) (an object
+# store uploads finished files from the WARC_DIR spool, see storage.py).
+WARC_STORAGE = None
+# A 2xx response waits for its item (to learn whether the content-seen test
+# found it a duplicate, written then as a revisit record) at most this long
+# (seconds) before it is written as a plain response.
+WARC_PENDING_TIMEOUT = 60.0
+
+# Link store: every parsed page's out-links, in Redis (the ranker's working
+# set) until a partition holds LINKSTORE_SEGMENT_PAGES pages, then compacted
+# to Parquet segments in LINKSTORE_DIR (default CRAWL_DATA_DIR/links/<crawl>).
+# `scrapy export-graph OUT` writes the whole graph as Parquet.
+LINKSTORE_ENABLED = True
+LINKSTORE_SEGMENT_PAGES = 20000
+LINKSTORE_DIR = None
+
+# Page metadata: per URL fingerprint, first/last fetch time, status, type,
+# length, content digest, fetches, changes [WebFountain §4], in Redis hashes
+# bucketed by the fingerprint's high bits (a power of two; small buckets stay
+# listpack-encoded).
+PAGEMETA_ENABLED = True
+PAGEMETA_BUCKETS = 4096
+
+# Crawl log: one Heritrix-style line per download attempt, one file per
+# worker in CRAWLLOG_DIR (default CRAWL_DATA_DIR/logs). `scrapy report`
+# summarises them as Mercator §4 does.
+CRAWLLOG_ENABLED = True
+CRAWLLOG_DIR = None
+
+# --------------------------------------------------------------------------
 # Scrapy settings the project relies on
 # --------------------------------------------------------------------------
 
@@ -148,8 +247,17 @@ REDIRECT_MAX_TIMES = 5
 # DepthMiddleware: record depth in request.meta["depth"] (bfs uses it in stats).
 DEPTH_STATS_VERBOSE = False
 
-ITEM_PIPELINES = {}
+ITEM_PIPELINES = {
+    # the crawl's output (see "Stores" above); remove a line to switch a store off
+    "crawlproj.pipelines.warc.WarcPipeline": 300,
+    "crawlproj.pipelines.links.LinkStorePipeline": 400,
+    "crawlproj.pipelines.pagemeta.PageMetaPipeline": 500,
+    "crawlproj.pipelines.crawllog.CrawlLogPipeline": 600,
+}
 
+EXTENSIONS = {
+    "crawlproj.ranker.extension.RankerExtension": 500,
+}
 SPIDER_MIDDLEWARES = {
     # where each link was found (parent's score, its number of links, its host):
     # what the importance prioritizers score a new URL by
@@ -159,6 +267,13 @@ DOWNLOADER_MIDDLEWARES = {
     # robots.txt as Scrapy does it, plus Crawl-delay handed to the frontier
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.robots.CrawlDelayRobotsTxtMiddleware": 100,
+    # the content-seen test: last before the spider, on decoded bodies of the
+    # final (post-redirect) responses
+    "middlewares.contentseen.ContentSeenMiddleware": 80,
+    # every download attempt, raw off the wire, to the stores (WARC, page
+    # metadata, crawl log): next to the downloader, below compression,
+    # redirects and retries, so it sees every response they consume
+    "middlewares.record.RecordMiddleware": 950,
 }
 
 LOG_LEVEL = "INFO"

@@ -70,7 +70,7 @@ class Workers:
 def stat(log: str, name: str) -> int:
     """A counter from the stats dump at the end of a worker's log."""
     for line in log.splitlines():
-        line = line.strip()
+        line = line.strip().lstrip("{")  # the first counter shares the dump's "{" line
         if line.startswith(f"'{name}':"):
-            return int(line.split(":", 1)[1].strip().rstrip(","))
+            return int(line.split(":", 1)[1].strip().rstrip(",}"))
     return 0

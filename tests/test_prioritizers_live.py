@@ -35,21 +35,35 @@ EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("prioritizer", sorted(EXPECTED))
-def test_order_on_a_hand_made_web(redis_url, tmp_path, prioritizer):
+def crawl_order(redis_url, tmp_path, prioritizer, edges, nodes_per_host) -> list[int]:
+    """Node ids in the order one worker fetched them, starting at node 0."""
     graph = tmp_path / "g.edges.tsv"
-    graph.write_text("".join(f"{a}\t{b}\n" for a, b in EDGES))
-    spec = {"graph": str(graph), "format": "edges", "nodes_per_host": 1, "page_bytes": 300}
+    graph.write_text("".join(f"{a}\t{b}\n" for a, b in edges))
+    spec = {"graph": str(graph), "format": "edges", "nodes_per_host": nodes_per_host,
+            "page_bytes": 300}
     with SimWebServer(spec, log_path=str(tmp_path / "web.jsonl")) as sw:
-        seeds = [sw.web.url(0)]
-        workers = Workers(sw, redis_url, tmp_path, seeds, f"hand-{prioritizer}", {
+        workers = Workers(sw, redis_url, tmp_path, [sw.web.url(0)], f"hand-{prioritizer}", {
             "CONCURRENT_REQUESTS": 1, "FRONTIER_PREFETCH": 1, "FRONTIER_DELAY_FACTOR": 0,
             "FRONTIER_PRIORITIZER": prioritizer})
         workers.start(1)
         assert workers.wait() == [0]
-        name = {sw.web.url(i): NAMES[i] for i in range(len(NAMES))}
-        order = "".join(name[u] for u in checks.arrival_order(sw.read_log()))
-        assert order == EXPECTED[prioritizer]
+        return [sw.web.node_of(u) for u in checks.arrival_order(sw.read_log())]
+
+
+@pytest.mark.parametrize("prioritizer", sorted(EXPECTED))
+def test_order_on_a_hand_made_web(redis_url, tmp_path, prioritizer):
+    order = crawl_order(redis_url, tmp_path, prioritizer, EDGES, nodes_per_host=1)
+    assert "".join(NAMES[i] for i in order) == EXPECTED[prioritizer]
+
+
+@pytest.mark.parametrize("prioritizer,expected", [("hostfirst", [0, 2, 4, 1, 3, 5]),
+                                                  ("bfs", [0, 1, 2, 3, 4, 5])])
+def test_host_first(redis_url, tmp_path, prioritizer, expected):
+    """Hosts A = {0, 1}, B = {2, 3}, C = {4, 5}; 0 -> 1, 2; 2 -> 3, 4; 4 -> 5.
+    Host-first takes 2 (B's first) before 1, then 4 (C's first) before 1 and 3;
+    breadth-first goes level by level."""
+    edges = [(0, 1), (0, 2), (2, 3), (2, 4), (4, 5)]
+    assert crawl_order(redis_url, tmp_path, prioritizer, edges, nodes_per_host=2) == expected
 
 
 def linked(url, parent_score, links, parent_host):

@@ -55,7 +55,13 @@ def expected_ranks(links=LINKS, d=0.9) -> dict[str, float]:
     for s, ts in links.items():
         g.add_edges_from((url(s), url(t)) for t in ts)
     pr = nx.pagerank(g, alpha=d, tol=1e-12, max_iter=1000)
-    return {u: v * g.number_of_nodes() for u, v in pr.items()}  # Cho's scale
+    n = g.number_of_nodes()
+    cho = {u: v * n for u, v in pr.items()}  # Cho's scale: mean 1
+    # what the ranker writes solves IR = (1 - d) + d sum IR(T)/c(T) without the
+    # dangling pages' share, as the estimate for new URLs does: a rescaling
+    dangling = sum(v for u, v in cho.items() if g.out_degree(u) == 0) / n
+    factor = (1 - d) / ((1 - d) + d * dangling)
+    return {u: v * factor for u, v in cho.items()}
 
 
 def test_ranker_rewrites_queued_scores_with_pagerank(redis_url, tmp_path):

@@ -1,10 +1,14 @@
-"""URL fingerprints: 64-bit MurmurHash3 of the canonical URL (Mercator §3.2).
+"""URL fingerprints: MurmurHash3 of the canonical URL (Mercator §3.2).
 
 Mercator kept 8-byte Rabin checksums of URLs instead of the URLs; we keep 8-byte
-mmh3 hashes. With n URLs the chance of any collision is about n^2 / 2^65: one
-in 370 at 100 million URLs, which a crawl tolerates (a collision skips one URL).
-The seen set is bucketed by the high bits of the fingerprint, so each bucket is
-a small Redis set of integers that Redis stores as a compact intset.
+mmh3 hashes (the first half of MurmurHash3 x64-128). With n URLs the chance of
+any collision among them is about n^2 / 2^65: one in 370 at 100 million URLs,
+about 3% at a billion; a collision costs one URL that is never fetched. With
+DUE_FINGERPRINT_BITS = 128 the whole 128-bit hash is the fingerprint (no
+collision in practice, at about twice the memory: docs/due.md).
+
+Fingerprints are signed integers, the form Redis intsets store and the form
+the frontier keys its queues by (frontier/lua/sync.lua).
 """
 
 from __future__ import annotations
@@ -13,16 +17,20 @@ import mmh3
 
 from crawlproj.due.canonical import canonicalize
 
-
-def fingerprint(canonical_url: str) -> int:
-    """Signed 64-bit fingerprint (the form Redis intsets store)."""
-    return mmh3.hash64(canonical_url.encode("utf-8"), signed=True)[0]
+BITS = (64, 128)
 
 
-def bucket_of(fp: int, buckets: int) -> int:
-    """The seen-set bucket: the fingerprint's high bits (buckets is a power of two)."""
-    return ((fp & 0xFFFFFFFFFFFFFFFF) >> 40) % buckets
+def fingerprint(canonical_url: str, bits: int = 64) -> int:
+    """Signed 64-bit (or 128-bit) fingerprint of an already canonical URL."""
+    data = canonical_url.encode("utf-8", "surrogatepass")
+    if bits == 64:
+        return mmh3.hash64(data, signed=True)[0]
+    if bits == 128:
+        return mmh3.hash128(data, signed=True)
+    raise ValueError(f"fingerprint bits must be 64 or 128, not {bits!r}")
 
 
-def url_fingerprint(url: str) -> int:
-    return fingerprint(canonicalize(url))
+def url_fingerprint(url: str, bits: int = 64) -> int:
+    """Fingerprint of url's canonical form (default parameter lists); raises
+    crawlproj.due.canonical.InvalidURL for a URL that is not a valid http(s) URL."""
+    return fingerprint(canonicalize(url), bits)

@@ -76,10 +76,12 @@ def admit(frontier, prioritizer, request, spider, max_length: int):
     if not math.isfinite(score):
         score = 1e300
     bump = prioritizer.bump(request) if hasattr(prioritizer, "bump") else 0.0
+    first = prioritizer.first_score(request) if hasattr(prioritizer, "first_score") else None
     try:
         entry = frontier.entry(host, request.url, score, codec.encode(request, spider),
                                force=request.dont_filter,
-                               bump=bump if math.isfinite(bump) else 0.0)
+                               bump=bump if math.isfinite(bump) else 0.0,
+                               first=first if first is None or math.isfinite(first) else None)
     except ValueError as exc:  # canonicalisation refused it
         raise Refused("malformed", str(exc)) from None
     return frontier.partition_of(host), entry

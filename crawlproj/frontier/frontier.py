@@ -21,9 +21,10 @@ from pathlib import Path
 import mmh3
 from redis.exceptions import NoScriptError
 
-from crawlproj.due.fingerprint import bucket_of, url_fingerprint
+from crawlproj.due.urlseen import SEEN_LUA, DueConfig, URLSeen
 
-SYNC_LUA = (Path(__file__).parent / "lua" / "sync.lua").read_text()
+# The DUE's seen test (crawlproj/due/lua/seen.lua) runs inside the sync script.
+SYNC_LUA = SEEN_LUA + (Path(__file__).parent / "lua" / "sync.lua").read_text()
 RESCORE_LUA = (Path(__file__).parent / "lua" / "rescore.lua").read_text()
 
 
@@ -31,7 +32,7 @@ RESCORE_LUA = (Path(__file__).parent / "lua" / "rescore.lua").read_text()
 class Batch:
     """What one worker sends to one partition in one sync."""
 
-    enqueue: list = field(default_factory=list)   # (host, fp, bucket, score, payload, force, bump)
+    enqueue: list = field(default_factory=list)   # Frontier.entry() tuples
     release: list = field(default_factory=list)   # (host, token, delay_ms, outcome)
     renew: list = field(default_factory=list)     # (host, token)
     lease: int = 0
@@ -87,7 +88,7 @@ class Frontier:
     def __init__(self, redis, crawl_id: str = "default", partitions: int = 1,
                  lease_ttl: float = 30.0, backoff_base: float = 5.0,
                  backoff_max: float = 3600.0, backoff_after: int = 3,
-                 due_buckets: int = 4096):
+                 due: DueConfig | None = None):
         if "{" in crawl_id or "}" in crawl_id:
             raise ValueError("CRAWL_ID must not contain { or }")
         self.redis = redis
@@ -96,8 +97,9 @@ class Frontier:
         self.backoff_base_ms = int(backoff_base * 1000)
         self.backoff_max_ms = int(backoff_max * 1000)
         self.backoff_after = int(backoff_after)
-        self.due_buckets = due_buckets
         self.partitions = self._agree_partitions(partitions)
+        # the URL-seen test [Mercator §3.2], in the same partitions (docs/due.md)
+        self.due = URLSeen(redis, self.meta_key, self.prefix, self.partitions, due)
         self._sha = None
         self._rescore_sha = None
 
@@ -111,7 +113,7 @@ class Frontier:
             backoff_base=settings.getfloat("FRONTIER_BACKOFF_BASE", 5.0),
             backoff_max=settings.getfloat("FRONTIER_BACKOFF_MAX", 3600.0),
             backoff_after=settings.getint("FRONTIER_BACKOFF_AFTER", 3),
-            due_buckets=settings.getint("DUE_BUCKETS", 4096),
+            due=DueConfig.from_settings(settings),
         )
 
     # -- key layout -------------------------------------------------------
@@ -136,13 +138,15 @@ class Frontier:
     # -- building entries -------------------------------------------------
 
     def entry(self, host: str, url: str, score: float, payload: bytes, force: bool = False,
-              fp: int | None = None, bump: float = 0.0):
+              fp: int | None = None, bump: float = 0.0, first: float | None = None):
         """An enqueue entry; bump is added to the URL's score if it is already
-        queued (a prioritizer that counts links to a URL, see prioritizers)."""
+        queued (a prioritizer that counts links to a URL, see prioritizers);
+        first replaces the score if the URL is its host's first in the crawl."""
         if fp is None:
-            fp = url_fingerprint(url)
-        return (host, fp, bucket_of(fp, self.due_buckets), repr(float(score)), payload,
-                "1" if force else "0", repr(float(bump)) if bump else "0")
+            fp = self.due.fingerprint(url)  # canonical URL, crawl's settings
+        return (host, fp, self.due.aux(fp), repr(float(score)), payload,
+                "1" if force else "0", repr(float(bump)) if bump else "0",
+                "" if first is None else repr(float(first)))
 
     # -- the round trip ---------------------------------------------------
 
@@ -220,7 +224,9 @@ class Frontier:
                     for member, old in q:
                         new = scores[k]
                         k += 1
-                        if new is not None and math.isfinite(new) and float(new) != old:
+                        # a change below 1e-9 relative is noise of an iteration
+                        if new is not None and math.isfinite(new) \
+                                and abs(new - old) > 1e-9 * max(abs(old), 1e-300):
                             group += (repr(float(new)), member)
                     if group:
                         args += (host, len(group) // 2, *group)

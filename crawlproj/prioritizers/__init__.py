@@ -17,6 +17,7 @@ PRIORITIZERS = {
     "backlinks": "crawlproj.prioritizers.links.BacklinkCount",
     "pagerank": "crawlproj.prioritizers.links.PageRankEstimate",
     "opic": "crawlproj.prioritizers.links.OPIC",
+    "hostfirst": "crawlproj.prioritizers.basic.HostFirst",
 }
 
 

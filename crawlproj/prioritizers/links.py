@@ -54,7 +54,7 @@ class LinkPrioritizer(Prioritizer):
         if ctx is None:
             again = request.meta.get("frontier_score")
             return self.seed_score() if again is None else again
-        return self.first_score(*ctx)
+        return self.link_score(*ctx)
 
     def bump(self, request) -> float:
         ctx = self.context(request)
@@ -71,7 +71,7 @@ class BacklinkCount(LinkPrioritizer):
     def seed_score(self) -> float:
         return time.time()
 
-    def first_score(self, parent, links, weight) -> float:
+    def link_score(self, parent, links, weight) -> float:
         return -self.UNIT * weight + time.time()
 
     def link_bump(self, parent, links, weight) -> float:
@@ -102,7 +102,7 @@ class PageRankEstimate(LinkPrioritizer):
             return 0.0
         return float(importance.pagerank_contribution(parent, links, self.damping))
 
-    def first_score(self, parent, links, weight) -> float:
+    def link_score(self, parent, links, weight) -> float:
         return -(importance.pagerank_base(self.damping) + self._share(parent, links, weight))
 
     def link_bump(self, parent, links, weight) -> float:
@@ -124,7 +124,7 @@ class OPIC(LinkPrioritizer):
             return 0.0
         return float(importance.opic_share(parent, links))
 
-    def first_score(self, parent, links, weight) -> float:
+    def link_score(self, parent, links, weight) -> float:
         return -self._share(parent, links, weight)
 
     def link_bump(self, parent, links, weight) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.ranker.pagerank import CHO_DAMPING, build_adjacency, pagerank
+from crawlproj.ranker.pagerank import CHO_DAMPING, TransitionMatrix, build_adjacency, pagerank
 from crawlproj.stores.graph import url_host
 
 logger = logging.getLogger(__name__)
@@ -100,6 +100,7 @@ class Ranker:
         self.tol = tol
         self._nodes: np.ndarray | None = None   # sorted fingerprints of the last run
         self._scores: np.ndarray | None = None
+        self._factor = 1.0
 
     def gather(self):
         """(src, dst) int64 fingerprints of every link stored so far, and
@@ -136,10 +137,18 @@ class Ranker:
             index: dict[str, int] = {}
             host_ids = np.array([index.setdefault(hosts.get(int(fp), ""), len(index))
                                  for fp in nodes], dtype=np.int64)
+        tm = TransitionMatrix(adj, hosts=host_ids)
         t1 = time.perf_counter()
-        result = pagerank(adj, self.damping, x0=self._warm_start(nodes), tol=self.tol,
-                          hosts=host_ids)
+        result = pagerank(tm, self.damping, x0=self._warm_start(nodes), tol=self.tol)
         self._nodes, self._scores = nodes, result.scores
+        # Every page gets the same share of the dangling pages' rank (Cho §2),
+        # while the estimate for a URL found between two runs,
+        # (1 - d) + d IR(T)/c(T) (PageRankEstimate), has none. Scaling the
+        # vector so that its constant term is (1 - d) alone gives the solution
+        # of exactly that equation, so estimates and rewritten scores agree.
+        dangling = float(result.scores[tm.dangling].sum()) / n if n else 0.0
+        d = self.damping
+        self._factor = (1.0 - d) / ((1.0 - d) + d * dangling) if n else 1.0
         t2 = time.perf_counter()
         totals = self.frontier.rescore(self.scores_of) if n else {"urls": 0, "changed": 0}
         t3 = time.perf_counter()
@@ -161,5 +170,5 @@ class Ranker:
         a = np.asarray(fps, dtype=np.int64)
         idx = np.minimum(np.searchsorted(self._nodes, a), len(self._nodes) - 1)
         found = self._nodes[idx] == a
-        ranks = self._scores[idx]
+        ranks = self._scores[idx] * self._factor
         return [-float(r) if f else None for r, f in zip(ranks, found)]

@@ -147,6 +147,16 @@ class WebSpider(scrapy.Spider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
         stats = self.crawler.stats
+        # set by the content-seen test (middlewares/contentseen.py)
+        duplicate_of = response.request.meta.get("duplicate_of") if response.request else None
+        if duplicate_of:
+            # Seen before under another URL [Mercator §3, step 4]: recorded, and
+            # its links are not extracted again.
+            stats.inc_value("web/pages/duplicate")
+            item = self._item(response, Extracted())
+            item["duplicate_of"] = duplicate_of
+            yield item
+            return
         if not is_html(response):
             # Images, PDFs, JSON, ...: recorded, never parsed.
             stats.inc_value("web/pages/other")

@@ -103,7 +103,7 @@ class PageMetaStore:
             flat = [len(per[p])]
             for args in per[p]:
                 flat.extend(args)
-            pipe.evalsha(self._sha, 1, self.frontier.prefix(p), *flat)
+            pipe.execute_command("EVALSHA", self._sha, 1, self.frontier.prefix(p), *flat)  # cluster-safe
         created = 0
         for p, reply in zip(parts, pipe.execute(raise_on_error=False)):
             if isinstance(reply, NoScriptError):  # server restarted or flushed

@@ -17,8 +17,9 @@
 -- Keying the queue by fingerprint lets a URL be found again when another link
 -- to it is seen (its score may improve: backlink counts, OPIC cash) and lets
 -- the ranker rewrite scores without moving payloads (rescore.lua).
--- The DUE's URL-seen sets live in the same partition (seen:<bucket>, intsets of
--- 64-bit fingerprints), so "unseen? then enqueue" is one atomic step.
+-- The DUE's URL-seen test (crawlproj/due/lua/seen.lua, prepended to this script)
+-- keeps its sets or Bloom filter in the same partition, so "unseen? then
+-- enqueue" is one atomic step.
 --
 -- All times come from the server's clock (TIME), so workers on many machines
 -- never compare their own clocks.
@@ -27,9 +28,12 @@
 --          to the cluster node that holds the partition's hash slot)
 -- ARGV     lease_ttl_ms, backoff_base_ms, backoff_max_ms, backoff_after,
 --          then four sections, each a count followed by its fields:
---   enqueue: host, fingerprint, bucket, score, payload, force, bump   (7 each)
+--   enqueue: host, fingerprint, aux, score, payload, force, bump, first  (8 each)
+--            aux: what the DUE's seen test needs besides the fingerprint
 --            bump: added to the score of this URL if it is already queued
 --            (a duplicate link to it); '0' = leave it
+--            first: the score instead, if this is the first URL of a host the
+--            crawl never saw (WebCrawler's host-first order); '' = no such rule
 --   release: host, token, delay_ms, outcome                     (4 each)
 --            outcome: ok | fail | block:<ms> | return
 --   renew:   host, token                                        (2 each)
@@ -52,6 +56,7 @@ local i = 5
 
 local function queue(host) return P .. 'q:' .. host end
 local function payloads(host) return P .. 'p:' .. host end
+local HOSTS = P .. 'hosts'  -- hosts seen, kept only for host-first orders
 
 local queued_delta = 0
 local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
@@ -95,12 +100,14 @@ end
 local n = tonumber(ARGV[i]); i = i + 1
 local touched = {}
 for _ = 1, n do
-  local host, fp, bucket, score, payload, force, bump =
-    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
-  i = i + 7
+  local host, fp, aux, score, payload, force, bump, first =
+    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6],
+    ARGV[i + 7]
+  i = i + 8
   local best = nil
-  local new = redis.call('SADD', P .. 'seen:' .. bucket, fp) == 1
+  local new = due_test_and_set(P, fp, aux)  -- crawlproj/due/lua/seen.lua
   if new or force == '1' then
+    if first ~= '' and redis.call('SADD', HOSTS, host) == 1 then score = first end
     if redis.call('ZADD', queue(host), 'NX', score, fp) == 1 then
       redis.call('HSET', payloads(host), fp, payload)
       queued_delta = queued_delta + 1

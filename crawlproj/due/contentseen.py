@@ -1,0 +1,181 @@
+"""The content-seen test (Mercator §3, step 4), shared by all workers in Redis.
+
+Mercator fingerprints each downloaded document and looks the fingerprint up in
+a set of the documents seen so far; a document already seen under another URL
+(mirrors, aliases, session URLs the canonicaliser could not recognise) is not
+processed again, so its links are not extracted a second time.
+
+Exact test: a 64-bit mmh3 fingerprint of the body, with runs of whitespace
+collapsed for text, and whitespace next to markup dropped (re-indented or
+re-wrapped HTML is the same document).
+Redis: ``SET <partition>cs:<fp> <url> NX GET``, one command per page: it
+records the URL if the fingerprint is new and returns the first URL if not.
+The key's partition is the fingerprint modulo the frontier's partition count,
+so on a cluster the content-seen sets spread over the nodes like the frontier.
+
+Near-duplicates (CONTENTSEEN_NEAR), after Broder, Glassman, Manasse & Zweig
+1997 ("Syntactic clustering of the Web"): a document is the set of its
+w-shingles (runs of w consecutive words of its text). Resemblance (Jaccard) of
+two such sets is estimated from small sketches: one-permutation MinHash
+(Li, Owen & Zhang 2012) keeps, in each of K bins, the least shingle hash
+falling there; two documents agree in a bin with probability about their
+resemblance. Candidates are found as Broder's super-shingles are, by banding
+the sketch (K/r bands of r bins, each band a key); a candidate is a near
+duplicate when the sketches agree in at least CONTENTSEEN_NEAR_THRESHOLD of
+their bins. Redis, in one pipelined round trip: the exact SET above,
+``SET <p>nd:<band> <doc> NX GET`` per band, and ``SET <p>sk:<doc> <sketch url> NX``;
+a second round trip (GET of the candidates' sketches) only when a band matched.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from dataclasses import dataclass
+
+import mmh3
+
+# Text types: whitespace is not significant for the content-seen test.
+_TEXT = re.compile(rb"^(text/|application/(xhtml\+xml|xml|json|javascript|rss\+xml|atom\+xml))")
+_NOISE = re.compile(rb"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.S | re.I)
+_TAG = re.compile(rb"<[^>]*>")
+_WORD = re.compile(rb"\w+")
+_ENTITY = re.compile(rb"&#?\w+;")
+
+EMPTY = 0xFFFFFFFF   # a sketch bin no shingle fell into
+
+
+def is_text(content_type: bytes | str | None) -> bool:
+    if isinstance(content_type, str):
+        content_type = content_type.encode("latin-1", "replace")
+    return bool(content_type) and bool(_TEXT.match(content_type.strip().lower()))
+
+
+_TAG_SPACE = re.compile(rb" ?([<>]) ?")
+
+
+def normalise(body: bytes) -> bytes:
+    """Runs of ASCII whitespace collapsed into one space, and none kept next to
+    < or >: re-indented or re-wrapped markup is the same document."""
+    return _TAG_SPACE.sub(rb"\1", b" ".join(body.split()))
+
+
+def content_fingerprint(body: bytes, text: bool = True) -> int:
+    """Signed 64-bit fingerprint of a document, whitespace-normalised if text."""
+    return mmh3.hash64(normalise(body) if text else body, signed=True)[0]
+
+
+def words(body: bytes) -> list[bytes]:
+    """The words of an HTML or text document, lower-cased, markup dropped."""
+    text = _TAG.sub(b" ", _NOISE.sub(b" ", body))
+    return _WORD.findall(_ENTITY.sub(b" ", text).lower())
+
+
+def sketch(ws: list[bytes], bins: int = 60, w: int = 4) -> list[int]:
+    """One-permutation MinHash of the document's w-shingles: per bin, the least
+    32-bit hash of the shingles that fall in it (EMPTY if none)."""
+    mins = [EMPTY] * bins
+    if len(ws) < w:
+        ws = ws + [b""] * (w - len(ws)) if ws else []
+    for i in range(len(ws) - w + 1):
+        h = mmh3.hash64(b" ".join(ws[i:i + w]), signed=False)[0]
+        b, v = h % bins, h >> 32
+        if v < mins[b]:
+            mins[b] = v
+    return mins
+
+
+def resemblance(a: list[int], b: list[int]) -> float:
+    """Estimated resemblance: agreeing bins among bins not empty in both."""
+    used = agree = 0
+    for x, y in zip(a, b):
+        if x == EMPTY and y == EMPTY:
+            continue
+        used += 1
+        agree += x == y
+    return agree / used if used else 1.0
+
+
+def bands(sk: list[int], rows: int) -> list[int]:
+    """One 64-bit key per band of `rows` bins (bands with an empty bin are skipped:
+    they would match every short document)."""
+    out = []
+    for i in range(0, len(sk) - rows + 1, rows):
+        part = sk[i:i + rows]
+        if EMPTY not in part:
+            out.append(mmh3.hash64(array("I", part).tobytes(), seed=i, signed=False)[0])
+    return out
+
+
+@dataclass
+class Verdict:
+    fingerprint: int
+    duplicate_of: str | None = None   # the first URL with this content
+    near: bool = False                # a near duplicate (not the same bytes)
+    resemblance: float = 1.0
+    commands: int = 0                 # Redis commands sent
+    round_trips: int = 0
+
+
+class ContentSeen:
+    """The content-seen sets of one crawl; keys live in the frontier's partitions."""
+
+    def __init__(self, redis, prefix, partitions: int, near: bool = False,
+                 threshold: float = 0.9, bins: int = 60, rows: int = 6, shingle: int = 4):
+        if not 0 < threshold <= 1:
+            raise ValueError(f"CONTENTSEEN_NEAR_THRESHOLD must be in (0, 1], not {threshold!r}")
+        if bins < rows or bins % rows:
+            raise ValueError(f"sketch bins ({bins}) must be a multiple of band rows ({rows})")
+        self.redis = redis
+        self.prefix = prefix
+        self.partitions = partitions
+        self.near = near
+        self.threshold = threshold
+        self.bins, self.rows, self.shingle = bins, rows, shingle
+
+    def _key(self, kind: str, h: int) -> str:
+        h &= 0xFFFFFFFFFFFFFFFF
+        return f"{self.prefix(h % self.partitions)}{kind}:{h:016x}"
+
+    def test(self, url: str, body: bytes, text: bool = True) -> Verdict:
+        """Record url's document; say whether another URL had it first."""
+        fp = content_fingerprint(body, text)
+        v = Verdict(fp)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(self._key("cs", fp), url, nx=True, get=True)
+        sk, doc = None, fp & 0xFFFFFFFFFFFFFFFF
+        if self.near and text:
+            sk = sketch(words(body), self.bins, self.shingle)
+            band_keys = bands(sk, self.rows)
+            for b in band_keys:
+                pipe.set(self._key("nd", b), doc, nx=True, get=True)
+            pipe.set(self._key("sk", fp), array("I", sk).tobytes() + url.encode(), nx=True)
+        replies = pipe.execute()
+        v.commands, v.round_trips = len(replies), 1
+        first = replies[0]
+        if first is not None and first.decode() != url:
+            v.duplicate_of = first.decode()
+            return v
+        if sk is None:
+            return v
+        candidates = {int(r) for r in replies[1:-1] if r is not None} - {doc}
+        if not candidates:
+            return v
+        cand = sorted(candidates)
+        pipe = self.redis.pipeline(transaction=False)
+        for c in cand:
+            pipe.get(self._key("sk", c))
+        stored = pipe.execute()
+        v.commands += len(cand)
+        v.round_trips += 1
+        best = None
+        for raw in stored:
+            if raw is None:
+                continue
+            other = list(array("I", raw[:4 * self.bins]))
+            r = resemblance(sk, other)
+            if r >= self.threshold and (best is None or r > best[0]):
+                best = (r, raw[4 * self.bins:].decode())
+        if best is not None and best[1] != url:
+            v.resemblance, v.duplicate_of, v.near = best[0], best[1], True
+        return v

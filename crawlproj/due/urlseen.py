@@ -1,0 +1,271 @@
+"""The URL-seen test of one crawl: configuration, fingerprints, batched checks.
+
+Mercator's DUE (§3.2) answers "has this URL been seen?" for every extracted
+link. Here the answer lives in Redis, in each frontier partition
+(lua/seen.lua), so that the frontier can test and enqueue in one atomic script
+(frontier/lua/sync.lua); this class is the Python half:
+
+* the crawl's DUE configuration (mode, fingerprint bits, bucket load, bloom
+  capacity and rate, the parameters canonicalisation strips). Like the
+  frontier's partition count, the first worker of a crawl fixes it in the
+  crawl's meta hash and later workers adopt it: two workers that
+  canonicalised or fingerprinted differently would each let the other's
+  URLs through.
+* the two fields a URL contributes to a seen test: its fingerprint and the
+  mode's ``aux`` field (see :meth:`aux`);
+* :meth:`check`: the test (and set) for batches of fingerprints, one script
+  call per partition, all partitions in one pipelined round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import mmh3
+from redis.exceptions import NoScriptError
+
+from crawlproj.due import bloom
+from crawlproj.due.canonical import STRIP_PARAMS, STRIP_PREFIXES, Canonicalizer
+from crawlproj.due.fingerprint import BITS, fingerprint
+
+logger = logging.getLogger(__name__)
+
+LUA_DIR = Path(__file__).parent / "lua"
+#: The DUE's Lua functions; scripts that test URLs are prepended with it.
+SEEN_LUA = (LUA_DIR / "seen.lua").read_text()
+CHECK_LUA = SEEN_LUA + (LUA_DIR / "check.lua").read_text()
+
+MODES = ("exact", "bloom")
+# Seeds of the hashes that derive the bloom mode's positions from a fingerprint,
+# and how many 16-byte hashes make one aux field: 4 + 2 x bloom.MAX_K bytes.
+_BLOOM_SEED = 0xD0E5EED
+_BLOOM_WORDS = -(-(4 + 2 * bloom.MAX_K) // 16)
+
+
+@dataclass(frozen=True)
+class DueConfig:
+    """One crawl's DUE settings (settings/base.py, "The DUE")."""
+
+    mode: str = "exact"
+    bits: int = 64
+    load: int | None = None        # exact: mean fingerprints per bucket before a split
+                                   # (None: 1024 for 64-bit intsets, 48 for 128-bit listpacks)
+    capacity: int = 10_000_000     # bloom: URLs of the whole crawl the first layer holds
+    error_rate: float = 1e-7       # bloom: false-positive rate up to the capacity
+    strip_params: tuple = field(default=STRIP_PARAMS)
+    strip_prefixes: tuple = field(default=STRIP_PREFIXES)
+
+    def __post_init__(self):
+        if self.load is None:
+            object.__setattr__(self, "load", 1024 if self.bits == 64 else 48)
+        object.__setattr__(self, "strip_params", tuple(p.lower() for p in self.strip_params))
+        object.__setattr__(self, "strip_prefixes", tuple(p.lower() for p in self.strip_prefixes))
+        if self.mode not in MODES:
+            raise ValueError(f"DUE_MODE must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.bits not in BITS:
+            raise ValueError(f"DUE_FINGERPRINT_BITS must be 64 or 128, not {self.bits!r}")
+        if not (isinstance(self.load, int) and 1 <= self.load <= 1 << 20):
+            raise ValueError(f"DUE_BUCKET_LOAD must be an integer in [1, 2^20], not {self.load!r}")
+        bloom.layers(self.capacity, self.error_rate)  # validates both
+
+    @classmethod
+    def from_settings(cls, settings) -> "DueConfig":
+        if settings.get("DUE_BUCKETS") is not None:
+            logger.warning("DUE_BUCKETS is no longer used: the DUE's buckets grow with the "
+                           "crawl (see DUE_BUCKET_LOAD)")
+        def names(setting, default):
+            return default if settings.get(setting) is None else tuple(settings.getlist(setting))
+
+        load = settings.get("DUE_BUCKET_LOAD")
+        return cls(
+            mode=str(settings.get("DUE_MODE") or "exact").strip().lower(),
+            bits=settings.getint("DUE_FINGERPRINT_BITS", 64),
+            load=None if load is None else settings.getint("DUE_BUCKET_LOAD"),
+            capacity=settings.getint("DUE_BLOOM_CAPACITY", 10_000_000),
+            error_rate=settings.getfloat("DUE_BLOOM_ERROR_RATE", 1e-7),
+            strip_params=names("DUE_STRIP_PARAMS", STRIP_PARAMS),
+            strip_prefixes=names("DUE_STRIP_PARAM_PREFIXES", STRIP_PREFIXES),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "DueConfig":
+        d = json.loads(text)
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+class URLSeen:
+    """The URL-seen sets of one crawl on one Redis server or cluster.
+
+    ``prefix(p)`` gives partition p's key prefix (the frontier's), and the
+    configuration agreed for the crawl is kept in the hash ``meta_key``.
+    """
+
+    def __init__(self, redis, meta_key: str, prefix: Callable[[int], str], partitions: int,
+                 config: DueConfig | None = None):
+        self.redis = redis
+        self.meta_key = meta_key
+        self.prefix = prefix
+        self.partitions = partitions
+        self._wanted = config
+        self._config: DueConfig | None = None
+        self._sha = None
+        if config is not None:
+            self._setup()  # now, so that a disagreement is logged at start
+
+    # -- agreement --------------------------------------------------------
+
+    @property
+    def config(self) -> DueConfig:
+        """The crawl's configuration. Without one given, the crawl's agreed one is
+        adopted when first needed (the defaults if none is agreed yet): a
+        component that only borrows the frontier's key layout never fixes it."""
+        if self._config is None:
+            self._setup()
+        return self._config
+
+    def _setup(self):
+        self._config = self._agree(self._wanted or DueConfig())
+        self.canonicalize = Canonicalizer(self._config.strip_params, self._config.strip_prefixes)
+        self._configure_partitions()
+        self._check_server()
+
+    def _agree(self, wanted: DueConfig) -> DueConfig:
+        """The first worker fixes the crawl's DUE configuration; others adopt it."""
+        self.redis.hsetnx(self.meta_key, "due", wanted.to_json())
+        agreed = DueConfig.from_json(self.redis.hget(self.meta_key, "due"))
+        if agreed != wanted:
+            diff = {k: v for k, v in asdict(agreed).items() if asdict(wanted)[k] != v}
+            logger.warning("DUE: this crawl was started with other DUE settings; using "
+                           "the crawl's: %s", diff)
+        return agreed
+
+    def _configure_partitions(self):
+        """Write the partition-local copy that lua/seen.lua reads (HSETNX: a
+        partition's state is never reset by a joining worker)."""
+        c = self._config
+        fields = {"mode": c.mode, "bits": c.bits}
+        if c.mode == "exact":
+            fields["load"] = c.load
+        else:
+            per_partition = -(-c.capacity // self.partitions)
+            fields["spec"] = bloom.spec(per_partition, c.error_rate)
+        pipe = self.redis.pipeline(transaction=False)
+        for p in range(self.partitions):
+            for k, v in fields.items():
+                pipe.hsetnx(self.prefix(p) + "due", k, v)
+        pipe.execute()
+
+    def _check_server(self):
+        """Warn when the server would store the seen sets in their big encoding."""
+        c = self._config
+        if c.mode != "exact":
+            return
+        name, need = (("set-max-intset-entries", int(2.5 * c.load)) if c.bits == 64
+                      else ("set-max-listpack-entries", int(2.5 * c.load)))
+        try:
+            have = int(list(self.redis.config_get(name).values())[0])
+        except Exception:  # CONFIG may be refused (managed Redis, ACLs) or a cluster
+            return
+        if have < need:
+            logger.warning(
+                "DUE: the server's %s is %d; buckets of up to 2 x DUE_BUCKET_LOAD = %d "
+                "fingerprints then leave the compact encoding and take several times the "
+                "memory. Set %s to at least %d on the server, or lower DUE_BUCKET_LOAD.",
+                name, have, 2 * c.load, name, need)
+
+    # -- what a URL contributes ---------------------------------------------
+
+    def fingerprint(self, url: str) -> int:
+        """The crawl's fingerprint of url; raises InvalidURL for a bad URL."""
+        bits = self.config.bits  # (sets self.canonicalize up on first use)
+        return fingerprint(self.canonicalize(url), bits)
+
+    def aux(self, fp: int) -> bytes:
+        """The mode's second field of a seen test (lua/seen.lua):
+        exact 64-bit: nothing (the fingerprint itself is stored);
+        exact 128-bit: the fingerprint as 16 raw bytes (stored as such);
+        bloom: a 32-bit word that picks the URL's block, then one 16-bit word
+        per bit position (its low 13 bits), from independent hashes."""
+        c = self.config
+        if c.mode == "exact":
+            return b"" if c.bits == 64 else fp.to_bytes(16, "big", signed=True)
+        data = fp.to_bytes(16, "big", signed=True)
+        return b"".join([mmh3.hash_bytes(data, _BLOOM_SEED + i) for i in range(_BLOOM_WORDS)])
+
+    def fields(self, url: str) -> tuple[int, bytes]:
+        fp = self.fingerprint(url)
+        return fp, self.aux(fp)
+
+    # -- batched checks ----------------------------------------------------
+
+    def check(self, batches: dict[int, Iterable[int]], mark: bool = True,
+              max_per_call: int = 10_000) -> dict[int, list[bool]]:
+        """{partition: [fingerprint, ...]} -> {partition: [is new, ...]}.
+
+        With mark (test-and-set) the URLs are seen afterwards; a fingerprint
+        twice in one batch is new the first time only. One pipelined round trip
+        for everything (calls of at most max_per_call fingerprints each).
+        This is the seen test apart from the frontier: URLs it marks are not
+        enqueued (the frontier's own sync does both at once).
+        """
+        self.config  # noqa: B018 - agreed and configured before the first call
+        if self._sha is None:
+            self._sha = self.redis.script_load(CHECK_LUA)
+        calls = []
+        op = "set" if mark else "test"
+        alone = self.config.mode == "exact" and self.config.bits == 64  # no aux to send
+        for p, fps in batches.items():
+            fps = list(fps)
+            for i in range(0, len(fps), max_per_call):
+                args = [op]
+                if alone:
+                    args += fps[i:i + max_per_call]
+                else:
+                    for fp in fps[i:i + max_per_call]:
+                        args += (fp, self.aux(fp))
+                calls.append((p, args))
+        pipe = self.redis.pipeline(transaction=False)
+        for p, args in calls:
+            # a raw EVALSHA: a cluster pipeline routes it by its key (pipe.evalsha
+            # is refused there)
+            pipe.execute_command("EVALSHA", self._sha, 1, self.prefix(p), *args)
+        replies = pipe.execute(raise_on_error=False)
+        out: dict[int, list[bool]] = {p: [] for p in batches}
+        for (p, args), reply in zip(calls, replies):
+            if isinstance(reply, NoScriptError):  # the server restarted: load it again
+                self._sha = self.redis.script_load(CHECK_LUA)
+                reply = self.redis.execute_command("EVALSHA", self._sha, 1, self.prefix(p), *args)
+            elif isinstance(reply, Exception):
+                raise reply
+            out[p].extend(c == 49 for c in reply)  # b'1'
+        return out
+
+    # -- operator views -------------------------------------------------------
+
+    def stats(self) -> dict:
+        """Entries and buckets (exact) or layers (bloom) over all partitions."""
+        pipe = self.redis.pipeline(transaction=False)
+        for p in range(self.partitions):
+            pipe.hgetall(self.prefix(p) + "due")
+        total = {"mode": self.config.mode, "bits": self.config.bits, "urls": 0}
+        buckets = layers = 0
+        for h in pipe.execute():
+            h = {k.decode(): v.decode() for k, v in h.items() if k != b"spec"}
+            total["urls"] += int(h.get("n", 0))
+            if self.config.mode == "exact":
+                level, s = int(h.get("L", 0)), int(h.get("s", 0))
+                buckets += (1 << level) + s
+            else:
+                layers = max(layers, int(h.get("nl", 0)))
+        if self.config.mode == "exact":
+            total["buckets"] = buckets
+        else:
+            total["layers"] = layers
+        return total

@@ -1,0 +1,72 @@
+"""The content-seen test as a downloader middleware (Mercator §3, step 4).
+
+Every successful (2xx) response with a body is tested against the crawl's
+shared content-seen sets (crawlproj.due.contentseen) before the spider sees it.
+A document already seen under another URL gets ``response.meta["duplicate_of"]``
+= that first URL; the `web` spider then records the page with
+``item["duplicate_of"]`` and does not extract its links again. The test runs in
+a thread (redis-py is blocking; the reactor must not wait on Redis).
+
+Settings: CONTENTSEEN_ENABLED, CONTENTSEEN_NEAR, CONTENTSEEN_NEAR_THRESHOLD
+(settings/base.py). Stats: contentseen/unique, contentseen/duplicates,
+contentseen/near_duplicates, contentseen/errors, contentseen/redis_commands.
+It is placed last before the spider (order 80 < HttpCompression's 590, so it
+sees decoded bodies, and after redirects and retries are resolved).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.exceptions import NotConfigured
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+from crawlproj.due.contentseen import ContentSeen, is_text
+from crawlproj.frontier.frontier import Frontier
+from crawlproj.redisconn import get_redis
+
+logger = logging.getLogger(__name__)
+
+
+class ContentSeenMiddleware:
+    def __init__(self, content_seen: ContentSeen, stats):
+        self.content_seen = content_seen
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        s = crawler.settings
+        if not s.getbool("CONTENTSEEN_ENABLED", True):
+            raise NotConfigured
+        # The frontier's key layout only (its partitions and hash tags).
+        layout = Frontier(get_redis(s), crawl_id=s.get("CRAWL_ID", "default"),
+                          partitions=s.getint("FRONTIER_PARTITIONS", 1))
+        cs = ContentSeen(layout.redis, layout.prefix, layout.partitions,
+                         near=s.getbool("CONTENTSEEN_NEAR", False),
+                         threshold=s.getfloat("CONTENTSEEN_NEAR_THRESHOLD", 0.9))
+        return cls(cs, crawler.stats)
+
+    async def process_response(self, request, response):
+        if (not 200 <= response.status < 300 or not response.body
+                or request.callback is NO_CALLBACK):  # robots.txt and other internal fetches
+            return response
+        text = is_text(response.headers.get(b"Content-Type"))
+        try:
+            verdict = await maybe_deferred_to_future(deferToThread(
+                self.content_seen.test, response.url, response.body, text))
+        except Exception as exc:  # never lose a page to a Redis hiccup
+            logger.error("content-seen test failed for %s: %s", response.url[:200], exc)
+            self.stats.inc_value("contentseen/errors")
+            return response
+        self.stats.inc_value("contentseen/redis_commands", verdict.commands)
+        if verdict.duplicate_of is None:
+            self.stats.inc_value("contentseen/unique")
+        else:
+            self.stats.inc_value("contentseen/near_duplicates" if verdict.near
+                                 else "contentseen/duplicates")
+            request.meta["duplicate_of"] = verdict.duplicate_of
+            logger.debug("%s has the content of %s%s", response.url, verdict.duplicate_of,
+                         f" (resemblance {verdict.resemblance:.2f})" if verdict.near else "")
+        return response

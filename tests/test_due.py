@@ -1,0 +1,292 @@
+"""The DUE's URL-seen test (crawlproj.due) on a real Redis-protocol server.
+
+Exact mode (linear hash table of intsets), 128-bit fingerprints, bloom mode,
+the crawl-wide agreement of the configuration, the frontier's atomic
+"unseen? then enqueue", two worker processes racing on the same links, the
+dupefilter interface, and a server killed and restarted.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import random
+import time
+
+import pytest
+import redis
+from scrapy import Request
+from scrapy.utils.test import get_crawler
+
+from crawlproj.due import bloom
+from crawlproj.due.canonical import InvalidURL
+from crawlproj.due.dupefilter import RedisDupeFilter
+from crawlproj.due.fingerprint import fingerprint, url_fingerprint
+from crawlproj.due.urlseen import DueConfig, URLSeen
+from crawlproj.frontier.admission import host_of
+from crawlproj.frontier.frontier import Batch, Frontier
+
+
+def seen_of(r, partitions=2, crawl="t", **config) -> URLSeen:
+    return URLSeen(r, f"cp:{{{crawl}}}:meta", lambda p: f"cp:{{{crawl}/{p}}}:", partitions,
+                   DueConfig(**config))
+
+
+def random_fps(n, bits=64, seed=1, extremes=True):
+    rng = random.Random(seed)
+    fps = [rng.getrandbits(bits) - (1 << (bits - 1)) for _ in range(n)]
+    if extremes:  # the ends of the signed range and the values around zero
+        fps[:4] = [-(1 << (bits - 1)), (1 << (bits - 1)) - 1, 0, -1]
+    return fps
+
+
+def split_in_two(fps):
+    """Two partitions, each fingerprint always in the same one (as hosts are)."""
+    return {0: [fp for fp in fps if fp % 2 == 0], 1: [fp for fp in fps if fp % 2]}
+
+
+def flat(result):
+    return [x for p in sorted(result) for x in result[p]]
+
+
+# -- fingerprints ----------------------------------------------------------------
+
+def test_fingerprints():
+    fp = fingerprint("http://a.ex/")
+    assert -(1 << 63) <= fp < (1 << 63)
+    assert fingerprint("http://a.ex/", 128) != fp
+    assert -(1 << 127) <= fingerprint("http://a.ex/", 128) < (1 << 127)
+    assert url_fingerprint("HTTP://A.EX:80/#x") == fp
+    with pytest.raises(ValueError, match="64 or 128"):
+        fingerprint("http://a.ex/", 32)
+    with pytest.raises(InvalidURL):
+        url_fingerprint("http://a b/")
+
+
+# -- exact mode --------------------------------------------------------------------
+
+def test_exact_mode_marks_each_fingerprint_once_and_grows_its_buckets(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    due = seen_of(r, load=16)
+    fps = random_fps(6000)
+    old, fresh = fps[:4000], fps[4000:]
+    assert all(flat(due.check(split_in_two(old))))           # all new
+    assert not any(flat(due.check(split_in_two(old))))       # all seen now
+    assert all(flat(due.check(split_in_two(fresh), mark=False)))  # a test marks nothing
+    assert all(flat(due.check(split_in_two(fresh))))
+    # a fingerprint twice in one batch is new the first time only
+    dup = random_fps(10, seed=9, extremes=False)
+    assert due.check({0: dup + dup})[0] == [True] * 10 + [False] * 10
+
+    # the linear hash table has split: about load fingerprints per bucket, each
+    # an intset of 8-byte integers, none past 2 x load by much
+    stats = due.stats()
+    assert 5000 < stats["urls"] < 7000  # counted by sampling
+    sizes, encodings = [], set()
+    for key in r.scan_iter("cp:{t/*}:seen:*"):
+        sizes.append(r.scard(key))
+        encodings.add(r.object("encoding", key))
+    assert sum(sizes) == 6010
+    assert encodings == {b"intset"}
+    assert 6010 / 16 / 2 < len(sizes) < 6010 / 16 * 2
+    assert max(sizes) <= 3 * 16
+
+
+def test_exact_mode_with_128_bit_fingerprints(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    due = seen_of(r, bits=128)
+    assert due.config.load == 48
+    fps = random_fps(3000, bits=128)
+    assert all(flat(due.check(split_in_two(fps))))
+    assert not any(flat(due.check(split_in_two(fps))))
+    # two fingerprints equal in their top 64 bits are still two URLs
+    a = 5 << 64
+    assert due.check({0: [a, a + 1, a]})[0] == [True, True, False]
+    assert {r.object("encoding", k) for k in r.scan_iter("cp:{t/*}:seen:*")} == {b"listpack"}
+
+
+def test_sets_stay_compact_only_within_the_server_limit(redis_server_factory, caplog):
+    server = redis_server_factory(appendonly=False, extra={"set-max-intset-entries": "512"})
+    with caplog.at_level(logging.WARNING):
+        seen_of(server.client())
+    assert "set-max-intset-entries is 512" in caplog.text
+
+
+# -- bloom mode --------------------------------------------------------------------
+
+def test_bloom_mode_has_no_false_negatives_and_its_configured_rate(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    due = seen_of(r, partitions=1, mode="bloom", capacity=20_000, error_rate=1e-2)
+    fps = random_fps(40_000, seed=3)
+    inserted, probes = fps[:20_000], fps[20_000:]
+    new = due.check({0: inserted})[0]
+    assert sum(new) > 19_900  # only false positives are "seen" on the way in
+    assert not any(due.check({0: inserted})[0])
+    rate = sum(not x for x in due.check({0: probes}, mark=False)[0]) / len(probes)
+    assert 0.004 < rate < 0.02, rate  # configured 0.01 (expected ~0.01, +-0.0007)
+    x = bloom.layer(20_000, 1e-2)
+    # the whole first layer, allocated at once: capacity x bits per URL
+    assert r.strlen("cp:{t/0}:bloom:0:0") == x.bytes < 20_000 * 10 / 8 * 1.01
+
+
+def test_bloom_mode_adds_layers_past_its_capacity(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    due = seen_of(r, partitions=1, mode="bloom", capacity=2_000, error_rate=1e-3)
+    fps = random_fps(20_000, seed=4)
+    due.check({0: fps[:10_000]})
+    assert due.stats()["layers"] >= 3  # 2k + 4k + 8k
+    assert not any(due.check({0: fps[:10_000]})[0])
+    rate = sum(not x for x in due.check({0: fps[10_000:]}, mark=False)[0]) / 10_000
+    assert rate < 2e-3 * 1.5, rate  # below twice the configured rate
+
+
+def test_bloom_sizing():
+    c, k = bloom.sizing(1e-7)
+    assert c / 8 <= 4.5 and 20 <= k <= 25
+    assert bloom.blocked_rate(c, k) <= 1e-7 < bloom.blocked_rate(c - 0.125, k)
+    layers = bloom.layers(10_000_000, 1e-7)
+    assert layers[1].cap == 2 * layers[0].cap and layers[1].k >= layers[0].k
+    with pytest.raises(ValueError, match="DUE_BLOOM_ERROR_RATE"):
+        bloom.layers(10, 1.5)
+    with pytest.raises(ValueError, match="DUE_BLOOM_CAPACITY"):
+        bloom.layers(0, 0.01)
+
+
+# -- configuration -----------------------------------------------------------------
+
+def test_bad_configuration_is_refused_clearly():
+    for kwargs, words in [({"mode": "fast"}, "DUE_MODE"), ({"bits": 32}, "64 or 128"),
+                          ({"load": 0}, "DUE_BUCKET_LOAD"),
+                          ({"error_rate": 0.0}, "DUE_BLOOM_ERROR_RATE")]:
+        with pytest.raises(ValueError, match=words):
+            DueConfig(**kwargs)
+
+
+def test_the_first_worker_fixes_the_crawls_configuration(redis_url, caplog):
+    r = redis.Redis.from_url(redis_url)
+    first = seen_of(r, mode="bloom", strip_params=["ref"])
+    with caplog.at_level(logging.WARNING):
+        second = seen_of(r, mode="exact")
+    assert second.config == first.config and second.config.mode == "bloom"
+    assert "other DUE settings" in caplog.text
+    # both canonicalise alike: the crawl's parameter list, not the second's own
+    assert second.fingerprint("http://a.ex/?ref=1") == first.fingerprint("http://a.ex/")
+    # another crawl on the same server has its own
+    assert seen_of(r, crawl="other").config.mode == "exact"
+
+
+def test_settings_reach_the_frontier(redis_url):
+    crawler = get_crawler(settings_dict={
+        "REDIS_URL": redis_url, "CRAWL_ID": "s", "DUE_MODE": "bloom",
+        "DUE_BLOOM_CAPACITY": 1000, "DUE_STRIP_PARAMS": "a,b", "DUE_FINGERPRINT_BITS": 128})
+    f = Frontier.from_settings(crawler.settings, redis.Redis.from_url(redis_url))
+    c = f.due.config
+    assert (c.mode, c.capacity, c.strip_params, c.bits) == ("bloom", 1000, ("a", "b"), 128)
+    assert c.strip_prefixes == ("utm_",)
+
+
+def test_a_partition_without_its_configuration_fails_loudly(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    f = Frontier(r, crawl_id="t")
+    entry = f.entry("a.ex", "http://a.ex/", 0, b"x")
+    r.delete(f.prefix(0) + "due")
+    with pytest.raises(redis.ResponseError, match="DUE not configured"):
+        f.sync({0: Batch(enqueue=[entry])})
+
+
+# -- the frontier's atomic test-and-enqueue ----------------------------------------
+
+def _enqueue(f: Frontier, urls):
+    batches: dict[int, Batch] = {}
+    for u in urls:
+        host = host_of(u)
+        batches.setdefault(f.partition_of(host), Batch()).enqueue.append(
+            f.entry(host, u, 0, u.encode()))
+    return sum(r.added for r in f.sync(batches).values())
+
+
+@pytest.mark.parametrize("mode", ["exact", "bloom"])
+def test_frontier_enqueues_spellings_of_one_url_once(redis_url, mode):
+    f = Frontier(redis.Redis.from_url(redis_url), crawl_id="t", partitions=2,
+                 due=DueConfig(mode=mode, capacity=1000))
+    assert _enqueue(f, ["http://a.ex/p?x=1&y=2", "HTTP://A.ex:80/./p?y=2&x=1&utm_source=m#f",
+                        "http://a.ex/%70?x=1&y=2", "http://b.ex/"]) == 2
+    assert _enqueue(f, ["http://a.ex/p?y=2&x=1"]) == 0
+    # the queue member is the URL's fingerprint: the link store's key too
+    fp = url_fingerprint("http://a.ex/p?x=1&y=2")
+    assert r_zscore(f, "a.ex", fp) is not None
+
+
+def r_zscore(f, host, fp):
+    return f.redis.zscore(f.prefix(f.partition_of(host)) + "q:" + host, fp)
+
+
+def _race_worker(redis_url, mode, urls, seed, start, out):
+    rng = random.Random(seed)
+    f = Frontier(redis.Redis.from_url(redis_url), crawl_id="race", partitions=3,
+                 due=DueConfig(mode=mode, load=8, capacity=500, error_rate=1e-6))
+    order = list(urls)
+    rng.shuffle(order)
+    start.wait(60)  # both set up: go together
+    added = 0
+    for i in range(0, len(order), 25):  # page-sized batches, interleaved with the other
+        added += _enqueue(f, order[i:i + 25])
+    out.put(added)
+
+
+@pytest.mark.parametrize("mode", ["exact", "bloom"])
+def test_two_workers_racing_on_the_same_links_enqueue_each_once(redis_url, mode):
+    urls = [f"http://h{i % 41}.ex/p{i}" for i in range(4000)]
+    # both workers see every link, in different orders, in small batches, while
+    # the seen sets split buckets (exact, load 8) or add layers (bloom, 500)
+    ctx = multiprocessing.get_context("fork")
+    out, start = ctx.Queue(), ctx.Barrier(2)
+    procs = [ctx.Process(target=_race_worker, args=(redis_url, mode, urls, s, start, out))
+             for s in (1, 2)]
+    for p in procs:
+        p.start()
+    totals = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(30)
+    assert sum(totals) == len(urls), totals
+    assert all(t > 0 for t in totals)  # they really raced
+    f = Frontier(redis.Redis.from_url(redis_url), crawl_id="race")
+    queued = {int(m) for key in f.redis.scan_iter("cp:{race/*}:q:*")
+              for m in f.redis.zrange(key, 0, -1)}
+    assert queued == {url_fingerprint(u) for u in urls}
+
+
+# -- Scrapy's dupefilter interface -------------------------------------------------
+
+def test_dupefilter_shares_the_frontiers_seen_sets(redis_url):
+    crawler = get_crawler(settings_dict={"REDIS_URL": redis_url, "CRAWL_ID": "df",
+                                         "FRONTIER_PARTITIONS": 4})
+    df = RedisDupeFilter.from_crawler(crawler)
+    f = Frontier(redis.Redis.from_url(redis_url), crawl_id="df")
+    assert _enqueue(f, ["http://a.ex/1"]) == 1
+    assert df.request_seen(Request("http://A.ex/1#top"))        # the frontier's URL
+    assert not df.request_seen(Request("http://a.ex/2"))
+    assert df.request_seen(Request("http://a.ex/2?utm_medium=x"))
+    assert df.urls_seen(["http://b.ex/", "http://a.ex/1", "http://b.ex/", "http://a b/"]) == \
+        [False, True, True, True]  # a URL that can never be fetched counts as seen
+    assert _enqueue(f, ["http://a.ex/2", "http://b.ex/"]) == 0
+    assert crawler.stats.get_value("dupefilter/seen") == 2
+
+
+# -- restart ---------------------------------------------------------------------------
+
+def test_seen_sets_survive_a_killed_server(redis_server_factory):
+    server = redis_server_factory(appendonly=True)
+    due = seen_of(server.client(), load=16)
+    fps = random_fps(8000, seed=7)
+    assert all(flat(due.check(split_in_two(fps[:5000]))))
+    before = due.stats()
+    time.sleep(1.5)  # appendfsync everysec: what is older than a second is on disk
+    server.kill()    # SIGKILL: no shutdown, no final fsync
+    server.restart()
+    due = seen_of(server.client(), load=16)
+    assert due.stats() == before  # buckets, level and split pointer as they were
+    assert not any(flat(due.check(split_in_two(fps[:5000]))))
+    # and the table goes on growing from where it was
+    assert all(flat(due.check(split_in_two(fps[5000:]))))
+    assert not any(flat(due.check(split_in_two(fps))))
