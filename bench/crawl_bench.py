@@ -1,0 +1,783 @@
+"""Whole crawls, side by side: this frontier vs stock Scrapy vs scrapy-redis.
+
+    /tmp/venv/bin/python bench/crawl_bench.py [--hosts 500 --pages 20000 --page-bytes 10000]
+        [--concurrency 32] [--repeat 1] [--configs stock,cp1,redis,cp2] [--profile]
+        [--out DIR] [--src HEAD|worktree] [--set NAME=VALUE]
+
+One simulated web (its own process, latency 0, no Crawl-delay, responses cached
+and pre-warmed so that every run is served alike) and one fresh Redis-protocol
+server (crawlproj.embedded.spawn_server, the embedded server's configuration,
+AOF on as the embedded default) serve every run. Each run is a real
+`scrapy crawl web` of the same web from the same seeds, with the same settings
+but for the scheduler:
+
+    stock  SCHEDULER=scrapy.core.scheduler.Scheduler,
+           DUPEFILTER_CLASS=scrapy.dupefilters.RFPDupeFilter (in-memory)
+    cp1    this project's frontier, one worker (FRONTIER_DELAY_FACTOR=0, MIN_DELAY=0)
+    redis  scrapy_redis.scheduler.Scheduler + scrapy_redis.dupefilter.RFPDupeFilter
+           (default PriorityQueue, pickle), REDIS_URL = the same server
+    cp2    this project's frontier, two workers (same settings as cp1)
+
+The configurations run interleaved (stock cp1 redis cp2 stock cp1 ...), each
+--repeat times; the machine is shared, so the ratios within one round are the
+figures that count. Items are built by the spider and dropped (no feed, no
+pipeline) in every configuration.
+
+Measured per run:
+* pages: requests the simulated web logged during the run (robots.txt not
+  counted), checked against the reachable set (web.reachable with robots):
+  missing, extra, fetched more than once (500s: 1 + RETRY_TIMES is expected);
+* pages/s over the crawl: pages / (last response end - first request arrival)
+  in the simulated web's log, and pages / wall time (process start to exit);
+* Redis commands per page: client-issued, counted in each worker by a
+  measurement shim (a sitecustomize.py put on the workers' PYTHONPATH that
+  counts every command redis-py packs, and every send = round trip), and
+  server-side from INFO commandstats (CONFIG RESETSTAT before each run), which
+  also counts the commands run inside Lua scripts: inside = server - client;
+* CPU seconds (user+sys) of each worker (os.wait4 rusage), of the simulated
+  web and of the Redis server (/proc/PID/stat), and the load average;
+* each worker's main (reactor) thread from /proc/PID/task/PID/schedstat: time
+  running, time runnable but waiting for a CPU (a shared machine), and the rest
+  of its life, idle or blocked;
+* seconds each worker spent in the cyclic garbage collector (gc.callbacks, from
+  the same shim).
+
+The code under test is --src (default HEAD) extracted with git archive into a
+temporary directory, so that edits of the work tree during a run change
+nothing; --src worktree runs the work tree itself.
+
+--profile adds, after the timed runs, one run of cp1 and of cp2 (and stock)
+with py-spy recording every worker (raw collapsed stacks, --nonblocking,
+--threads, idle samples left out), summarised as top functions by self and
+inclusive samples, per thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import asyncio
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+
+
+def source_tree(argv: list[str]) -> tuple[Path, str]:
+    """The code under test: --src REV (default HEAD) is extracted with
+    `git archive` into a temporary directory, so that edits made to the work
+    tree while the bench runs cannot change it; --src worktree uses the work
+    tree as it is."""
+    rev = "HEAD"
+    for i, arg in enumerate(argv):
+        if arg == "--src" and i + 1 < len(argv):
+            rev = argv[i + 1]
+        elif arg.startswith("--src="):
+            rev = arg.split("=", 1)[1]
+    if rev == "worktree":
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return ROOT, f"worktree at {head[:10]}" + (" + uncommitted changes" if dirty else "")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    dest = Path(tempfile.mkdtemp(prefix=f"crawlproj-{commit[:10]}-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    atexit.register(shutil.rmtree, dest, ignore_errors=True)
+    return dest, commit
+
+
+SRC, SRC_DESC = source_tree(sys.argv)  # also when imported by politeness_bench.py
+sys.path.insert(0, str(SRC))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import redis  # noqa: E402
+
+from crawlproj.embedded import free_port, spawn_server  # noqa: E402
+from crawlproj.simweb import checks  # noqa: E402
+from crawlproj.simweb.testing import SimWebServer  # noqa: E402
+
+PY = sys.executable
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def flush_sync(r) -> None:
+    """FLUSHALL SYNC, then wait for lazy frees: Valkey frees a plain FLUSHALL in
+    the background (lazyfree-lazy-user-flush), which would skew used_memory."""
+    r.execute_command("FLUSHALL", "SYNC")
+    for _ in range(200):
+        if not r.info("memory").get("lazyfree_pending_objects"):
+            return
+        time.sleep(0.05)
+
+# ---------------------------------------------------------------------------
+# The measurement shim: counts redis-py commands in a worker process.
+# ---------------------------------------------------------------------------
+
+SHIM = r'''
+# Written by bench/crawl_bench.py: counts the Redis commands this process sends.
+import atexit, json, os, threading
+from collections import Counter
+_out = os.environ.get("CRAWLBENCH_REDIS_COUNTS")
+if _out:
+    try:
+        import redis.connection as _rc
+    except Exception:
+        _rc = None
+    if _rc is not None:
+        _lock = threading.Lock()
+        _cmds = Counter()
+        _sends = [0]
+
+        def _wrap_pack(cls):
+            orig = cls.pack
+            def pack(self, *args):
+                name = args[0]
+                if isinstance(name, bytes):
+                    name = name.decode("latin-1")
+                name = str(name).upper()
+                if name in ("SCRIPT", "CLIENT", "CONFIG", "MEMORY") and len(args) > 1:
+                    sub = args[1].decode("latin-1") if isinstance(args[1], bytes) else str(args[1])
+                    name = name + "|" + sub.upper()
+                with _lock:
+                    _cmds[name] += 1
+                return orig(self, *args)
+            cls.pack = pack
+
+        for _n in ("PythonRespSerializer", "HiredisRespSerializer"):
+            if hasattr(_rc, _n):
+                _wrap_pack(getattr(_rc, _n))
+        _orig_send = _rc.AbstractConnection.send_packed_command
+
+        def _send(self, command, check_health=True):
+            with _lock:
+                _sends[0] += 1
+            return _orig_send(self, command, check_health)
+        _rc.AbstractConnection.send_packed_command = _send
+
+        # time spent in the cyclic garbage collector, by generation
+        import gc, time as _time
+        _gc = {"s": [0.0, 0.0, 0.0], "n": [0, 0, 0], "t": [0.0]}
+
+        def _gc_cb(phase, info):
+            if phase == "start":
+                _gc["t"][0] = _time.perf_counter()
+            else:
+                g = info.get("generation", 0)
+                _gc["s"][g] += _time.perf_counter() - _gc["t"][0]
+                _gc["n"][g] += 1
+        gc.callbacks.append(_gc_cb)
+
+        @atexit.register
+        def _dump():
+            import sys
+            mod = sys.modules.get("crawlproj")
+            with open(_out, "w") as f:
+                json.dump({"commands": dict(_cmds), "sends": _sends[0],
+                           "crawlproj": getattr(mod, "__file__", None),
+                           "gc_seconds_by_generation": [round(x, 3) for x in _gc["s"]],
+                           "gc_collections_by_generation": _gc["n"]}, f)
+'''
+
+# ---------------------------------------------------------------------------
+# Process accounting
+# ---------------------------------------------------------------------------
+
+
+def proc_cpu(pid: int) -> float:
+    """utime + stime (all threads) of a live process, seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def schedstat(pid: int) -> tuple[float, float] | None:
+    """(seconds on CPU, seconds runnable but waiting for a CPU) of a process's
+    main thread, from /proc/PID/schedstat (None once it has exited)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+            run_ns, wait_ns, _ = f.read().split()
+        return int(run_ns) / 1e9, int(wait_ns) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def read_log_from(path: str, offset: int) -> list[dict]:
+    out = []
+    with open(path, "rb") as f:
+        f.seek(offset)
+        for line in f:
+            if line.endswith(b"\n"):
+                out.append(json.loads(line))
+    return out
+
+
+_STAT_RE = re.compile(r"^\s*'([^']+)':\s*(-?[0-9.]+),?\s*$")
+
+
+def scrapy_stats(log_text: str) -> dict:
+    """Numeric entries of the stats dump at the end of a Scrapy log."""
+    i = log_text.rfind("Dumping Scrapy stats:")
+    out = {}
+    if i < 0:
+        return out
+    for line in log_text[i:].splitlines()[1:]:
+        m = _STAT_RE.match(line)
+        if m:
+            v = m.group(2)
+            out[m.group(1)] = float(v) if "." in v else int(v)
+        elif line.startswith("20"):  # next log line
+            break
+    m = re.search(r"'finish_reason': '([^']+)'", log_text[i:])
+    if m:
+        out["finish_reason"] = m.group(1)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Configurations
+# ---------------------------------------------------------------------------
+
+CONFIGS = {
+    "stock": dict(workers=1, settings={
+        "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter",
+    }),
+    "cp1": dict(workers=1, settings={}),
+    "redis": dict(workers=1, settings={
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+    }),
+    "cp2": dict(workers=2, settings={}),
+}
+
+
+def config(name: str) -> dict:
+    """A configuration by name; "cp2+FRONTIER_PREFETCH=96" = cp2 with that setting."""
+    base, *extra = name.split("+")
+    c = CONFIGS[base]
+    settings = dict(c["settings"])
+    for kv in extra:
+        k, _, v = kv.partition("=")
+        settings[k] = v
+    return {"workers": c["workers"], "settings": settings}
+
+
+class Bench:
+    """One simulated web + one Redis server, and the runs against them."""
+
+    def __init__(self, spec: dict, workdir: Path, n_seeds: int, common: dict,
+                 aof: bool = True, cache_mb: int = 1024):
+        self.spec, self.workdir, self.common = spec, workdir, common
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.shim_dir = workdir / "shim"
+        self.shim_dir.mkdir(exist_ok=True)
+        (self.shim_dir / "sitecustomize.py").write_text(SHIM)
+        t = time.perf_counter()
+        self.sw = SimWebServer(spec, log_path=str(workdir / "web.jsonl"), cache_mb=cache_mb)
+        self.sw.start()
+        self.web = self.sw.web
+        self.seeds = self.web.seeds(n_seeds)
+        self.reachable = self.web.reachable(self.seeds, obey_robots=True)
+        self.seeds_file = workdir / "seeds.txt"
+        self.seeds_file.write_text("\n".join(self.seeds) + "\n")
+        self.port = free_port()
+        self.redis_proc = spawn_server(self.port, workdir / "redis", appendonly=aof)
+        self.redis_url = f"redis://127.0.0.1:{self.port}/0"
+        self.r = redis.Redis(port=self.port)
+        self.setup_s = time.perf_counter() - t
+        self.n_run = 0
+        self.profile_rate = 50
+
+    def close(self):
+        try:
+            self.r.close()
+        finally:
+            self.redis_proc.kill()
+            self.redis_proc.wait()
+            self.sw.stop()
+
+    # -- the simulated web is warmed up so that every run is served from cache --
+
+    def warm(self, connections: int = 32) -> dict:
+        from simweb_bench import load  # bench/simweb_bench.py's load generator
+
+        hp = [(u[7:].split("/", 1)[0], "/" + u[7:].split("/", 1)[1]) for u in sorted(self.reachable)]
+        hp += [(h, "/robots.txt") for h in self.web.hosts]
+        random.Random(1).shuffle(hp)
+        out = {}
+        for phase in ("render", "check"):
+            c0, t0 = proc_cpu(self.sw.pid), time.perf_counter()
+            stats = asyncio.run(load(self.sw.port, hp, connections, time.monotonic() + 600, len(hp)))
+            wall = time.perf_counter() - t0
+            out[phase] = {"requests": stats["n"], "req_per_s": round(stats["n"] / wall),
+                          "server_cpu_per_req_us": round(1e6 * (proc_cpu(self.sw.pid) - c0) / stats["n"], 1)}
+        time.sleep(0.3)
+        return out
+
+    def log_offset(self) -> int:
+        time.sleep(0.3)  # the server flushes its log every 0.1 s
+        return os.path.getsize(self.sw.log_path)
+
+    # -- one run ----------------------------------------------------------------
+
+    def run(self, name: str, workers: int, settings: dict, profile: bool = False,
+            timeout: float = 900.0, extra_env: dict | None = None) -> dict:
+        self.n_run += 1
+        rid = f"{self.n_run:02d}-{name}"
+        rdir = self.workdir / rid
+        rdir.mkdir(exist_ok=True)
+        flush_sync(self.r)
+        self.r.config_resetstat()
+        offset = self.log_offset()
+        all_settings = {**self.common, **settings}
+        env = self.sw.env()
+        env.update(REDIS_URL=self.redis_url, CRAWL_ID=f"bench{self.n_run}",
+                   CRAWL_DATA_DIR=str(rdir / "data"), PYTHONUNBUFFERED="1",
+                   PYTHONPATH=os.pathsep.join([str(self.shim_dir), str(SRC)]
+                                              + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+        env.update(extra_env or {})
+        cmd = [PY, "-m", "scrapy", "crawl", "web", "-a", f"seeds={self.seeds_file}"]
+        for k, v in all_settings.items():
+            cmd += ["-s", f"{k}={v}"]
+        load_before = loadavg()
+        sw_cpu0, r_cpu0 = proc_cpu(self.sw.pid), proc_cpu(self.redis_proc.pid)
+        self_cpu0 = time.process_time()
+        wall0 = time.time()
+        t0 = time.perf_counter()
+        procs, spies = [], []
+        for i in range(workers):
+            wenv = dict(env, CRAWLBENCH_REDIS_COUNTS=str(rdir / f"redis-counts-{i}.json"))
+            log = open(rdir / f"worker{i}.log", "wb")
+            procs.append(subprocess.Popen(cmd, cwd=SRC, env=wenv, stdout=log,
+                                          stderr=subprocess.STDOUT))
+            log.close()
+        if profile:
+            for i, p in enumerate(procs):
+                spies.append(subprocess.Popen(
+                    ["py-spy" if shutil.which("py-spy") else str(Path(PY).parent / "py-spy"),
+                     "record", "--pid", str(p.pid), "--rate", str(self.profile_rate),
+                     "--nonblocking", "--gil", "--threads", "--full-filenames", "--format", "raw", "-o", str(rdir / f"profile-{i}.txt")],
+                    stdout=subprocess.DEVNULL, stderr=open(rdir / f"py-spy-{i}.log", "wb")))
+        rusage, codes, ended = {}, {}, {}
+        mem_peak = 0
+        sched = {}  # worker -> last (run, wait) of its main thread (the reactor)
+        sw_sched0, r_sched0 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
+        deadline = time.monotonic() + timeout
+        while len(rusage) < len(procs):
+            for i, p in enumerate(procs):
+                if i in rusage:
+                    continue
+                st = schedstat(p.pid)
+                if st is not None:
+                    sched[i] = st
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    rusage[i] = (ru.ru_utime, ru.ru_stime)
+                    codes[i] = os.waitstatus_to_exitcode(status)
+                    p.returncode = codes[i]
+                    ended[i] = time.perf_counter() - t0
+            try:
+                mem_peak = max(mem_peak, self.r.info("memory")["used_memory"])
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                raise RuntimeError(f"run {rid} did not finish in {timeout} s; logs in {rdir}")
+            time.sleep(0.25)
+        wall = time.perf_counter() - t0
+        for s in spies:
+            try:
+                s.wait(30)
+            except subprocess.TimeoutExpired:
+                s.kill()
+        sw_sched1, r_sched1 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
+        self.last_sched = {
+            "workers_main_thread": [
+                {"run_s": round(sched[i][0], 2), "runqueue_wait_s": round(sched[i][1], 2),
+                 "blocked_or_idle_s": round(ended[i] - sched[i][0] - sched[i][1], 2)}
+                if i in sched else None for i in range(len(procs))],
+            "simweb_main_thread_runqueue_wait_s": round(sw_sched1[1] - sw_sched0[1], 2)
+            if sw_sched0 and sw_sched1 else None,
+            "redis_main_thread_runqueue_wait_s": round(r_sched1[1] - r_sched0[1], 2)
+            if r_sched0 and r_sched1 else None,
+        }
+        sw_cpu = proc_cpu(self.sw.pid) - sw_cpu0
+        r_cpu = proc_cpu(self.redis_proc.pid) - r_cpu0
+        self_cpu = time.process_time() - self_cpu0
+        cstats = self.r.info("commandstats")
+        mem_end = self.r.info("memory")["used_memory"]
+        time.sleep(0.3)
+        records = read_log_from(self.sw.log_path, offset)
+        self.last_records = [r for r in records if r["t0"] >= wall0 - 1]
+        return self._figures(rid, name, workers, all_settings, rdir, records, wall, wall0,
+                             rusage, codes, ended, sw_cpu, r_cpu, self_cpu, cstats,
+                             mem_peak, mem_end, load_before, profile)
+
+    def _figures(self, rid, name, workers, settings, rdir, records, wall, wall0, rusage,
+                 codes, ended, sw_cpu, r_cpu, self_cpu, cstats, mem_peak, mem_end,
+                 load_before, profile) -> dict:
+        records = [r for r in records if r["t0"] >= wall0 - 1]
+        pages = [r for r in records if r["path"] != "/robots.txt"]
+        robots = len(records) - len(pages)
+        counts = checks.fetch_counts(records)
+        status = {checks.url_of(r): r["status"] for r in pages}
+        retries = int(settings.get("RETRY_TIMES", 2))
+        fetched = set(counts)
+        missing = self.reachable - fetched
+        extra = fetched - self.reachable
+        refetched = {u: n for u, n in counts.items()
+                     if n != (1 + retries if status.get(u) in (500, 502, 503, 504, 522, 524, 408, 429)
+                              else 1)}
+        first = min(r["t0"] for r in records) if records else 0
+        last = max(r["t1"] for r in records) if records else 0
+        span = max(last - first, 1e-9)
+        # Redis commands: server side (client + inside scripts) and client side (shim)
+        mine = ("cmdstat_info", "cmdstat_config|resetstat", "cmdstat_flushall")
+        server = {k[8:]: v["calls"] for k, v in cstats.items() if k not in mine}
+        server_total = sum(server.values())
+        client = Counter()
+        sends = 0
+        for i in range(workers):
+            f = rdir / f"redis-counts-{i}.json"
+            if f.exists():
+                d = json.loads(f.read_text())
+                client.update(d["commands"])
+                sends += d["sends"]
+        client_total = sum(client.values())
+        gc_s = []
+        for i in range(workers):
+            f = rdir / f"redis-counts-{i}.json"
+            if f.exists():
+                gc_s.append(json.loads(f.read_text()).get("gc_seconds_by_generation"))
+        code_paths = sorted({json.loads((rdir / f"redis-counts-{i}.json").read_text()).get("crawlproj")
+                             for i in range(workers) if (rdir / f"redis-counts-{i}.json").exists()} - {None})
+        wstats = []
+        for i in range(workers):
+            text = (rdir / f"worker{i}.log").read_text(errors="replace")
+            st = scrapy_stats(text)
+            wstats.append({k: st.get(k) for k in (
+                "finish_reason", "downloader/response_count", "item_scraped_count",
+                "elapsed_time_seconds", "frontier/redis_syncs", "frontier/redis_commands",
+                "frontier/leased", "frontier/released", "frontier/duplicates",
+                "frontier/expired_leases", "dupefilter/filtered", "retry/count",
+                "robotstxt/forbidden", "scheduler/enqueued", "scheduler/dequeued")
+                if st.get(k) is not None})
+            errors = len(re.findall(r"Traceback", text)) + sum(
+                1 for line in text.splitlines() if "] ERROR:" in line and "Gave up retrying" not in line)
+            if errors:
+                wstats[-1]["log_errors"] = errors
+        n = max(len(pages), 1)
+        worker_cpu = [round(u + s, 2) for u, s in (rusage[i] for i in range(workers))]
+        out = {
+            "run": rid, "config": name, "workers": workers, "load_avg_before": load_before,
+            "exit_codes": [codes[i] for i in range(workers)],
+            "pages": len(pages), "robots_fetches": robots, "reachable": len(self.reachable),
+            "missing": len(missing), "extra": len(extra), "refetched": len(refetched),
+            "examples": {"missing": sorted(missing)[:3], "extra": sorted(extra)[:3],
+                         "refetched": sorted(refetched.items())[:3]},
+            "crawl_s": round(span, 2), "wall_s": round(wall, 2),
+            "worker_exit_s": [round(ended[i], 2) for i in range(workers)],
+            "pages_per_s": round(len(pages) / span, 1),
+            "pages_per_s_wall": round(len(pages) / wall, 1),
+            "cpu_s": {"workers_user_sys": [[round(u, 2), round(s, 2)] for u, s in
+                                           (rusage[i] for i in range(workers))],
+                      "workers": worker_cpu, "simweb": round(sw_cpu, 2),
+                      "redis": round(r_cpu, 2), "bench": round(self_cpu, 2)},
+            "cpu_share_of_crawl": {"workers": [round(c / span, 3) for c in worker_cpu],
+                                   "simweb": round(sw_cpu / span, 3),
+                                   "redis": round(r_cpu / span, 3)},
+            "worker_cpu_ms_per_page": round(1000 * sum(worker_cpu) / n, 2),
+            "pages_per_worker_cpu_s": round(n / max(sum(worker_cpu), 1e-9), 1),
+            "schedstat": getattr(self, "last_sched", None),
+            "gc_seconds_by_generation": gc_s,
+            "redis": {
+                "server_commands": server_total,
+                "client_commands": client_total,
+                "inside_scripts": server_total - client_total,
+                "client_round_trips": sends,
+                "client_commands_per_page": round(client_total / n, 2),
+                "round_trips_per_page": round(sends / n, 2),
+                "server_commands_per_page": round(server_total / n, 2),
+                "inside_scripts_per_page": round((server_total - client_total) / n, 2),
+                "client_by_command": dict(client.most_common()),
+                "server_by_command": dict(sorted(server.items(), key=lambda kv: -kv[1])[:25]),
+                "used_memory_peak_sampled": mem_peak, "used_memory_end": mem_end,
+            },
+            "scrapy_stats": wstats,
+            "dir": str(rdir), "crawlproj_imported_from": code_paths,
+        }
+        if profile:
+            prof = [summarise_profile(rdir / f"profile-{i}.txt") for i in range(workers)]
+            out["profile"] = prof
+            # GIL-holding samples' shares applied to each worker's CPU time: an
+            # estimate of worker CPU ms per crawled page, by category
+            by = Counter()
+            for i, pr in enumerate(prof):
+                for k, v in pr.get("categories_pct", {}).items():
+                    by[k] += worker_cpu[i] * v / 100.0
+            out["worker_cpu_ms_per_page_by_category"] = {
+                k: round(1000 * v / n, 3) for k, v in by.most_common()}
+        return out
+
+
+# ---------------------------------------------------------------------------
+# py-spy raw output -> top functions
+# ---------------------------------------------------------------------------
+
+def _file(frame: str) -> str:
+    """The frame's file, relative to site-packages, the project root or the stdlib."""
+    m = re.search(r"\((.*?)(?::\d+)?\)$", frame)
+    path = m.group(1) if m else ""
+    for marker in ("/site-packages/", str(SRC) + "/", str(ROOT) + "/", "/lib/python3.11/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+def _short(frame: str) -> str:
+    # "func (/long/path/scrapy/core/engine.py:123)" -> "func (scrapy/core/engine.py)"
+    m = re.match(r"(.*) \((.*?)(?::\d+)?\)$", frame)
+    return f"{m.group(1)} ({_file(frame)})" if m else frame
+
+
+STOCK_SCHED = ("scrapy/core/scheduler.py", "scrapy/pqueues.py", "scrapy/dupefilters.py",
+               "scrapy/squeues.py", "queuelib/")
+ROOTS = ("scrapy/crawler.py", "scrapy/cmdline.py", "scrapy/commands/", "scrapy/__main__.py",
+         "scrapy/utils/reactor.py")
+
+
+def category(files: list[str], names: list[str]) -> str:
+    """Where a sample's time goes, by the frames on its stack (root first)."""
+    has = lambda *xs: any(f.startswith(xs) for f in files)  # noqa: E731
+    if any("importlib" in f or f == "<frozen site>" for f in files):
+        return "startup (imports)"
+    if has("crawlproj/frontier/", "crawlproj/due/"):
+        if has("redis/"):
+            return "frontier: redis client (sync thread)"
+        if any(n.startswith("decode ") for n in names):
+            return "frontier: decode leased requests"
+        if has("crawlproj/frontier/admission.py", "crawlproj/frontier/codec.py", "crawlproj/due/"):
+            return "frontier: admit (canonicalize, fingerprint, encode)"
+        return "frontier: scheduler bookkeeping"
+    if has("scrapy_redis/"):
+        if has("redis/"):
+            return "scrapy-redis: redis client"
+        return "scrapy-redis: scheduler (pickle, fingerprint)"
+    if has(*STOCK_SCHED):
+        return "stock scheduler + dupefilter"
+    if has("crawlproj/extract.py", "crawlproj/spiders/"):
+        return "spider: parse + extract (lxml)"
+    if has("middlewares/"):
+        return "project middlewares (robots)"
+    if has("redis/"):
+        return "redis client (other)"
+    # the innermost Scrapy frame says what Scrapy was doing
+    for f in reversed(files):
+        if f.startswith("scrapy/") and not f.startswith(ROOTS):
+            if f.startswith(("scrapy/core/downloader", "scrapy/downloadermiddlewares",
+                             "scrapy/core/http2")):
+                return "scrapy: downloader + its middlewares"
+            if f.startswith(("scrapy/core/scraper", "scrapy/core/spidermw",
+                             "scrapy/spidermiddlewares", "scrapy/utils/asyncgen",
+                             "scrapy/utils/asyncio", "scrapy/utils/python",
+                             "scrapy/utils/defer")):
+                return "scrapy: scraper + spider middlewares"
+            if f.startswith("scrapy/core/engine"):
+                return "scrapy: engine"
+            if f.startswith(("scrapy/http", "scrapy/utils/request", "scrapy/utils/url",
+                             "scrapy/utils/httpobj")):
+                return "scrapy: Request/Response objects"
+            if f.startswith(("scrapy/signalmanager", "scrapy/utils/signal")):
+                return "scrapy: signals"
+            return "scrapy: other"
+    if has("twisted/"):
+        return "twisted (reactor, TCP, HTTP)"
+    return "asyncio loop / other"
+
+
+def summarise_profile(path: Path, top: int = 25) -> dict:
+    """Top functions and categories of a py-spy raw (collapsed) profile."""
+    if not path.exists():
+        return {"error": f"no profile {path.name}"}
+    total = 0
+    self_t, incl, threads, cats = Counter(), Counter(), Counter(), Counter()
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        n = int(n)
+        frames = stack.split(";")
+        thread = "?"
+        if frames and frames[0].startswith("thread ("):
+            thread = re.sub(r"^thread \(\d+\):? ?", "", frames[0]) or "(main, unnamed)"
+            thread = re.sub(r"-\d+$", "-N", thread)
+            frames = frames[1:]
+        if not frames:
+            continue
+        total += n
+        threads[thread] += n
+        names = [_short(f) for f in frames]
+        files = [_file(f) for f in frames]
+        self_t[names[-1]] += n
+        for f in set(names):
+            incl[f] += n
+        cats[category(files, names)] += n
+    pct = lambda c: round(100.0 * c / max(total, 1), 1)  # noqa: E731
+    return {
+        "samples": total,
+        "threads_pct": {k: pct(v) for k, v in threads.most_common()},
+        "categories_pct": {k: pct(v) for k, v in cats.most_common()},
+        "top_self_pct": [[k, pct(v)] for k, v in self_t.most_common(top)],
+        "top_inclusive_pct": [[k, pct(v)] for k, v in incl.most_common(top + 15)
+                              if not k.startswith(("_run_module_as_main", "_run_code", "<module>",
+                                                   "execute ", "_run_print_help", "_run_command"))],
+    }
+
+
+# ---------------------------------------------------------------------------
+
+def machine() -> dict:
+    model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        mem = open("/proc/meminfo").readline().split()[1]
+        mem = f"{int(mem) / 1048576:.0f} GiB"
+    except (OSError, IndexError, ValueError):
+        pass
+    import scrapy
+    import scrapy_redis
+    import twisted
+
+    return {"cpus": os.cpu_count(), "cpu": model, "memory": mem,
+            "kernel": platform.release(), "python": platform.python_version(),
+            "scrapy": scrapy.__version__, "twisted": twisted.__version__,
+            "scrapy_redis": scrapy_redis.__version__, "redis_py": redis.__version__}
+
+
+def line_of(res: dict) -> str:
+    rd = res["redis"]
+    return (f"{res['run']:<10} pages {res['pages']:>6} (missing {res['missing']}, extra {res['extra']}, "
+            f"refetched {res['refetched']})  {res['pages_per_s']:>6.1f} p/s crawl "
+            f"{res['pages_per_s_wall']:>6.1f} p/s wall  cpu w={res['cpu_s']['workers']} "
+            f"web={res['cpu_s']['simweb']} redis={res['cpu_s']['redis']}  "
+            f"cmds/page client {rd['client_commands_per_page']} inside {rd['inside_scripts_per_page']} "
+            f"rt/page {rd['round_trips_per_page']}  load {res['load_avg_before']}  "
+            f"reactor run/wait/idle {[(w or {}).get('run_s') for w in res['schedstat']['workers_main_thread']]}"
+            f"/{[(w or {}).get('runqueue_wait_s') for w in res['schedstat']['workers_main_thread']]}"
+            f"/{[(w or {}).get('blocked_or_idle_s') for w in res['schedstat']['workers_main_thread']]}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--hosts", type=int, default=500)
+    p.add_argument("--pages", type=int, default=20000)
+    p.add_argument("--page-bytes", type=int, default=10000)
+    p.add_argument("--seeds", type=int, default=10, help="start URLs (roots of the biggest hosts)")
+    p.add_argument("--concurrency", type=int, default=32, help="CONCURRENT_REQUESTS")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="rounds of all configurations (one round of the default web takes "
+                        "12-15 min on 2 shared cores; run the bench again for more)")
+    p.add_argument("--configs", default="stock,cp1,redis,cp2",
+                   help="comma-separated; NAME+SETTING=VALUE adds a setting to one configuration")
+    p.add_argument("--profile", action="store_true",
+                   help="after the timed runs, one py-spy-recorded run of each of --profile-configs")
+    p.add_argument("--profile-configs", default="cp1,cp2,stock")
+    p.add_argument("--profile-only", action="store_true", help="no timed runs")
+    p.add_argument("--no-aof", action="store_true", help="Redis without its AOF (default: AOF on, as embedded)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra Scrapy setting for every run")
+    p.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    p.add_argument("--src", default="HEAD",
+                   help="git revision to benchmark (extracted with git archive), or 'worktree'")
+    a = p.parse_args()
+
+    spec = {"seed": a.seed, "hosts": a.hosts, "pages": a.pages, "page_bytes": a.page_bytes,
+            "latency_ms": 0, "crawl_delay_fraction": 0.0}
+    common = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": a.concurrency,
+              "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0,
+              "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_MIN_DELAY": 0, "RETRY_TIMES": 2}
+    for kv in a.set:
+        k, _, v = kv.partition("=")
+        common[k] = v
+    workdir = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="crawl-bench-"))
+    head = {"machine": machine(), "code": SRC_DESC, "code_dir": str(SRC), "spec": spec, "common_settings": common,
+            "argv": sys.argv, "workdir": str(workdir)}
+    print(json.dumps(head), flush=True)
+    bench = Bench(spec, workdir, a.seeds, common, aof=not a.no_aof)
+    results = []
+    try:
+        warm = bench.warm()
+        print(json.dumps({"reachable": len(bench.reachable), "seeds": len(bench.seeds),
+                          "setup_s": round(bench.setup_s, 1), "warm": warm}), flush=True)
+        names = [c for c in a.configs.split(",") if c]
+        for rnd in range(0 if a.profile_only else a.repeat):
+            for name in names:
+                c = config(name)
+                res = bench.run(name, c["workers"], c["settings"])
+                res["round"] = rnd + 1
+                results.append(res)
+                print(line_of(res), file=sys.stderr, flush=True)
+                print(json.dumps(res), flush=True)
+                if any(res["exit_codes"]) or res["pages"] == 0:
+                    raise SystemExit(f"run {res['run']} failed (exit codes {res['exit_codes']}); "
+                                     f"see {res['dir']}")
+        if a.profile or a.profile_only:
+            for name in a.profile_configs.split(","):
+                c = config(name)
+                res = bench.run(name + "-prof", c["workers"], c["settings"], profile=True)
+                res["round"] = "profile"
+                results.append(res)
+                print(line_of(res), file=sys.stderr, flush=True)
+                print(json.dumps(res), flush=True)
+    finally:
+        bench.close()
+        (workdir / "results.json").write_text(json.dumps({**head, "runs": results}, indent=1))
+    # the side-by-side ratios, per round
+    by_round = defaultdict(dict)
+    for r in results:
+        if r["round"] != "profile":
+            by_round[r["round"]][r["config"]] = r
+    summary = []
+    for rnd, rs in sorted(by_round.items()):
+        def ratio(x, y):
+            ok = x in rs and y in rs and rs[y]["pages_per_s"] > 0
+            return round(rs[x]["pages_per_s"] / rs[y]["pages_per_s"], 3) if ok else None
+        summary.append({"round": rnd, "cp1/stock": ratio("cp1", "stock"),
+                        "redis/stock": ratio("redis", "stock"), "cp1/redis": ratio("cp1", "redis"),
+                        "cp2/stock": ratio("cp2", "stock"), "cp2/cp1": ratio("cp2", "cp1"),
+                        "pages_per_s": {k: v["pages_per_s"] for k, v in rs.items()}})
+    print(json.dumps({"summary": summary}), flush=True)
+    for s in summary:
+        print(s, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
