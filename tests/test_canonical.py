@@ -132,7 +132,7 @@ def test_known_failures_name_their_cause():
         "http://a b/": ("invalid_host", "' '"),
         "http://[1::2]:3:4": ("invalid_port", "3:4"),
         "http://[google.com]": ("invalid_host", "IPv6"),
-        "http://192.168.0.257": ("invalid_host", "192.168.0.257"),
+        "http://127.0.0.257": ("invalid_host", "127.0.0.257"),  # an IPv4 part over 255
         "/relative/path": ("relative", "absolute"),
         "mailto:someone@example.org": ("scheme", "'mailto'"),
     }
