@@ -19,7 +19,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task, threads
 
+from crawlproj.frontier.frontier import Frontier
 from crawlproj.ranker.loop import Ranker, RankerLock
+from crawlproj.redisconn import get_redis
 from crawlproj.stores.common import data_dir
 from crawlproj.stores.linkstore import LinkStore
 
@@ -81,7 +83,8 @@ class RankerExtension:
         """In a thread: hold the lock, and run when due."""
         if not self.lock.hold():
             return
-        leased = self.ranker.frontier.status()["counters"].get("leased", 0)
+        leased = self.ranker.frontier.status()["counters"].get("leased", 0) \
+            if self.every_pages else 0
         due = time.monotonic() - self._last_run >= self.interval or (
             self.every_pages and leased - self._last_leased >= self.every_pages)
         if not due:
@@ -97,9 +100,6 @@ class RankerExtension:
 
 def build(settings):
     """(Ranker, RankerLock) of the crawl the settings name."""
-    from crawlproj.frontier.frontier import Frontier
-    from crawlproj.redisconn import get_redis
-
     redis = get_redis(settings)
     frontier = Frontier.from_settings(settings, redis)
     crawl = settings.get("CRAWL_ID", "default")

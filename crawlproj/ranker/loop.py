@@ -89,8 +89,7 @@ class RankRun:
 class Ranker:
     def __init__(self, frontier, links, damping: float = CHO_DAMPING,
                  cross_host_only: bool = False, tol: float = 1e-6):
-        if getattr(getattr(frontier, "due", None), "config", None) is not None \
-                and getattr(frontier.due.config, "bits", 64) != 64:
+        if frontier.due.config.bits != 64:
             raise CrawlprojError("the ranker needs 64-bit URL fingerprints "
                                  "(DUE_FINGERPRINT_BITS = 64): the link store's node ids")
         self.frontier = frontier
