@@ -119,6 +119,51 @@ def test_return_puts_url_back_without_delay(redis_url):
     assert y.payload == x.payload
 
 
+def test_host_released_at_download_end_url_pending_until_done(redis_url):
+    f = make(redis_url, lease_ttl=0.3)
+    add(f, ["http://a.ex/1", "http://a.ex/2"])
+    (x,) = lease(f)
+    r = release(f, [x], outcome="left:ok")[0]
+    # the host is free for its next URL while the first page is still processed
+    assert (r.leases, r.pending) == (0, 1) and not f.is_empty({0: r})
+    (y,) = lease(f)
+    assert y.payload == b"http://a.ex/2"
+    r = release(f, [x], outcome="done")[0]
+    assert r.pending == 0 and r.stale == 0
+    release(f, [y])
+    time.sleep(0.35)  # nothing pending is left to expire
+    assert lease(f) == [] and "expired" not in f.status()["counters"]
+
+
+def test_pending_url_of_dead_worker_returns_to_its_host(redis_url):
+    f = make(redis_url, lease_ttl=0.3)
+    add(f, ["http://a.ex/1"])
+    (x,) = lease(f)
+    release(f, [x], outcome="left:ok")
+    for _ in range(2):  # renewals keep a pending URL too
+        time.sleep(0.2)
+        f.sync({x.partition: Batch(renew=[(x.host, x.token)])})
+    assert lease(f) == []
+    time.sleep(0.35)  # the worker died before its page was done
+    (y,) = lease(f)
+    assert y.payload == x.payload and y.token != x.token
+    assert f.status()["counters"]["expired"] == 1
+    r = release(f, [x], outcome="done")[0]  # too late: changes nothing
+    assert (r.pending, r.leases) == (0, 1)
+
+
+def test_pending_url_returned_on_shutdown(redis_url):
+    f = make(redis_url)
+    add(f, ["http://a.ex/1", "http://a.ex/2"])
+    (x,) = lease(f)
+    release(f, [x], delay_ms=10_000, outcome="left:ok")
+    release(f, [x], outcome="return")  # Ctrl-C before the page was processed
+    r = lease(f)
+    assert r == []  # the host still waits out its politeness delay
+    st = f.status()
+    assert (st["queued"], st["pages_pending"], st["hosts_waiting"]) == (2, 0, 1)
+
+
 def test_backoff_blocks_failing_host(redis_url):
     f = make(redis_url, backoff_base=0.3, backoff_after=2)
     add(f, [f"http://a.ex/{i}" for i in range(5)])

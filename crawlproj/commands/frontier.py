@@ -62,7 +62,8 @@ class Command(ScrapyCommand):
                   f"  queued URLs      {s['queued']}\n"
                   f"  hosts ready      {s['hosts_ready']}\n"
                   f"  hosts waiting    {s['hosts_waiting']}\n"
-                  f"  hosts leased     {s['hosts_leased']} (leases out)\n"
+                  f"  hosts leased     {s['hosts_leased']} (downloads running)\n"
+                  f"  pages pending    {s['pages_pending']} (downloaded, links not yet in)\n"
                   f"  oldest lease     {'-' if age is None else f'{age:.1f} s'}\n"
                   f"  enqueued {c.get('enqueued', 0)}, duplicates {c.get('duplicates', 0)}, "
                   f"leased {c.get('leased', 0)}, expired leases {c.get('expired', 0)}")

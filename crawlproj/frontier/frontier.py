@@ -80,6 +80,7 @@ class Result:
     leases: int
     queued: int
     bumped: int = 0      # queued URLs whose score a duplicate link changed
+    pending: int = 0     # URLs downloaded, host released, page not yet done
 
 
 class Frontier:
@@ -254,16 +255,18 @@ class Frontier:
         pipe = self.redis.pipeline(transaction=False)
         for p in range(self.partitions):
             pipe.zrange(self.prefix(p) + "leases", 0, 0, withscores=True)
+            pipe.zrange(self.prefix(p) + "pending", 0, 0, withscores=True)
             pipe.hgetall(self.prefix(p) + "stats")
         replies = pipe.execute()
         now = max(r.now_ms for r in results.values())
         oldest = None
         totals: dict[str, int] = {}
         for i in range(self.partitions):
-            first, stats = replies[2 * i], replies[2 * i + 1]
-            if first:
-                deadline = first[0][1]
-                oldest = deadline if oldest is None else min(oldest, deadline)
+            stats = replies[3 * i + 2]
+            for first in replies[3 * i:3 * i + 2]:
+                if first:
+                    deadline = first[0][1]
+                    oldest = deadline if oldest is None else min(oldest, deadline)
             for k, v in stats.items():
                 totals[k.decode()] = totals.get(k.decode(), 0) + int(v)
         ready = sum(r.ready for r in results.values())
@@ -276,10 +279,11 @@ class Frontier:
             "hosts_ready": ready,
             "hosts_waiting": waiting,
             "hosts_leased": sum(r.leases for r in results.values()),
+            "pages_pending": sum(r.pending for r in results.values()),
             "oldest_lease_age_s": None if oldest is None
             else max(0.0, (now - (oldest - self.lease_ttl_ms)) / 1000.0),
             "counters": totals,
         }
 
     def is_empty(self, results: dict[int, Result]) -> bool:
-        return all(r.queued == 0 and r.leases == 0 for r in results.values())
+        return all(r.queued == 0 and r.leases == 0 and r.pending == 0 for r in results.values())

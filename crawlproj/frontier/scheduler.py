@@ -11,8 +11,9 @@ next hosts, which wait here, prefetched, for the engine to pull them.
 The life of a URL in one worker:
     enqueue_request -> buffered -> sync: DUE test-and-set + host back queue
     sync leases host -> prefetched -> next_request hands it to the engine
-    download starts/ends (signals) -> engine done with its output (engine.py)
-    -> release buffered with the politeness delay -> sync: host back on the heap
+    download ends (signal) -> release buffered with the politeness delay
+    -> sync: host back on the heap, the URL still leased (pending)
+    engine done with its output (engine.py) -> sync: links in, then URL done
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class InFlight:
     left: float | None = None         # request left the downloader
     status: int | None = None         # HTTP status of the raw response
     retry_after: float | None = None  # seconds, from a 429/503
+    released: bool = False            # host released at download end
 
 
 def _retry_after(value: bytes | None) -> float | None:
@@ -192,9 +194,16 @@ class FrontierScheduler:
             lease.reached = time.monotonic()
 
     def _left(self, request, spider=None):
+        """The download ended: the host may be contacted again after its
+        politeness delay, counted from now (Mercator §3.1), not from when the
+        page's links are in. The URL itself stays leased until then."""
         lease = self._inflight.get(request)
-        if lease is not None:
-            lease.left = time.monotonic()
+        if lease is None or lease.released:
+            return
+        lease.left = time.monotonic()
+        self._release(lease, *self._politeness(lease, request), keep=True)
+        lease.released = True
+        self._sync()
 
     def _downloaded(self, response, request, spider=None):
         lease = self._inflight.get(request)
@@ -203,11 +212,8 @@ class FrontierScheduler:
             if response.status in (429, 503):
                 lease.retry_after = _retry_after(response.headers.get(b"Retry-After"))
 
-    def _done(self, request):
-        """The engine is finished with request: release its host."""
-        lease = self._inflight.pop(request, None)
-        if lease is None:
-            return  # not ours (robots.txt, or a request from another path)
+    def _politeness(self, lease: InFlight, request) -> tuple[float, str]:
+        """The host's delay before its next contact, and how its download ended."""
         took = (lease.left - lease.reached) if lease.reached and lease.left else 0.0
         request.meta["crawlproj_download_time"] = took
         delay = max(self.min_delay, self.delay_factor * took)
@@ -221,7 +227,18 @@ class FrontierScheduler:
             outcome = "fail"  # connection error, timeout, DNS failure
         else:
             outcome = "ok"
-        self._release(lease, delay, outcome)
+        return delay, outcome
+
+    def _done(self, request):
+        """The engine is finished with request (its links are enqueued): the URL
+        is done; its host too if the download never ended (dropped before it)."""
+        lease = self._inflight.pop(request, None)
+        if lease is None:
+            return  # not ours (robots.txt, or a request from another path)
+        if lease.released:
+            self._release(lease, 0.0, "done")
+        else:
+            self._release(lease, *self._politeness(lease, request))
         self.stats.inc_value("frontier/released")
         self._sync()
 
@@ -233,9 +250,10 @@ class FrontierScheduler:
             batch = self._pending[partition] = Batch()
         return batch
 
-    def _release(self, lease: InFlight, delay: float, outcome: str):
+    def _release(self, lease: InFlight, delay: float, outcome: str, keep: bool = False):
+        """keep: the host only; the URL stays leased (pending) until "done"."""
         self._batch(lease.partition).release.append(
-            (lease.host, lease.token, int(delay * 1000), outcome))
+            (lease.host, lease.token, int(delay * 1000), ("left:" if keep else "") + outcome))
 
     def _renew(self):
         for lease in self._inflight.values():
@@ -261,6 +279,7 @@ class FrontierScheduler:
         URLs, or its earliest next-contact time has come. A poll asks every
         partition: one believed empty may have been filled by another worker.
         """
+        # pages still being processed count: their links may change what is best
         want = 0 if self._closing else self.target - len(self._prefetched) - len(self._inflight)
         if want <= 0:
             return {}

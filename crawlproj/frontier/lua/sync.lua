@@ -11,6 +11,11 @@
 --           by some worker (weak politeness: one connection per host).
 --   idle    ZSET host -> next-contact time (ms); no queued URL, not leased. Kept
 --           until that time passes so a refilled queue still waits its turn.
+-- A host's lease ends when its download ends, but the URL's does not: until the
+-- worker has committed the page's links, the URL stays leased by itself, so
+-- that a worker dying mid-page loses nothing while the host is already back on
+-- the heap (its politeness delay runs from the end of the download):
+--   pending ZSET token -> lease deadline (ms); pend HASH token -> the lease.
 -- and per host:
 --   q:<host> ZSET fingerprint -> score (lower = sooner): the host's back queue.
 --   p:<host> HASH fingerprint -> payload: the queued requests themselves.
@@ -35,16 +40,20 @@
 --            first: the score instead, if this is the first URL of a host the
 --            crawl never saw (WebCrawler's host-first order); '' = no such rule
 --   release: host, token, delay_ms, outcome                     (4 each)
---            outcome: ok | fail | block:<ms> | return
+--            outcome: ok | fail | block:<ms>: the download ended and the
+--            page is done; left:ok | left:fail | left:block:<ms>: the download
+--            ended, the URL stays pending until its page is done; done: the
+--            pending URL's page is done; return: give the URL back unfetched
 --   renew:   host, token                                        (2 each)
 --   lease:   n (how many hosts to lease)
 -- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts being
 --   added, duplicates, stale, expired, next_ready_ms, heap, ready, leases, queued,
---   bumped
+--   bumped, pending
 
 local P = KEYS[1]
 local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .. 'lease'
 local IDLE, FAILS, STATS = P .. 'idle', P .. 'fails', P .. 'stats'
+local PENDING, PEND = P .. 'pending', P .. 'pend'
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -75,12 +84,27 @@ local function wake_host(host)
 end
 
 -- Give a leased URL back to its host's queue (worker gone or shutting down).
--- A lease is {token, score, payload, fingerprint}.
+-- A lease is {token, score, payload, fingerprint}; pending ones add the host.
 local function requeue(host, lease)
   local l = cmsgpack.unpack(lease)
   if redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
     redis.call('HSET', payloads(host), l[4], l[3])
     queued_delta = queued_delta + 1
+  end
+  return tonumber(l[2])
+end
+
+-- A pending URL (its host already released) goes back to its host's queue;
+-- the host, in whatever state, must then offer it.
+local function requeue_pending(token, lease)
+  local host = cmsgpack.unpack(lease)[5]
+  local score = requeue(host, lease)
+  redis.call('HDEL', PEND, token)
+  redis.call('ZREM', PENDING, token)
+  if redis.call('ZSCORE', READY, host) then
+    redis.call('ZADD', READY, 'LT', score, host)
+  else
+    wake_host(host)
   end
 end
 
@@ -141,28 +165,46 @@ n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
   local host, token, delay, outcome = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
   i = i + 4
+  local keep = string.sub(outcome, 1, 5) == 'left:'
+  if keep then outcome = string.sub(outcome, 6) end
   local lease = redis.call('HGET', LEASE, host)
-  if not lease or cmsgpack.unpack(lease)[1] ~= token then
-    stale = stale + 1  -- our lease had expired; whoever holds it now keeps it
+  if outcome == 'done' then
+    -- the page's links came in section 1 of this or an earlier call; a URL no
+    -- longer pending expired meanwhile and went back to its queue
+    if redis.call('HDEL', PEND, token) == 1 then redis.call('ZREM', PENDING, token) end
+  elseif not lease or cmsgpack.unpack(lease)[1] ~= token then
+    local held = outcome == 'return' and redis.call('HGET', PEND, token)
+    if held then
+      requeue_pending(token, held)
+    else
+      stale = stale + 1  -- our lease had expired; whoever holds it now keeps it
+    end
   else
     if outcome == 'return' then
       requeue(host, lease)
       delay = 0
-    elseif outcome == 'ok' then
-      redis.call('HDEL', FAILS, host)
     else
-      -- fail: a connection failure; block:<ms>: 429/503 (Retry-After or not)
-      local fails = redis.call('HINCRBY', FAILS, host, 1)
-      local wait = 0
-      local block = string.match(outcome, '^block:(%d+)$')
-      if block and tonumber(block) > 0 then
-        wait = tonumber(block)
-      elseif block or fails >= backoff_after then
-        local k = block and fails or (fails - backoff_after + 1)
-        wait = backoff_base * 2 ^ (k - 1)
+      if outcome == 'ok' then
+        redis.call('HDEL', FAILS, host)
+      else
+        -- fail: a connection failure; block:<ms>: 429/503 (Retry-After or not)
+        local fails = redis.call('HINCRBY', FAILS, host, 1)
+        local wait = 0
+        local block = string.match(outcome, '^block:(%d+)$')
+        if block and tonumber(block) > 0 then
+          wait = tonumber(block)
+        elseif block or fails >= backoff_after then
+          local k = block and fails or (fails - backoff_after + 1)
+          wait = backoff_base * 2 ^ (k - 1)
+        end
+        if wait > backoff_max then wait = backoff_max end
+        if wait > delay then delay = wait end
       end
-      if wait > backoff_max then wait = backoff_max end
-      if wait > delay then delay = wait end
+      if keep then
+        local l = cmsgpack.unpack(lease)
+        redis.call('HSET', PEND, token, cmsgpack.pack({l[1], l[2], l[3], l[4], host}))
+        redis.call('ZADD', PENDING, now + ttl, token)
+      end
     end
     unlease(host, delay)
   end
@@ -176,6 +218,8 @@ for _ = 1, n do
   local lease = redis.call('HGET', LEASE, host)
   if lease and cmsgpack.unpack(lease)[1] == token then
     redis.call('ZADD', LEASES, 'XX', now + ttl, host)
+  else
+    redis.call('ZADD', PENDING, 'XX', now + ttl, token)
   end
 end
 
@@ -187,6 +231,10 @@ if want > 0 then
   for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
     requeue(host, redis.call('HGET', LEASE, host))
     unlease(host, 0)
+    expired = expired + 1
+  end
+  for _, token in ipairs(redis.call('ZRANGEBYSCORE', PENDING, '-inf', now, 'LIMIT', 0, 1000)) do
+    requeue_pending(token, redis.call('HGET', PEND, token))
     expired = expired + 1
   end
   for _, host in ipairs(redis.call('ZRANGEBYSCORE', HEAP, '-inf', now, 'LIMIT', 0, 1000)) do
@@ -227,11 +275,14 @@ local next_ready = -1
 local first = redis.call('ZRANGE', HEAP, 0, 0, 'WITHSCORES')
 if first[2] then next_ready = tonumber(first[2]) end
 if redis.call('ZCARD', READY) > 0 then next_ready = now end
-local first_lease = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
-if first_lease[2] and (next_ready < 0 or tonumber(first_lease[2]) < next_ready) then
-  next_ready = tonumber(first_lease[2])  -- an expiry may free work then
+for _, held in ipairs({LEASES, PENDING}) do
+  local first_lease = redis.call('ZRANGE', held, 0, 0, 'WITHSCORES')
+  if first_lease[2] and (next_ready < 0 or tonumber(first_lease[2]) < next_ready) then
+    next_ready = tonumber(first_lease[2])  -- an expiry may free work then
+  end
 end
 
 return {now, out, {added, dups, stale, expired, next_ready,
                    redis.call('ZCARD', HEAP), redis.call('ZCARD', READY),
-                   redis.call('ZCARD', LEASES), queued, bumped}}
+                   redis.call('ZCARD', LEASES), queued, bumped,
+                   redis.call('ZCARD', PENDING)}}

@@ -1,0 +1,51 @@
+"""Requests to msgpack and back: callbacks by name, meta kept, never pickle."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+from scrapy import Request, Spider
+
+from crawlproj.frontier import codec
+
+
+class S(Spider):
+    name = "s"
+
+    def parse(self, response):
+        yield from ()
+
+    def parse_other(self, response):
+        yield from ()
+
+    def failed(self, failure):
+        return None
+
+
+def test_round_trip_keeps_what_describes_the_url():
+    spider = S()
+    r = Request("http://a.ex/p?q=1", callback=spider.parse_other, errback=spider.failed,
+                meta={"depth": 3, "crawl_delay": 2.5, "download_slot": "a.ex",
+                      "frontier_score": 1.0, "not_data": object()},
+                headers={"Referer": "http://a.ex/"}, priority=4, dont_filter=True)
+    back = codec.decode(codec.encode(r, spider), spider)
+    assert back.url == r.url and back.priority == 4 and back.dont_filter
+    assert back.meta == {"depth": 3, "crawl_delay": 2.5}  # transient and unpackable keys dropped
+    assert back.headers[b"Referer"] == b"http://a.ex/"
+    assert back.callback == spider.parse_other and back.errback == spider.failed
+
+
+def test_default_callback_stays_none_and_named_ones_are_one_object():
+    spider = S()
+    plain = codec.encode(Request("http://a.ex/1"), spider)
+    assert "callback" not in msgpack.unpackb(plain)
+    assert codec.decode(plain, spider).callback is None  # Scrapy calls spider._parse
+    other = codec.encode(Request("http://a.ex/2", callback=spider.parse_other), spider)
+    # one bound method per spider, so Scrapy's per-callable checks are cached
+    assert codec.decode(other, spider).callback is codec.decode(other, spider).callback
+
+
+def test_unknown_callback_is_a_clear_error():
+    payload = msgpack.packb({"url": "http://a.ex/", "callback": "gone"})
+    with pytest.raises(ValueError, match="'gone' not found"):
+        codec.decode(payload, S())
