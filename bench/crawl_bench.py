@@ -20,8 +20,10 @@ but for the scheduler:
 
 The configurations run interleaved (stock cp1 redis cp2 stock cp1 ...), each
 --repeat times; the machine is shared, so the ratios within one round are the
-figures that count. Items are built by the spider and dropped (no feed, no
-pipeline) in every configuration.
+figures that count. Items are built by the spider and dropped in every
+configuration: the stores (pipelines, the record and content-seen
+middlewares) and the ranker are switched off (STORES_OFF below), so that the
+runs compare schedulers; bench/stores_bench.py measures the stores.
 
 Measured per run:
 * pages: requests the simulated web logged during the run (robots.txt not
@@ -254,6 +256,17 @@ def scrapy_stats(log_text: str) -> dict:
 # ---------------------------------------------------------------------------
 # Configurations
 # ---------------------------------------------------------------------------
+
+# Every run: no stores, no content-seen test, no ranker; robots.txt as the
+# project does it (Crawl-delay handed to the frontier).
+STORES_OFF = {
+    "ITEM_PIPELINES": "{}",
+    "CONTENTSEEN_ENABLED": "False",
+    "RANKER_ENABLED": "False",
+    "DOWNLOADER_MIDDLEWARES": json.dumps({
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+        "middlewares.robots.CrawlDelayRobotsTxtMiddleware": 100}),
+}
 
 CONFIGS = {
     "stock": dict(workers=1, settings={
@@ -723,7 +736,8 @@ def main() -> None:
             "latency_ms": 0, "crawl_delay_fraction": 0.0}
     common = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": a.concurrency,
               "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0,
-              "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_MIN_DELAY": 0, "RETRY_TIMES": 2}
+              "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_MIN_DELAY": 0, "RETRY_TIMES": 2,
+              **STORES_OFF}
     for kv in a.set:
         k, _, v = kv.partition("=")
         common[k] = v

@@ -52,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from crawl_bench import SRC_DESC, Bench, loadavg, machine  # noqa: E402  (sets up the code under test)
+from crawl_bench import SRC_DESC, STORES_OFF, Bench, loadavg, machine  # noqa: E402  (sets up the code under test)
 
 from crawlproj.simweb import checks  # noqa: E402
 
@@ -200,7 +200,8 @@ def main() -> None:
             "page_bytes": a.page_bytes, "latency_ms": lat, "crawl_delay_fraction": 0.0}
     common = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": a.concurrency,
               "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0,
-              "FRONTIER_DELAY_FACTOR": a.factor, "FRONTIER_MIN_DELAY": 0, "RETRY_TIMES": 0}
+              "FRONTIER_DELAY_FACTOR": a.factor, "FRONTIER_MIN_DELAY": 0, "RETRY_TIMES": 0,
+              **STORES_OFF}
     workdir = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="politeness-bench-"))
     head = {"machine": machine(), "code": SRC_DESC, "spec": spec, "settings": common,
             "workers": a.workers, "argv": sys.argv, "workdir": str(workdir)}

@@ -49,3 +49,28 @@ def test_unknown_callback_is_a_clear_error():
     payload = msgpack.packb({"url": "http://a.ex/", "callback": "gone"})
     with pytest.raises(ValueError, match="'gone' not found"):
         codec.decode(payload, S())
+
+
+def test_referer_is_stored_as_a_tail_of_the_url():
+    spider = S()
+    r = Request("http://h1.sim.test/p/004567.html", meta={"depth": 3},
+                headers={"Referer": "http://h1.sim.test/p/001234.html", "X-A": "1"})
+    payload = codec.encode(r, spider)
+    d = msgpack.unpackb(payload)
+    assert d["r"] == [len("http://h1.sim.test/p/00"), b"1234.html"]
+    plain = Request(r.url, meta={"depth": 3}, headers={"Referer": "http://h1.sim.test/p/001234.html"})
+    assert len(codec.encode(plain, spider)) == len(r.url) + 30  # URL, depth, 9-byte tail, framing
+    back = codec.decode(payload, spider)
+    assert back.headers[b"Referer"] == b"http://h1.sim.test/p/001234.html"
+    assert back.headers[b"X-A"] == b"1" and back.meta == {"depth": 3}
+    # another host's page: the whole Referer is the tail
+    r = Request("https://b.ex/", headers={"Referer": "http://a.ex/x"})
+    assert codec.decode(codec.encode(r, spider), spider).headers[b"Referer"] == b"http://a.ex/x"
+
+
+def test_payloads_with_full_field_names_are_read():
+    payload = msgpack.packb({"url": "http://a.ex/", "meta": {"depth": 1},
+                             "headers": {b"Referer": [b"http://a.ex/r"]}}, use_bin_type=True)
+    back = codec.decode(payload, S())
+    assert (back.url, back.meta, back.headers[b"Referer"]) == ("http://a.ex/", {"depth": 1},
+                                                              b"http://a.ex/r")

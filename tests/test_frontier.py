@@ -311,3 +311,21 @@ def test_duplicate_links_bump_a_queued_url(redis_url):
     release(f, first)
     assert [(x.payload, x.score) for x in lease(f)] == [(b"http://a.ex/1", -1.0)]
     assert f.status()["counters"]["bumped"] == 2
+
+
+def test_links_in_one_call_are_queued_once_and_bumped(redis_url):
+    """Several pages' links in one sync (group commit): a URL linked twice is
+    queued once and its second link still counts; a retry of a queued URL
+    keeps its place and payload."""
+    f = make(redis_url)
+    e = [f.entry(host_of(u), u, -1, f"{u} #{k}".encode(), bump=-1)
+         for k, u in enumerate(["http://a.ex/1", "http://a.ex/2", "http://a.ex/1",
+                                "http://b.ex/1", "http://a.ex/1"])]
+    e.append(f.entry("a.ex", "http://a.ex/2", 9, b"retry", force=True))
+    r = f.sync({0: Batch(enqueue=e)})[0]
+    assert (r.added, r.duplicates, r.bumped, r.queued) == (3, 3, 2, 3)
+    got = lease(f)
+    assert [(x.payload, x.score) for x in got] == [(b"http://a.ex/1 #0", -3.0),
+                                                   (b"http://b.ex/1 #3", -1.0)]
+    release(f, got)
+    assert [(x.payload, x.score) for x in lease(f)] == [(b"http://a.ex/2 #1", -1.0)]

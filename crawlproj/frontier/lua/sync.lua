@@ -120,9 +120,13 @@ local function unlease(host, delay_ms)
   end
 end
 
--- 1. enqueue: the DUE test-and-set, then the host's back queue.
+-- 1. enqueue: the DUE test-and-set, then the host's back queue. New URLs are
+--    gathered per host and written with one ZADD and one HSET per host: with
+--    the AOF on, every write command is also a record to append, and most of
+--    a page's new links share its host.
 local n = tonumber(ARGV[i]); i = i + 1
 local touched = {}
+local groups = {}  -- host -> {members = {score, fp, ...}, fields = {fp, payload, ...}, at = {fp -> index}}
 for _ = 1, n do
   local host, fp, aux, score, payload, force, bump, first =
     ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6],
@@ -130,26 +134,51 @@ for _ = 1, n do
   i = i + 8
   local best = nil
   local new = due_test_and_set(P, fp, aux)  -- crawlproj/due/lua/seen.lua
-  if new or force == '1' then
+  local g = groups[host]
+  local at = g and g.at[fp]  -- queued by this very call (then it is not new)
+  if not at and (new or force == '1') then
     if first ~= '' and redis.call('SADD', HOSTS, host) == 1 then score = first end
-    if redis.call('ZADD', queue(host), 'NX', score, fp) == 1 then
-      redis.call('HSET', payloads(host), fp, payload)
+    -- a forced URL (a retry) may still be queued: it keeps its place
+    if new or not redis.call('ZSCORE', queue(host), fp) then
+      if not g then
+        g = {members = {}, fields = {}, at = {}}
+        groups[host] = g
+      end
+      local m, f = g.members, g.fields
+      best = tonumber(score)
+      m[#m + 1] = best
+      m[#m + 1] = fp
+      g.at[fp] = #m - 1
+      f[#f + 1] = fp
+      f[#f + 1] = payload
       queued_delta = queued_delta + 1
       added = added + 1
-      best = tonumber(score)
     end
   else
     dups = dups + 1
     if bump ~= '0' then
-      -- XX: only a URL still queued gains; one being fetched or done does not
-      local s = redis.call('ZADD', queue(host), 'XX', 'INCR', bump, fp)
-      if s then
+      if at then
+        g.members[at] = g.members[at] + tonumber(bump)
         bumped = bumped + 1
-        best = tonumber(s)
+        best = g.members[at]
+      else
+        -- XX: only a URL still queued gains; one being fetched or done does not
+        local sc = redis.call('ZADD', queue(host), 'XX', 'INCR', bump, fp)
+        if sc then
+          bumped = bumped + 1
+          best = tonumber(sc)
+        end
       end
     end
   end
   if best and (touched[host] == nil or best < touched[host]) then touched[host] = best end
+end
+for host, g in pairs(groups) do
+  local m, f = g.members, g.fields
+  for j = 1, #m, 4000 do  -- unpack() is bounded by Lua's C stack
+    redis.call('ZADD', queue(host), unpack(m, j, math.min(j + 3999, #m)))
+    redis.call('HSET', payloads(host), unpack(f, j, math.min(j + 3999, #f)))
+  end
 end
 for host, best in pairs(touched) do
   if redis.call('ZSCORE', READY, host) then
