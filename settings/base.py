@@ -160,6 +160,10 @@ CONTENTSEEN_NEAR_THRESHOLD = 0.9
 # How many hosts a worker leases per round trip (prefetch). None = derived from
 # CONCURRENT_REQUESTS.
 FRONTIER_PREFETCH = None
+# A worker with this many downloaded pages still waiting for its CPU (parse,
+# links) leases no more hosts until it catches up, so that hosts it could not
+# serve soon go to another worker instead of queueing here.
+FRONTIER_MAX_BACKLOG = 8
 
 # Close the worker when the frontier is empty and no leases are out anywhere;
 # False keeps waiting for new URLs (continuous crawls). [Mercator §2: background
@@ -257,7 +261,10 @@ ITEM_PIPELINES = {
 
 EXTENSIONS = {
     "crawlproj.ranker.extension.RankerExtension": 500,
+    # start-up objects out of the garbage collector's way (crawlproj/gcfreeze.py)
+    "crawlproj.gcfreeze.GCFreeze": 100,
 }
+GC_FREEZE = True
 SPIDER_MIDDLEWARES = {
     # where each link was found (parent's score, its number of links, its host):
     # what the importance prioritizers score a new URL by

@@ -85,6 +85,8 @@ class FrontierScheduler:
         self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH", 2083)
         prefetch = s.get("FRONTIER_PREFETCH")
         self.target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS", 16) + 8
+        self.max_backlog = s.getint("FRONTIER_MAX_BACKLOG", 8)
+        self._backlog = 0  # leases whose download ended and page is not done
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.spider = None
         self._pending: dict[int, Batch] = {}
@@ -141,6 +143,7 @@ class FrontierScheduler:
                 self._release(lease, 0.0, "return")
                 self.stats.inc_value("frontier/returned")
             self._inflight.clear()
+            self._backlog = 0
             try:
                 if self._pending:
                     batches, self._pending = self._pending, {}
@@ -203,6 +206,7 @@ class FrontierScheduler:
         lease.left = time.monotonic()
         self._release(lease, *self._politeness(lease, request), keep=True)
         lease.released = True
+        self._backlog += 1
         self._sync()
 
     def _downloaded(self, response, request, spider=None):
@@ -236,6 +240,7 @@ class FrontierScheduler:
         if lease is None:
             return  # not ours (robots.txt, or a request from another path)
         if lease.released:
+            self._backlog -= 1
             self._release(lease, 0.0, "done")
         else:
             self._release(lease, *self._politeness(lease, request))
@@ -279,8 +284,10 @@ class FrontierScheduler:
         URLs, or its earliest next-contact time has come. A poll asks every
         partition: one believed empty may have been filled by another worker.
         """
-        # pages still being processed count: their links may change what is best
-        want = 0 if self._closing else self.target - len(self._prefetched) - len(self._inflight)
+        # pages still being processed count: their links may change what is best;
+        # and a worker behind on its pages (CPU-bound) leaves hosts to others
+        want = 0 if self._closing or self._backlog >= self.max_backlog \
+            else self.target - len(self._prefetched) - len(self._inflight)
         if want <= 0:
             return {}
         parts = list(range(self.frontier.partitions))
