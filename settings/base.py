@@ -144,6 +144,11 @@ DUE_BLOOM_ERROR_RATE = 1e-7
 DUE_STRIP_PARAMS = None
 # Parameter name prefixes removed likewise; None = ["utm_"].
 DUE_STRIP_PARAM_PREFIXES = None
+# Each worker's cache of fingerprints it sent lately, in front of the shared
+# DUE (Mercator §3.2's cache of popular URLs): a hit is dropped without a
+# payload or a trip to Redis. Entries; 0 = off. Not used for links whose
+# duplicates count (backlinks, opic and pagerank prioritizers: bumps).
+DUE_CACHE_SIZE = 2 ** 16
 
 # The content-seen test [Mercator §3, step 4]: a fingerprint of each 2xx body
 # (whitespace-normalised for text) is tested in Redis; a document already seen

@@ -329,3 +329,28 @@ def test_links_in_one_call_are_queued_once_and_bumped(redis_url):
                                                    (b"http://b.ex/1 #3", -1.0)]
     release(f, got)
     assert [(x.payload, x.score) for x in lease(f)] == [(b"http://a.ex/2 #1", -1.0)]
+
+
+def test_recent_urls_cache_is_least_recently_seen_first_out():
+    from crawlproj.frontier.admission import RecentURLs
+    c = RecentURLs(2)
+    assert [c.seen(x) for x in (1, 2, 1, 3)] == [False, False, True, False]
+    assert c.seen(1) and not c.seen(2)  # 2 was the least recent when 3 came
+
+
+def test_admission_drops_recent_duplicates_unless_they_count(redis_url):
+    from scrapy import Request
+
+    from crawlproj.frontier.admission import RecentURLs
+    from crawlproj.prioritizers.links import BacklinkCount
+    f = make(redis_url)
+    recent = RecentURLs(100)
+    bfs = BreadthFirst()
+    assert admit(f, bfs, Request("http://a.ex/1"), None, 2083, recent) is not None
+    # the same URL again, in another spelling: dropped in the worker
+    assert admit(f, bfs, Request("http://A.EX:80/1#x"), None, 2083, recent) is None
+    # a retry (dont_filter) and a duplicate that bumps a score still go out
+    assert admit(f, bfs, Request("http://a.ex/1", dont_filter=True), None, 2083, recent)
+    links = BacklinkCount()
+    r = Request("http://a.ex/1", meta={"link_context": (None, 1, "b.ex")})
+    assert links.bump(r) != 0 and admit(f, links, r, None, 2083, recent) is not None

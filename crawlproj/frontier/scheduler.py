@@ -32,7 +32,7 @@ from twisted.internet import reactor, threads
 from twisted.internet.defer import Deferred, succeed
 
 from crawlproj.frontier import codec, engine
-from crawlproj.frontier.admission import Refused, admit
+from crawlproj.frontier.admission import RecentURLs, Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.redisconn import get_redis
@@ -42,6 +42,11 @@ logger = logging.getLogger(__name__)
 # How often a worker with nothing to do asks the frontier again when other
 # workers hold leases (their pages may bring new URLs). Seconds.
 POLL_INTERVAL = 0.25
+# How often a worker with room for more asks while hosts are leased anywhere.
+# A leased host comes back at the end of each download and goes to whichever
+# worker asks first; asking often lets a crawl's last few big hosts spread
+# over the workers instead of staying with the one that happens to hold them.
+HUNGRY_POLL = 0.05
 
 
 @dataclass
@@ -86,6 +91,8 @@ class FrontierScheduler:
         prefetch = s.get("FRONTIER_PREFETCH")
         self.target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS", 16) + 8
         self.max_backlog = s.getint("FRONTIER_MAX_BACKLOG", 8)
+        cache = s.getint("DUE_CACHE_SIZE", 2 ** 16)
+        self.recent = RecentURLs(cache) if cache > 0 else None
         self._backlog = 0  # leases whose download ended and page is not done
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.spider = None
@@ -167,12 +174,16 @@ class FrontierScheduler:
     def enqueue_request(self, request) -> bool:
         request.meta.pop("crawlproj_lease", None)
         try:
-            p, entry = admit(self.frontier, self.prioritizer, request, self.spider,
-                             self.max_url_length)
+            admitted = admit(self.frontier, self.prioritizer, request, self.spider,
+                             self.max_url_length, self.recent)
         except Refused as exc:
             logger.warning("Frontier refused %s: %s", request.url[:200], exc.message)
             self.stats.inc_value(f"frontier/refused/{exc.reason}")
             return False
+        if admitted is None:
+            self.stats.inc_value("frontier/recent_duplicates")
+            return False
+        p, entry = admitted
         self._batch(p).enqueue.append(entry)
         self.stats.inc_value("frontier/enqueue_requests")
         if self._timer is None or not self._timer.active():
@@ -397,6 +408,10 @@ class FrontierScheduler:
             return  # nothing anywhere: the engine will close us
         else:
             delay = POLL_INTERVAL
+        if self._backlog < self.max_backlog \
+                and len(self._prefetched) + len(self._inflight) < self.target // 2 \
+                and any(r.leases or r.pending for r in self._results.values()):
+            delay = min(delay, HUNGRY_POLL)
         self._timer = reactor.callLater(delay, self._poll)
 
     def _summary(self) -> str:
