@@ -74,3 +74,20 @@ def test_payloads_with_full_field_names_are_read():
     back = codec.decode(payload, S())
     assert (back.url, back.meta, back.headers[b"Referer"]) == ("http://a.ex/", {"depth": 1},
                                                               b"http://a.ex/r")
+
+
+@pytest.mark.parametrize("url,stored", [
+    ("http://h1.sim.test/p/1.html", "/p/1.html"),
+    ("https://h1.sim.test/?q=1", "/?q=1"),
+    ("http://h1.sim.test", ""),
+    ("http://h1.sim.test.evil.ex/", "http://h1.sim.test.evil.ex/"),  # not the host
+    ("http://h1.sim.test#top", "http://h1.sim.test#top"),
+])
+def test_url_kept_without_its_host(url, stored):
+    spider = S()
+    payload = codec.encode(Request(url), spider, "h1.sim.test")
+    assert msgpack.unpackb(payload)["u"] == stored
+    assert codec.decode(payload, spider, "h1.sim.test").url == Request(url).url
+    if stored != url:
+        with pytest.raises(ValueError, match="needs its host"):
+            codec.decode(payload, spider)

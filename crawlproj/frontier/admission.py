@@ -110,7 +110,7 @@ def admit(frontier, prioritizer, request, spider, max_length: int,
     if not math.isfinite(score):
         score = 1e300
     first = prioritizer.first_score(request) if hasattr(prioritizer, "first_score") else None
-    entry = frontier.entry(host, request.url, score, codec.encode(request, spider),
+    entry = frontier.entry(host, request.url, score, codec.encode(request, spider, host),
                            force=request.dont_filter, fp=fp, bump=bump,
                            first=first if first is None or math.isfinite(first) else None)
     return frontier.partition_of(host), entry

@@ -10,8 +10,9 @@ loudly here and nowhere else.
 2. on_request_done(): a request is done for the frontier when the engine has
    downloaded it AND the scraper has finished with its output (links enqueued,
    items through the pipelines): that is when the engine removes it from its
-   in-progress set. Releasing the host only then means a worker that dies
-   mid-page has its URL re-crawled, never its links lost.
+   in-progress set. The URL's lease ends only then (its host's ended with the
+   download), so a worker that dies mid-page has its URL re-crawled, never its
+   links lost.
 """
 
 from __future__ import annotations

@@ -359,7 +359,7 @@ class FrontierScheduler:
             self._received[p] = received
             for leased in r.leased:
                 try:
-                    request = codec.decode(leased.payload, self.spider)
+                    request = codec.decode(leased.payload, self.spider, leased.host)
                 except Exception as exc:  # a payload no worker can read: drop it, say so
                     logger.error("Frontier: unreadable queued request on %s dropped: %s",
                                  leased.host, exc)
