@@ -168,7 +168,7 @@ FRONTIER_PREFETCH = None
 # A worker with this many downloaded pages still waiting for its CPU (parse,
 # links) leases no more hosts until it catches up, so that hosts it could not
 # serve soon go to another worker instead of queueing here.
-FRONTIER_MAX_BACKLOG = 8
+FRONTIER_MAX_BACKLOG = 4
 
 # Close the worker when the frontier is empty and no leases are out anywhere;
 # False keeps waiting for new URLs (continuous crawls). [Mercator §2: background

@@ -90,7 +90,7 @@ class FrontierScheduler:
         self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH", 2083)
         prefetch = s.get("FRONTIER_PREFETCH")
         self.target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS", 16) + 8
-        self.max_backlog = s.getint("FRONTIER_MAX_BACKLOG", 8)
+        self.max_backlog = s.getint("FRONTIER_MAX_BACKLOG", 4)
         cache = s.getint("DUE_CACHE_SIZE", 2 ** 16)
         self.recent = RecentURLs(cache) if cache > 0 else None
         self._backlog = 0  # leases whose download ended and page is not done
