@@ -155,6 +155,9 @@ class Frontier:
         """Send each partition's batch; all in one pipeline, one round trip."""
         if self._sha is None:
             self._sha = self.redis.script_load(SYNC_LUA)
+            # the seen test needs the crawl's DUE set up, even when the entries
+            # were built by another Frontier object (a bench, a tool)
+            self.due.config  # noqa: B018
         parts = list(batches)
         pipe = self.redis.pipeline(transaction=False)
         for p in parts:

@@ -70,17 +70,15 @@ local HOSTS = P .. 'hosts'  -- hosts seen, kept only for host-first orders
 local queued_delta = 0
 local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
 
--- A host that just got a URL and is in no state yet goes on the heap, at the
--- time its politeness delay ends (remembered in idle) or now.
+-- A host that just got a URL and is not ready goes on the heap, at the time
+-- its politeness delay ends (remembered in idle) or now; one leased or already
+-- on the heap stays as it is (ZADD NX). Callers have checked ready.
 local function wake_host(host)
-  if redis.call('ZSCORE', READY, host) or redis.call('ZSCORE', HEAP, host)
-     or redis.call('ZSCORE', LEASES, host) then
-    return
-  end
+  if redis.call('ZSCORE', LEASES, host) then return end
   local at = tonumber(redis.call('ZSCORE', IDLE, host) or 0)
+  if at > 0 then redis.call('ZREM', IDLE, host) end
   if at < now then at = now end
-  redis.call('ZREM', IDLE, host)
-  redis.call('ZADD', HEAP, at, host)
+  redis.call('ZADD', HEAP, 'NX', at, host)
 end
 
 -- Give a leased URL back to its host's queue (worker gone or shutting down).
