@@ -194,6 +194,8 @@ def main() -> None:
     p.add_argument("--out", default=None)
     p.add_argument("--control", action="store_true",
                    help="also crawl the same web with stock Scrapy (no politeness): the engine's ceiling")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra Scrapy setting for every run")
     a = p.parse_args()
     lat = [float(x) for x in a.latency_ms.split("-")] if "-" in a.latency_ms else float(a.latency_ms)
     spec = {"seed": a.seed, "hosts": a.hosts, "pages": a.pages, "host_zipf": a.host_zipf,
@@ -202,6 +204,9 @@ def main() -> None:
               "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0,
               "FRONTIER_DELAY_FACTOR": a.factor, "FRONTIER_MIN_DELAY": 0, "RETRY_TIMES": 0,
               **STORES_OFF}
+    for kv in a.set:
+        k, _, v = kv.partition("=")
+        common[k] = v
     workdir = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="politeness-bench-"))
     head = {"machine": machine(), "code": SRC_DESC, "spec": spec, "settings": common,
             "workers": a.workers, "argv": sys.argv, "workdir": str(workdir)}
