@@ -34,7 +34,6 @@ The Redis server's CPU (/proc) is reported per phase.
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import os
 import platform
@@ -46,32 +45,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def source_tree(argv: list[str]) -> tuple[Path, str]:
-    """--src REV (default HEAD): the code under test, extracted with git archive
-    (edits to the work tree during the run cannot change it); 'worktree' = as is."""
-    rev = "HEAD"
-    for i, arg in enumerate(argv):
-        if arg == "--src" and i + 1 < len(argv):
-            rev = argv[i + 1]
-        elif arg.startswith("--src="):
-            rev = arg.split("=", 1)[1]
-    if rev == "worktree":
-        return ROOT, "worktree"
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True,
-                            text=True, check=True).stdout.strip()
-    dest = Path(tempfile.mkdtemp(prefix=f"crawlproj-{commit[:10]}-"))
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True,
-                             check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    atexit.register(shutil.rmtree, dest, ignore_errors=True)
-    return dest, commit
-
-
-SRC, SRC_DESC = source_tree(sys.argv)
-sys.path.insert(0, str(SRC))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the code under test (--src) and the helpers every bench shares
+from crawl_bench import SRC, SRC_DESC, flush_sync, proc_cpu  # noqa: E402
 
 import msgpack  # noqa: E402
 import redis  # noqa: E402
@@ -84,25 +60,6 @@ from crawlproj.frontier.frontier import Batch, Frontier  # noqa: E402
 from crawlproj.prioritizers import load_prioritizer  # noqa: E402
 from crawlproj.simweb import SimWeb  # noqa: E402
 from crawlproj.spiders.web import WebSpider  # noqa: E402
-
-CLK = os.sysconf("SC_CLK_TCK")
-
-
-def flush_sync(r) -> None:
-    """FLUSHALL SYNC, then wait for lazy frees: Valkey frees a plain FLUSHALL in
-    the background (lazyfree-lazy-user-flush), which would skew used_memory."""
-    r.execute_command("FLUSHALL", "SYNC")
-    for _ in range(200):
-        if not r.info("memory").get("lazyfree_pending_objects"):
-            return
-        time.sleep(0.05)
-
-
-def proc_cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
-
 
 class _Crawler:
     """Just enough of a crawler for load_prioritizer (bfs reads request meta)."""
