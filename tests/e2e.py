@@ -51,6 +51,7 @@ class Workers:
             except subprocess.TimeoutExpired:
                 self.kill_all()
                 raise AssertionError(f"workers did not finish; logs in {self.tmp}") from None
+        self.sw.settle_log()  # the web's request log has every request of the crawl
         return codes
 
     def kill_all(self):

@@ -186,9 +186,7 @@ class FrontierScheduler:
         p, entry = admitted
         self._batch(p).enqueue.append(entry)
         self.stats.inc_value("frontier/enqueue_requests")
-        if self._timer is None or not self._timer.active():
-            # links of one page arrive one by one: flush them together
-            self._timer = reactor.callLater(0.005, self._sync)
+        self._soon()  # links of one page arrive one by one: send them together
         return True
 
     def next_request(self):
@@ -215,10 +213,14 @@ class FrontierScheduler:
         if lease is None or lease.released:
             return
         lease.left = time.monotonic()
-        self._release(lease, *self._politeness(lease, request), keep=True)
+        delay, outcome = self._politeness(lease, request)
+        self._release(lease, delay, outcome, keep=True)
         lease.released = True
         self._backlog += 1
-        self._sync()
+        if delay > 0:
+            self._soon()  # nobody may contact the host yet: ride with the page's links
+        else:
+            self._sync()
 
     def _downloaded(self, response, request, spider=None):
         lease = self._inflight.get(request)
@@ -265,6 +267,14 @@ class FrontierScheduler:
         if batch is None:
             batch = self._pending[partition] = Batch()
         return batch
+
+    def _soon(self, within: float = 0.005):
+        """Sync within a few ms: what comes in meanwhile goes in the same call."""
+        if self._timer is not None and self._timer.active():
+            if self._timer.getTime() - reactor.seconds() <= within:
+                return
+            self._timer.cancel()
+        self._timer = reactor.callLater(within, self._sync)
 
     def _release(self, lease: InFlight, delay: float, outcome: str, keep: bool = False):
         """keep: the host only; the URL stays leased (pending) until "done"."""

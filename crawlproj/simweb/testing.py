@@ -24,7 +24,7 @@ import time
 from typing import Any, Callable
 
 from .model import SimWeb
-from .server import read_log
+from .server import LOG_FLUSH_EVERY, read_log
 
 __all__ = ["SimWebServer", "fetch"]
 
@@ -158,6 +158,20 @@ class SimWebServer:
 
     def read_log(self) -> list[dict[str, Any]]:
         return read_log(self.log_path)
+
+    def settle_log(self, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """The log once the server has written all it has: it flushes every
+        LOG_FLUSH_EVERY seconds, so read until two reads three times that far apart
+        agree. For after the crawlers have exited."""
+        deadline = time.monotonic() + timeout
+        recs = self.read_log()
+        while time.monotonic() < deadline:
+            time.sleep(3 * LOG_FLUSH_EVERY)
+            again = self.read_log()
+            if len(again) == len(recs):
+                return again
+            recs = again
+        return recs
 
     def wait_log(self, predicate: Callable[[list[dict[str, Any]]], bool] | int,
                  timeout: float = 10.0) -> list[dict[str, Any]]:
