@@ -2,7 +2,7 @@
 
 Recomputes PageRank on the crawl's link graph and rewrites the priorities of
 every queued URL, every --interval seconds, for as long as it runs (Ctrl-C
-stops it), or once with --once. It takes the crawl's ranker lock first, so
+stops it, as does SIGTERM), or once with --once. It takes the crawl's ranker lock first, so
 it never runs beside a worker's ranker (crawlproj/ranker/extension.py); when
 a holder dies, the lock passes on after RANKER_LOCK_TTL seconds.
 """
@@ -10,6 +10,7 @@ a holder dies, the lock passes on after RANKER_LOCK_TTL seconds.
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import time
 
@@ -52,6 +53,10 @@ class Command(ScrapyCommand):
             return
         tick = min(interval, lock.ttl_ms / 3000.0)
         state, last = None, None
+        # Ctrl-C and SIGTERM (docker stop) both end the loop and release the lock,
+        # also when started in the background, where SIGINT comes in ignored
+        signal.signal(signal.SIGINT, _interrupt)
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             while True:
                 if lock.hold():
@@ -73,3 +78,7 @@ class Command(ScrapyCommand):
             pass
         finally:
             lock.release()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
