@@ -30,7 +30,7 @@ def expected(sw):
 
 
 def assert_fetched_once_and_politely(sw, reachable, allow_refetch=frozenset()):
-    records = sw.read_log()
+    records = sw.settle_log()  # the workers have exited: every request is in
     counts = checks.fetch_counts(records)
     status = {checks.url_of(r): r["status"] for r in records}
     assert set(counts) == reachable, (
@@ -72,7 +72,7 @@ def test_killed_worker_loses_nothing(redis_url, tmp_path):
         Workers.signal(victim, signal.SIGKILL)
         victim.wait()
         assert survivor.wait(300) == 0
-        records = sw.read_log()
+        records = sw.settle_log()
         counts = checks.fetch_counts(records)
         assert set(counts) == reachable
         refetched = [u for u, n in counts.items() if n > (1 + RETRIES if u else 1)]

@@ -43,7 +43,7 @@ def test_sigterm_closes_files_and_kill9_is_repaired(redis_url, tmp_path):
         assert not list(warc.glob("*.open"))
         recs = warc_records(warc)  # all whole, all digests right
         stored = {u for u, _, _, _ in recs}
-        fetched = {checks.url_of(r) for r in sw.read_log()}
+        fetched = {checks.url_of(r) for r in sw.settle_log()}
         # everything reachable was fetched and stored; nothing stored was not fetched
         assert reachable <= stored <= fetched
 
@@ -164,7 +164,7 @@ def test_unwritable_output_directory_stops_before_crawling(redis_url, tmp_path):
             (p,) = _start_with_data_dir(first, ro)
             assert p.wait(120) == 0
             _single_store_error(first.log(0))
-            fetched_before = len(sw.read_log())
+            fetched_before = len(sw.settle_log())
             assert fetched_before == 0
             # it took nothing from the frontier: a worker with a writable
             # directory (and the same seeds) crawls everything

@@ -70,10 +70,15 @@ local HOSTS = P .. 'hosts'  -- hosts seen, kept only for host-first orders
 local queued_delta = 0
 local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
 
--- A host that just got a URL and is not ready goes on the heap, at the time
--- its politeness delay ends (remembered in idle) or now; one leased or already
--- on the heap stays as it is (ZADD NX). Callers have checked ready.
-local function wake_host(host)
+-- A host has a queued URL of this score: a ready host takes it as its score if
+-- better; a leased one stays leased (its release looks at its queue); any
+-- other goes on the heap, at the time its politeness delay ends (remembered in
+-- idle) or now, unless it is there already (NX).
+local function offer(host, score)
+  if redis.call('ZSCORE', READY, host) then
+    redis.call('ZADD', READY, 'LT', score, host)
+    return
+  end
   if redis.call('ZSCORE', LEASES, host) then return end
   local at = tonumber(redis.call('ZSCORE', IDLE, host) or 0)
   if at > 0 then redis.call('ZREM', IDLE, host) end
@@ -83,27 +88,21 @@ end
 
 -- Give a leased URL back to its host's queue (worker gone or shutting down).
 -- A lease is {token, score, payload, fingerprint}; pending ones add the host.
-local function requeue(host, lease)
-  local l = cmsgpack.unpack(lease)
+local function requeue(host, l)
   if redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
     redis.call('HSET', payloads(host), l[4], l[3])
     queued_delta = queued_delta + 1
   end
-  return tonumber(l[2])
 end
 
 -- A pending URL (its host already released) goes back to its host's queue;
 -- the host, in whatever state, must then offer it.
 local function requeue_pending(token, lease)
-  local host = cmsgpack.unpack(lease)[5]
-  local score = requeue(host, lease)
+  local l = cmsgpack.unpack(lease)
+  requeue(l[5], l)
   redis.call('HDEL', PEND, token)
   redis.call('ZREM', PENDING, token)
-  if redis.call('ZSCORE', READY, host) then
-    redis.call('ZADD', READY, 'LT', score, host)
-  else
-    wake_host(host)
-  end
+  offer(l[5], tonumber(l[2]))
 end
 
 -- The host leaves its lease; it may be contacted again after delay_ms.
@@ -119,9 +118,9 @@ local function unlease(host, delay_ms)
 end
 
 -- 1. enqueue: the DUE test-and-set, then the host's back queue. New URLs are
---    gathered per host and written with one ZADD and one HSET per host: with
---    the AOF on, every write command is also a record to append, and most of
---    a page's new links share its host.
+--    gathered per host and written with one ZADD and one HSET per host: most
+--    of a page's new links share its host, and each command is a call here
+--    and a record in the AOF.
 local n = tonumber(ARGV[i]); i = i + 1
 local touched = {}
 local groups = {}  -- host -> {members = {score, fp, ...}, fields = {fp, payload, ...}, at = {fp -> index}}
@@ -178,13 +177,7 @@ for host, g in pairs(groups) do
     redis.call('HSET', payloads(host), unpack(f, j, math.min(j + 3999, #f)))
   end
 end
-for host, best in pairs(touched) do
-  if redis.call('ZSCORE', READY, host) then
-    redis.call('ZADD', READY, 'LT', best, host)  -- a better URL came in
-  else
-    wake_host(host)
-  end
-end
+for host, best in pairs(touched) do offer(host, best) end
 
 -- 2. release: the download ended; schedule the host's next contact
 --    (strong politeness, Mercator §3.1; backoff for failing hosts).
@@ -208,7 +201,7 @@ for _ = 1, n do
     end
   else
     if outcome == 'return' then
-      requeue(host, lease)
+      requeue(host, cmsgpack.unpack(lease))
       delay = 0
     else
       if outcome == 'ok' then
@@ -256,7 +249,7 @@ local want = tonumber(ARGV[i])
 local out = {}
 if want > 0 then
   for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
-    requeue(host, redis.call('HGET', LEASE, host))
+    requeue(host, cmsgpack.unpack(redis.call('HGET', LEASE, host)))
     unlease(host, 0)
     expired = expired + 1
   end
