@@ -537,6 +537,7 @@ class Bench:
                 "used_memory_peak_sampled": mem_peak, "used_memory_end": mem_end,
             },
             "scrapy_stats": wstats,
+            "timeline": timeline(pages, first),
             "dir": str(rdir), "crawlproj_imported_from": code_paths,
         }
         if profile:
@@ -551,6 +552,33 @@ class Bench:
             out["worker_cpu_ms_per_page_by_category"] = {
                 k: round(1000 * v / n, 3) for k, v in by.most_common()}
         return out
+
+
+def timeline(pages: list[dict], first: float, window: float = 10.0, top: int = 4) -> dict:
+    """Where the crawl's time goes: pages per window of the crawl, hosts busy in
+    each window, and for the biggest hosts (the tail of a Zipf web) the time
+    between one response's end and the next request's arrival (the host cycle:
+    one request per host at a time, so in the tail this sets the pace)."""
+    per = Counter(int((r["t0"] - first) // window) for r in pages)
+    hosts = defaultdict(set)
+    for r in pages:
+        hosts[int((r["t0"] - first) // window)].add(r["host"])
+    out = {"window_s": window,
+           "pages_per_s": [round(per[w] / window, 1) for w in range(max(per) + 1)] if per else [],
+           "hosts_busy": [len(hosts[w]) for w in range(max(per) + 1)] if per else []}
+    big = Counter(r["host"] for r in pages).most_common(top)
+    cycles = {}
+    for host, n in big:
+        recs = sorted((r for r in pages if r["host"] == host), key=lambda r: r["t0"])
+        gaps = sorted(b["t0"] - a["t1"] for a, b in zip(recs, recs[1:]))
+        serve = sorted(r["t1"] - r["t0"] for r in recs)
+        if gaps:
+            cycles[host] = {"pages": n, "last_s": round(recs[-1]["t1"] - first, 1),
+                            "gap_ms_median": round(1000 * gaps[len(gaps) // 2], 2),
+                            "gap_ms_p90": round(1000 * gaps[int(len(gaps) * 0.9)], 2),
+                            "serve_ms_median": round(1000 * serve[len(serve) // 2], 2)}
+    out["biggest_hosts"] = cycles
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -704,7 +732,8 @@ def line_of(res: dict) -> str:
             f"rt/page {rd['round_trips_per_page']}  load {res['load_avg_before']}  "
             f"reactor run/wait/idle {[(w or {}).get('run_s') for w in res['schedstat']['workers_main_thread']]}"
             f"/{[(w or {}).get('runqueue_wait_s') for w in res['schedstat']['workers_main_thread']]}"
-            f"/{[(w or {}).get('blocked_or_idle_s') for w in res['schedstat']['workers_main_thread']]}")
+            f"/{[(w or {}).get('blocked_or_idle_s') for w in res['schedstat']['workers_main_thread']]}"
+            f"  big-host gap ms {[h['gap_ms_median'] for h in res['timeline']['biggest_hosts'].values()]}")
 
 
 def main() -> None:

@@ -164,6 +164,78 @@ def test_pending_url_returned_on_shutdown(redis_url):
     assert (st["queued"], st["pages_pending"], st["hosts_waiting"]) == (2, 0, 1)
 
 
+def lease_run(f: Frontier, n=100, run=4):
+    res = f.sync({p: Batch(lease=n, run=run) for p in range(f.partitions)})
+    return [x for r in res.values() for x in r.leased]
+
+
+def test_runs_only_when_fewer_hosts_than_room(redis_url):
+    f = make(redis_url)
+    add(f, [f"http://a.ex/{i}" for i in range(6)] + ["http://b.ex/0", "http://c.ex/0"],
+        scores=[0, 1, 2, 3, 4, 5, 0.5, 0.7])
+    # room for two: two hosts, one URL each (breadth first, as without runs)
+    assert [x.host for x in lease_run(f, n=2)] == ["a.ex", "b.ex"]
+    f.redis.flushall()
+    f = make(redis_url)
+    add(f, [f"http://a.ex/{i}" for i in range(6)] + ["http://b.ex/0"],
+        scores=[0, 1, 2, 3, 4, 5, 0.5])
+    # room for six, two hosts ready: a.ex's next three URLs come along, in order
+    got = lease_run(f, n=6, run=4)
+    assert [x.payload for x in got] == [b"http://a.ex/0", b"http://b.ex/0", b"http://a.ex/1",
+                                        b"http://a.ex/2", b"http://a.ex/3"]
+    st = f.status()
+    assert (st["hosts_leased"], st["pages_pending"], st["queued"]) == (2, 3, 2)
+    assert lease_run(f) == []  # both hosts are leased
+
+
+def test_run_hold_keeps_host_and_release_ends_it(redis_url):
+    f = make(redis_url, lease_ttl=0.3)
+    add(f, [f"http://a.ex/{i}" for i in range(4)])
+    first, second, third = lease_run(f, n=3, run=3)
+    host = (first.partition, first.host)
+    # first download ended, the run goes on: URL pending, host still leased
+    r = release(f, [first], outcome="hold")[0]
+    assert (r.leases, r.pending, r.stale) == (1, 3, 0)
+    release(f, [first], outcome="done")
+    # renewing the host's token keeps host and pending URLs alive
+    for _ in range(2):
+        time.sleep(0.2)
+        f.sync({host[0]: Batch(renew=[(host[1], first.token), (host[1], second.token),
+                                      (host[1], third.token)])})
+    assert lease_run(f) == []
+    # the run ends early (say a 503): the host goes back, the unfetched URL too
+    batch = Batch(release=[(host[1], first.token, 0, "left:ok"),
+                           (host[1], third.token, 0, "return")])
+    r = f.sync({host[0]: batch})[0]
+    assert (r.leases, r.pending, r.stale) == (0, 1, 0)
+    assert [x.payload for x in lease(f)] == [b"http://a.ex/2"]  # the returned URL, best
+    release(f, [second], outcome="done")
+    assert f.status()["pages_pending"] == 0
+
+
+def test_run_of_dead_worker_comes_back(redis_url):
+    f = make(redis_url, lease_ttl=0.3)
+    add(f, [f"http://a.ex/{i}" for i in range(3)])
+    got = lease_run(f, n=3, run=3)
+    release(f, got[:1], outcome="hold")
+    time.sleep(0.35)  # host lease and every URL of the run expire
+    again = lease_run(f, n=3, run=3)
+    assert sorted(x.payload for x in again) == sorted(x.payload for x in got)
+    assert f.status()["counters"]["expired"] == 3  # URLs, not the bare host lease
+
+
+def test_run_returned_on_shutdown(redis_url):
+    f = make(redis_url)
+    add(f, [f"http://a.ex/{i}" for i in range(3)])
+    first, second, third = lease_run(f, n=3, run=3)
+    release(f, [first], outcome="hold")
+    # Ctrl-C: every URL held goes back, and the host with the first's token
+    batch = Batch(release=[(x.host, x.token, 0, "return") for x in (first, second, third)])
+    r = f.sync({first.partition: batch})[0]
+    assert (r.leases, r.pending, r.stale, r.queued) == (0, 0, 0, 3)
+    assert [x.payload for x in lease(f)] == [b"http://a.ex/0"]
+
+
 def test_backoff_blocks_failing_host(redis_url):
     f = make(redis_url, backoff_base=0.3, backoff_after=2)
     add(f, [f"http://a.ex/{i}" for i in range(5)])

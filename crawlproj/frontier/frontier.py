@@ -36,6 +36,7 @@ class Batch:
     release: list = field(default_factory=list)   # (host, token, delay_ms, outcome)
     renew: list = field(default_factory=list)     # (host, token)
     lease: int = 0
+    run: int = 1      # URLs of one host at most (lua/sync.lua, section 4)
 
     def args(self, frontier: "Frontier") -> list:
         out = [frontier.lease_ttl_ms, frontier.backoff_base_ms, frontier.backoff_max_ms,
@@ -49,6 +50,7 @@ class Batch:
         for r in self.renew:
             out.extend(r)
         out.append(self.lease)
+        out.append(self.run)
         return out
 
     def __bool__(self):

@@ -47,6 +47,8 @@ POLL_INTERVAL = 0.25
 # worker asks first; asking often lets a crawl's last few big hosts spread
 # over the workers instead of staying with the one that happens to hold them.
 HUNGRY_POLL = 0.05
+# A partition whose earliest host is due within this many ms is asked now.
+SOON_MS = 20
 
 
 @dataclass
@@ -61,6 +63,7 @@ class InFlight:
     status: int | None = None         # HTTP status of the raw response
     retry_after: float | None = None  # seconds, from a 429/503
     released: bool = False            # host released at download end
+    host_token: str | None = None     # a run's URL: the token holding the host
 
 
 def _retry_after(value: bytes | None) -> float | None:
@@ -94,6 +97,14 @@ class FrontierScheduler:
         cache = s.getint("DUE_CACHE_SIZE", 2 ** 16)
         self.recent = RecentURLs(cache) if cache > 0 else None
         self._backlog = 0  # leases whose download ended and page is not done
+        # Runs (Mercator's back queue owned by one thread): when fewer hosts are
+        # ready than this worker has room for, a leased host brings up to
+        # FRONTIER_HOST_RUN of its URLs, fetched back to back while the rule
+        # lets the host be contacted again at once (within SOON_MS).
+        self.run = max(1, s.getint("FRONTIER_HOST_RUN", 4))
+        self._short = 1.0 if self.min_delay * 1000 <= SOON_MS else 0.0  # share of short delays
+        self._runs: dict[str, deque] = {}          # host -> (request, InFlight) waiting for it
+        self._hosts: dict[str, InFlight] = {}      # host -> its lease, while a run is out
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.spider = None
         self._pending: dict[int, Batch] = {}
@@ -142,14 +153,18 @@ class FrontierScheduler:
         done = Deferred()
 
         def final(_):
-            while self._prefetched:
-                request, lease = self._prefetched.popleft()
+            returned = set()
+            for _request, lease in self._held():
                 self._release(lease, 0.0, "return")
                 self.stats.inc_value("frontier/returned")
-            for request, lease in list(self._inflight.items()):
-                self._release(lease, 0.0, "return")
-                self.stats.inc_value("frontier/returned")
+                returned.add(lease.token)
+            for lease in self._hosts.values():  # a run's host, its first URL done
+                if lease.token not in returned:
+                    self._release(lease, 0.0, "return")
+            self._prefetched.clear()
             self._inflight.clear()
+            self._runs.clear()
+            self._hosts.clear()
             self._backlog = 0
             try:
                 if self._pending:
@@ -163,8 +178,20 @@ class FrontierScheduler:
         waiting.addBoth(final)
         return done
 
+    def _held(self):
+        """Every (request, lease) this worker holds: prefetched, in the engine,
+        waiting in a run for their host."""
+        yield from self._prefetched
+        yield from self._inflight.items()
+        for run in self._runs.values():
+            yield from run
+
+    def _holding(self) -> int:
+        return len(self._prefetched) + len(self._inflight) + sum(map(len, self._runs.values()))
+
     def has_pending_requests(self) -> bool:
-        if self._prefetched or self._inflight or self._pending or not self.idle_close:
+        if self._prefetched or self._inflight or self._runs or self._pending \
+                or not self.idle_close:
             return True
         if not self._results or self._syncing is not None:
             return True  # not known yet
@@ -214,9 +241,9 @@ class FrontierScheduler:
             return
         lease.left = time.monotonic()
         delay, outcome = self._politeness(lease, request)
-        self._release(lease, delay, outcome, keep=True)
         lease.released = True
         self._backlog += 1
+        self._end_download(lease, delay, outcome, page_done=False)
         if delay > 0:
             self._soon()  # nobody may contact the host yet: ride with the page's links
         else:
@@ -255,10 +282,41 @@ class FrontierScheduler:
         if lease.released:
             self._backlog -= 1
             self._release(lease, 0.0, "done")
-        else:
-            self._release(lease, *self._politeness(lease, request))
+        elif self._end_download(lease, *self._politeness(lease, request), page_done=True):
+            self._release(lease, 0.0, "done")
         self.stats.inc_value("frontier/released")
         self._sync()
+
+    def _end_download(self, lease: InFlight, delay: float, outcome: str, page_done: bool) -> bool:
+        """The host of a finished (or dropped) download: its run goes on, or it
+        goes back to the frontier. True if the URL itself is still pending."""
+        self._short = 0.9 * self._short + 0.1 * (delay * 1000 <= SOON_MS)
+        host = lease.host
+        if self._runs.get(host) and outcome == "ok" and delay * 1000 <= SOON_MS \
+                and self._backlog < self.max_backlog and not self._closing:
+            if lease.token == lease.host_token:
+                self._release(lease, 0.0, "hold")  # the URL pending, the host still ours
+            reactor.callLater(delay, self._continue, host)
+            return True
+        held = self._hosts.pop(host, None)
+        if held is not None:  # the run ends: the host goes back, with what is left of it
+            self._release(held, delay, outcome, keep=True)
+            for _request, extra in self._runs.pop(host, ()):
+                self._release(extra, 0.0, "return")
+                self.stats.inc_value("frontier/run_returned")
+            return True
+        self._release(lease, delay, outcome, keep=not page_done)
+        return not page_done
+
+    def _continue(self, host: str):
+        """The next URL of host's run: the host is this worker's, its time has come."""
+        run = self._runs.get(host)
+        if not run:
+            return  # returned meanwhile (closing)
+        self._prefetched.appendleft(run.popleft())
+        if not run:
+            del self._runs[host]
+        engine.wake(self.crawler)
 
     # -- the sync --------------------------------------------------------------
 
@@ -282,9 +340,9 @@ class FrontierScheduler:
             (lease.host, lease.token, int(delay * 1000), ("left:" if keep else "") + outcome))
 
     def _renew(self):
-        for lease in self._inflight.values():
+        for _, lease in self._held():
             self._batch(lease.partition).renew.append((lease.host, lease.token))
-        for _, lease in self._prefetched:
+        for lease in self._hosts.values():
             self._batch(lease.partition).renew.append((lease.host, lease.token))
         self._sync()
         self._renew_loop = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
@@ -302,22 +360,31 @@ class FrontierScheduler:
         """How many leases to ask of which partitions.
 
         Ask a partition when a host there may be ready: unknown, just given
-        URLs, or its earliest next-contact time has come. A poll asks every
-        partition: one believed empty may have been filled by another worker.
+        URLs, a host released there with (almost) no delay, or its earliest
+        next-contact time has come. A poll asks every partition: one believed
+        empty may have been filled by another worker.
+
+        The release rule matters where a crawl is host-bound (its last big
+        hosts, or no politeness wait): the call that hands a host back also
+        leases its next URL (sync.lua releases before it leases), instead of
+        the host waiting for a second round trip.
         """
         # pages still being processed count: their links may change what is best;
         # and a worker behind on its pages (CPU-bound) leaves hosts to others
         want = 0 if self._closing or self._backlog >= self.max_backlog \
-            else self.target - len(self._prefetched) - len(self._inflight)
+            else self.target - self._holding()
         if want <= 0:
             return {}
         parts = list(range(self.frontier.partitions))
         if not poll:
             def may_be_ready(p):
-                if p not in self._results or (p in self._pending and self._pending[p].enqueue):
+                batch = self._pending.get(p)
+                if p not in self._results or (batch and batch.enqueue):
+                    return True
+                if batch and any(r[2] <= SOON_MS and r[3] != "done" for r in batch.release):
                     return True
                 due = self._due_in(p)
-                return due is not None and due <= 0.02
+                return due is not None and due <= SOON_MS / 1000.0
 
             parts = [p for p in parts if may_be_ready(p)]
         if not parts:
@@ -334,8 +401,10 @@ class FrontierScheduler:
             return
         if self._closing:
             return
+        run = self.run if self._short >= 0.5 else 1
         for p, n in self._wanted(poll).items():
-            self._batch(p).lease = n
+            batch = self._batch(p)
+            batch.lease, batch.run = n, run
         if not self._pending:
             self._arm_timer()
             return
@@ -367,21 +436,35 @@ class FrontierScheduler:
         for p, r in results.items():
             self._results[p] = r
             self._received[p] = received
+            host_token: dict[str, str | None] = {}  # a host's first URL holds its lease
             for leased in r.leased:
+                first = host_token.setdefault(leased.host, leased.token)
+                lease = InFlight(leased.host, leased.token, p, host_token=first)
+                if first is None:  # the host's first URL was unreadable: no run
+                    self._release(lease, 0.0, "return")
+                    continue
                 try:
                     request = codec.decode(leased.payload, self.spider, leased.host)
                 except Exception as exc:  # a payload no worker can read: drop it, say so
                     logger.error("Frontier: unreadable queued request on %s dropped: %s",
                                  leased.host, exc)
                     self.stats.inc_value("frontier/undecodable")
-                    self._release(InFlight(leased.host, leased.token, p), 0.0, "ok")
+                    if first == leased.token:
+                        self._release(lease, 0.0, "ok")
+                        host_token[leased.host] = None
+                    else:
+                        self._release(lease, 0.0, "done")
                     continue
-                lease = InFlight(leased.host, leased.token, p)
                 request.meta["crawlproj_lease"] = leased.token
                 # the page's importance as the frontier saw it, for its links'
                 # scores (middlewares/linkcontext.py) and for retries/redirects
                 request.meta["frontier_score"] = leased.score
-                self._prefetched.append((request, lease))
+                if first == leased.token:
+                    self._prefetched.append((request, lease))
+                else:  # the next URLs of a run wait for their host
+                    self._runs.setdefault(leased.host, deque()).append((request, lease))
+                    self._hosts.setdefault(leased.host, InFlight(leased.host, first, p))
+                    self.stats.inc_value("frontier/run_leased")
                 got += 1
             for key, value in (("added", r.added), ("duplicates", r.duplicates),
                                ("bumped", r.bumped), ("stale_releases", r.stale),
@@ -414,12 +497,11 @@ class FrontierScheduler:
         if delays:
             delay = min(max(0.001, min(delays)), POLL_INTERVAL * 4)
         elif self.idle_close and self.frontier.is_empty(self._results) \
-                and not self._inflight and not self._prefetched:
+                and not self._inflight and not self._prefetched and not self._runs:
             return  # nothing anywhere: the engine will close us
         else:
             delay = POLL_INTERVAL
-        if self._backlog < self.max_backlog \
-                and len(self._prefetched) + len(self._inflight) < self.target // 2 \
+        if self._backlog < self.max_backlog and self._holding() < self.target // 2 \
                 and any(r.leases or r.pending for r in self._results.values()):
             delay = min(delay, HUNGRY_POLL)
         self._timer = reactor.callLater(delay, self._poll)

@@ -16,6 +16,11 @@
 -- that a worker dying mid-page loses nothing while the host is already back on
 -- the heap (its politeness delay runs from the end of the download):
 --   pending ZSET token -> lease deadline (ms); pend HASH token -> the lease.
+-- A host whose crawl allows back-to-back requests may be leased with a run of
+-- its next URLs (see section 4): Mercator's back queue assigned to one crawler
+-- thread. The run's first URL holds the host lease; the others are leased as
+-- pending URLs at once; the worker fetches them one at a time on the host's
+-- one connection and releases the host at the end of the run.
 -- and per host:
 --   q:<host> ZSET fingerprint -> score (lower = sooner): the host's back queue.
 --   p:<host> HASH fingerprint -> payload: the queued requests themselves.
@@ -44,8 +49,13 @@
 --            page is done; left:ok | left:fail | left:block:<ms>: the download
 --            ended, the URL stays pending until its page is done; done: the
 --            pending URL's page is done; return: give the URL back unfetched
+--            (and the host, if this token holds its lease); hold: the
+--            download ended, the host stays leased to this worker for the
+--            next URL of its run, the URL stays pending until done
 --   renew:   host, token                                        (2 each)
---   lease:   n (how many hosts to lease)
+--   lease:   n (how many URLs to lease), run (how many URLs of one host at
+--            most: the URLs beyond one host each go to hosts already leased
+--            by this call, only when fewer than n hosts are ready)
 -- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts being
 --   added, duplicates, stale, expired, next_ready_ms, heap, ready, leases, queued,
 --   bumped, pending
@@ -88,8 +98,9 @@ end
 
 -- Give a leased URL back to its host's queue (worker gone or shutting down).
 -- A lease is {token, score, payload, fingerprint}; pending ones add the host.
+-- A host lease whose URL has gone pending (hold) is {token} alone.
 local function requeue(host, l)
-  if redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
+  if l[4] and redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
     redis.call('HSET', payloads(host), l[4], l[3])
     queued_delta = queued_delta + 1
   end
@@ -103,6 +114,12 @@ local function requeue_pending(token, lease)
   redis.call('HDEL', PEND, token)
   redis.call('ZREM', PENDING, token)
   offer(l[5], tonumber(l[2]))
+end
+
+-- The URL of lease l stays leased by itself (pending) until its page is done.
+local function to_pending(host, l)
+  redis.call('HSET', PEND, l[1], cmsgpack.pack({l[1], l[2], l[3], l[4], host}))
+  redis.call('ZADD', PENDING, now + ttl, l[1])
 end
 
 -- The host leaves its lease; it may be contacted again after delay_ms.
@@ -188,44 +205,45 @@ for _ = 1, n do
   local keep = string.sub(outcome, 1, 5) == 'left:'
   if keep then outcome = string.sub(outcome, 6) end
   local lease = redis.call('HGET', LEASE, host)
+  local mine = lease and cmsgpack.unpack(lease)
+  if mine and mine[1] ~= token then mine = nil end
   if outcome == 'done' then
     -- the page's links came in section 1 of this or an earlier call; a URL no
     -- longer pending expired meanwhile and went back to its queue
     if redis.call('HDEL', PEND, token) == 1 then redis.call('ZREM', PENDING, token) end
-  elseif not lease or cmsgpack.unpack(lease)[1] ~= token then
-    local held = outcome == 'return' and redis.call('HGET', PEND, token)
-    if held then
-      requeue_pending(token, held)
-    else
-      stale = stale + 1  -- our lease had expired; whoever holds it now keeps it
+  elseif outcome == 'return' then
+    local held = redis.call('HGET', PEND, token)
+    if mine then
+      requeue(host, mine)
+      unlease(host, 0)
+    end
+    if held then requeue_pending(token, held) end
+    if not (mine or held) then stale = stale + 1 end
+  elseif not mine then
+    stale = stale + 1  -- our lease had expired; whoever holds it now keeps it
+  elseif outcome == 'hold' then
+    if mine[4] then
+      to_pending(host, mine)
+      redis.call('HSET', LEASE, host, cmsgpack.pack({token}))
     end
   else
-    if outcome == 'return' then
-      requeue(host, cmsgpack.unpack(lease))
-      delay = 0
+    if outcome == 'ok' then
+      redis.call('HDEL', FAILS, host)
     else
-      if outcome == 'ok' then
-        redis.call('HDEL', FAILS, host)
-      else
-        -- fail: a connection failure; block:<ms>: 429/503 (Retry-After or not)
-        local fails = redis.call('HINCRBY', FAILS, host, 1)
-        local wait = 0
-        local block = string.match(outcome, '^block:(%d+)$')
-        if block and tonumber(block) > 0 then
-          wait = tonumber(block)
-        elseif block or fails >= backoff_after then
-          local k = block and fails or (fails - backoff_after + 1)
-          wait = backoff_base * 2 ^ (k - 1)
-        end
-        if wait > backoff_max then wait = backoff_max end
-        if wait > delay then delay = wait end
+      -- fail: a connection failure; block:<ms>: 429/503 (Retry-After or not)
+      local fails = redis.call('HINCRBY', FAILS, host, 1)
+      local wait = 0
+      local block = string.match(outcome, '^block:(%d+)$')
+      if block and tonumber(block) > 0 then
+        wait = tonumber(block)
+      elseif block or fails >= backoff_after then
+        local k = block and fails or (fails - backoff_after + 1)
+        wait = backoff_base * 2 ^ (k - 1)
       end
-      if keep then
-        local l = cmsgpack.unpack(lease)
-        redis.call('HSET', PEND, token, cmsgpack.pack({l[1], l[2], l[3], l[4], host}))
-        redis.call('ZADD', PENDING, now + ttl, token)
-      end
+      if wait > backoff_max then wait = backoff_max end
+      if wait > delay then delay = wait end
     end
+    if keep and mine[4] then to_pending(host, mine) end
     unlease(host, delay)
   end
 end
@@ -238,20 +256,21 @@ for _ = 1, n do
   local lease = redis.call('HGET', LEASE, host)
   if lease and cmsgpack.unpack(lease)[1] == token then
     redis.call('ZADD', LEASES, 'XX', now + ttl, host)
-  else
-    redis.call('ZADD', PENDING, 'XX', now + ttl, token)
   end
+  -- a run's first URL may be pending while its token still holds the host
+  redis.call('ZADD', PENDING, 'XX', now + ttl, token)
 end
 
 -- 4. lease: expired leases first go back (their worker died), then hosts whose
 --    time has come move from heap to ready, then the best ones are leased.
-local want = tonumber(ARGV[i])
+local want, run = tonumber(ARGV[i]), tonumber(ARGV[i + 1] or 1)
 local out = {}
 if want > 0 then
   for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
-    requeue(host, cmsgpack.unpack(redis.call('HGET', LEASE, host)))
+    local l = cmsgpack.unpack(redis.call('HGET', LEASE, host))
+    requeue(host, l)
     unlease(host, 0)
-    expired = expired + 1
+    if l[4] then expired = expired + 1 end  -- counts URLs, not a run's bare host lease
   end
   for _, token in ipairs(redis.call('ZRANGEBYSCORE', PENDING, '-inf', now, 'LIMIT', 0, 1000)) do
     requeue_pending(token, redis.call('HGET', PEND, token))
@@ -263,6 +282,7 @@ if want > 0 then
     if head[2] then redis.call('ZADD', READY, head[2], host) end
   end
   local leased = 0
+  local hosts = {}
   while leased < want do
     local top = redis.call('ZPOPMIN', READY)
     if not top[1] then break end
@@ -280,6 +300,29 @@ if want > 0 then
       out[#out + 1] = host
       out[#out + 1] = token
       out[#out + 1] = item[2]
+      out[#out + 1] = payload
+      hosts[#hosts + 1] = host
+    end
+  end
+  -- Runs: fewer hosts ready than the worker has room for (a crawl's last big
+  -- hosts, or a small crawl), so each host leased here also brings its next
+  -- URLs, best hosts first. They are pending URLs from now on; the worker
+  -- fetches them back to back on the host's lease (no round trip between
+  -- them), and gives back those it does not fetch.
+  for _, host in ipairs(hosts) do
+    if leased >= want or run <= 1 then break end
+    local more = redis.call('ZPOPMIN', queue(host), math.min(run - 1, want - leased))
+    for k = 1, #more, 2 do
+      local fp, score = more[k], more[k + 1]
+      local payload = redis.call('HGET', payloads(host), fp)
+      redis.call('HDEL', payloads(host), fp)
+      local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
+      to_pending(host, {token, score, payload, fp})
+      queued_delta = queued_delta - 1
+      leased = leased + 1
+      out[#out + 1] = host
+      out[#out + 1] = token
+      out[#out + 1] = score
       out[#out + 1] = payload
     end
   end
