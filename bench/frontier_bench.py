@@ -21,7 +21,10 @@ Phases, on a fresh crawl id each:
   fingerprint, msgpack), URLs/s;
 * enqueue: Frontier.sync with only enqueue entries, one call per batch of
   --batches URLs (one round trip each, as the scheduler sends them): URLs/s,
-  and again with the same URLs (all duplicates: DUE test only);
+  and again with the same URLs (all duplicates: DUE test only); then, on a
+  fresh crawl id, the same batches sent by --clients threads at once, each on
+  its own connection (as many workers do): the shared frontier's enqueue rate,
+  where one client's packing and waiting overlap another's script;
 * memory: INFO used_memory delta over the enqueue of all URLs, per URL, and
   MEMORY USAGE summed over the key patterns (q:* back queues, seen:* DUE sets,
   the rest), with the back queues' encodings;
@@ -41,6 +44,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -198,8 +202,40 @@ def memory_by_pattern(r: redis.Redis, prefix: str) -> dict:
 
 # ---------------------------------------------------------------------------
 
+def concurrent_enqueue(r, entries: list, b: int, clients: int, dist: str, expected: int) -> int:
+    """URLs/s when `clients` threads, each with its own connection, enqueue the
+    batches of one fresh crawl at once (batch i goes to thread i mod clients)."""
+    flush_sync(r)
+    conns = [redis.Redis(connection_pool=redis.ConnectionPool(**r.connection_pool.connection_kwargs))
+             for _ in range(clients)]
+    frs = [Frontier(c, crawl_id=f"fb-{dist}-{b}-c{clients}") for c in conns]
+    chunks = [entries[i:i + b] for i in range(0, len(entries), b)]
+    frs[0].sync({0: Batch()})  # the crawl's DUE set up once, not raced
+    barrier = threading.Barrier(clients + 1)
+
+    def work(k: int):
+        barrier.wait()
+        for chunk in chunks[k::clients]:
+            frs[k].sync({0: Batch(enqueue=chunk)})
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    added = int(r.hget(frs[0].prefix(0) + "stats", "enqueued") or 0)
+    for c in conns:
+        c.close()
+    if added != expected:  # as many new URLs as one client found
+        raise RuntimeError(f"{clients} clients enqueued {added} URLs, one client {expected}")
+    return round(len(entries) / wall)
+
+
 def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list[int],
-             lease_batches: list[int], n_leases: int, aof: bool) -> dict:
+             lease_batches: list[int], n_leases: int, aof: bool, clients: int = 2) -> dict:
     out = {"dist": dist, "urls": len(requests)}
     hosts = Counter(req.url.split("/")[2] for req in requests)
     sizes = sorted(hosts.values(), reverse=True)
@@ -283,6 +319,8 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
                 "key_encodings": mem["key_encodings"],
                 "used_memory_dataset_bytes": r.info("memory").get("used_memory_dataset"),
             }
+        if clients > 1:
+            row[f"urls_per_s_{clients}_clients"] = concurrent_enqueue(r, entries, b, clients, dist, added)
         out["enqueue"].append(row)
         print(json.dumps({"dist": dist, "enqueue": row}), file=sys.stderr, flush=True)
 
@@ -327,6 +365,8 @@ def main() -> None:
     p.add_argument("--lease-batches", default="1,32", help="hosts leased (and released) per round trip")
     p.add_argument("--leases", type=int, default=20000, help="leases per lease+release phase")
     p.add_argument("--dists", default="zipf,uniform")
+    p.add_argument("--clients", type=int, default=2,
+                   help="client threads for the concurrent enqueue (1: skip it)")
     p.add_argument("--no-aof", action="store_true")
     p.add_argument("--no-real-check", action="store_true")
     p.add_argument("--src", default="HEAD", help="git revision to benchmark, or 'worktree'")
@@ -357,7 +397,8 @@ def main() -> None:
             reqs = spider_requests(web, spider, dist, a.hosts, a.urls)
             res = run_dist(r, rproc, dist, reqs, spider,
                            [int(x) for x in a.batches.split(",")],
-                           [int(x) for x in a.lease_batches.split(",")], a.leases, not a.no_aof)
+                           [int(x) for x in a.lease_batches.split(",")], a.leases, not a.no_aof,
+                           a.clients)
             res["load_avg_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
             print(json.dumps(res), flush=True)
     finally:

@@ -46,7 +46,7 @@ POLL_INTERVAL = 0.25
 # A leased host comes back at the end of each download and goes to whichever
 # worker asks first; asking often lets a crawl's last few big hosts spread
 # over the workers instead of staying with the one that happens to hold them.
-HUNGRY_POLL = 0.05
+HUNGRY_POLL = 0.01
 # A partition whose earliest host is due within this many ms is asked now.
 SOON_MS = 20
 
