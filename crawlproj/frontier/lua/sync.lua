@@ -81,19 +81,20 @@ local queued_delta = 0
 local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
 
 -- A host has a queued URL of this score: a ready host takes it as its score if
--- better; a leased one stays leased (its release looks at its queue); any
--- other goes on the heap, at the time its politeness delay ends (remembered in
--- idle) or now, unless it is there already (NX).
+-- better; one on the heap or leased stays there (a leased host's release
+-- looks at its queue); any other goes on the heap, at the time its politeness
+-- delay ends (remembered in idle) or now. The states are exclusive, so the
+-- commonest ones are asked first and the first hit ends it.
 local function offer(host, score)
   if redis.call('ZSCORE', READY, host) then
     redis.call('ZADD', READY, 'LT', score, host)
     return
   end
-  if redis.call('ZSCORE', LEASES, host) then return end
+  if redis.call('ZSCORE', HEAP, host) or redis.call('ZSCORE', LEASES, host) then return end
   local at = tonumber(redis.call('ZSCORE', IDLE, host) or 0)
   if at > 0 then redis.call('ZREM', IDLE, host) end
   if at < now then at = now end
-  redis.call('ZADD', HEAP, 'NX', at, host)
+  redis.call('ZADD', HEAP, at, host)
 end
 
 -- Give a leased URL back to its host's queue (worker gone or shutting down).
@@ -140,7 +141,9 @@ end
 --    and a record in the AOF.
 local n = tonumber(ARGV[i]); i = i + 1
 local touched = {}
-local groups = {}  -- host -> {members = {score, fp, ...}, fields = {fp, payload, ...}, at = {fp -> index}}
+-- host -> {score, fp, ...} and host -> {fp, payload, ...}; fp -> index of its
+-- score in its host's members (a fingerprint names one URL, so one host)
+local members, fields, at_of = {}, {}, {}
 for _ = 1, n do
   local host, fp, aux, score, payload, force, bump, first =
     ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6],
@@ -148,21 +151,20 @@ for _ = 1, n do
   i = i + 8
   local best = nil
   local new = due_test_and_set(P, fp, aux)  -- crawlproj/due/lua/seen.lua
-  local g = groups[host]
-  local at = g and g.at[fp]  -- queued by this very call (then it is not new)
+  local at = at_of[fp]  -- queued by this very call (then it is not new)
   if not at and (new or force == '1') then
     if first ~= '' and redis.call('SADD', HOSTS, host) == 1 then score = first end
     -- a forced URL (a retry) may still be queued: it keeps its place
     if new or not redis.call('ZSCORE', queue(host), fp) then
-      if not g then
-        g = {members = {}, fields = {}, at = {}}
-        groups[host] = g
+      local m, f = members[host], fields[host]
+      if not m then
+        m, f = {}, {}
+        members[host], fields[host] = m, f
       end
-      local m, f = g.members, g.fields
       best = tonumber(score)
       m[#m + 1] = best
       m[#m + 1] = fp
-      g.at[fp] = #m - 1
+      at_of[fp] = #m - 1
       f[#f + 1] = fp
       f[#f + 1] = payload
       queued_delta = queued_delta + 1
@@ -172,9 +174,10 @@ for _ = 1, n do
     dups = dups + 1
     if bump ~= '0' then
       if at then
-        g.members[at] = g.members[at] + tonumber(bump)
+        local m = members[host]
+        m[at] = m[at] + tonumber(bump)
         bumped = bumped + 1
-        best = g.members[at]
+        best = m[at]
       else
         -- XX: only a URL still queued gains; one being fetched or done does not
         local sc = redis.call('ZADD', queue(host), 'XX', 'INCR', bump, fp)
@@ -187,8 +190,8 @@ for _ = 1, n do
   end
   if best and (touched[host] == nil or best < touched[host]) then touched[host] = best end
 end
-for host, g in pairs(groups) do
-  local m, f = g.members, g.fields
+for host, m in pairs(members) do
+  local f = fields[host]
   for j = 1, #m, 4000 do  -- unpack() is bounded by Lua's C stack
     redis.call('ZADD', queue(host), unpack(m, j, math.min(j + 3999, #m)))
     redis.call('HSET', payloads(host), unpack(f, j, math.min(j + 3999, #f)))
