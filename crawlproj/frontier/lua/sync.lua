@@ -37,14 +37,15 @@
 -- KEYS[1]  the partition's key prefix, e.g. "cp:{crawl/3}:" (routes the call
 --          to the cluster node that holds the partition's hash slot)
 -- ARGV     lease_ttl_ms, backoff_base_ms, backoff_max_ms, backoff_after,
---          then four sections, each a count followed by its fields:
---   enqueue: host, fingerprint, aux, score, payload, force, bump, first  (8 each)
+--          then four sections:
+--   enqueue: one msgpack array (or ''), 8 fields per URL:
+--            host, fingerprint, aux, score, payload, force, bump, first
 --            aux: what the DUE's seen test needs besides the fingerprint
 --            bump: added to the score of this URL if it is already queued
 --            (a duplicate link to it); '0' = leave it
 --            first: the score instead, if this is the first URL of a host the
 --            crawl never saw (WebCrawler's host-first order); '' = no such rule
---   release: host, token, delay_ms, outcome                     (4 each)
+--   release: a count, then host, token, delay_ms, outcome        (4 each)
 --            outcome: ok | fail | block:<ms>: the download ended and the
 --            page is done; left:ok | left:fail | left:block:<ms>: the download
 --            ended, the URL stays pending until its page is done; done: the
@@ -52,7 +53,7 @@
 --            (and the host, if this token holds its lease); hold: the
 --            download ended, the host stays leased to this worker for the
 --            next URL of its run, the URL stays pending until done
---   renew:   host, token                                        (2 each)
+--   renew:   a count, then host, token                            (2 each)
 --   lease:   n (how many URLs to lease), run (how many URLs of one host at
 --            most: the URLs beyond one host each go to hosts already leased
 --            by this call, only when fewer than n hosts are ready)
@@ -139,16 +140,15 @@ end
 --    gathered per host and written with one ZADD and one HSET per host: most
 --    of a page's new links share its host, and each command is a call here
 --    and a record in the AOF.
-local n = tonumber(ARGV[i]); i = i + 1
+local E = ARGV[i] ~= '' and cmsgpack.unpack(ARGV[i]) or {}
+i = i + 1
 local touched = {}
 -- host -> {score, fp, ...} and host -> {fp, payload, ...}; fp -> index of its
 -- score in its host's members (a fingerprint names one URL, so one host)
 local members, fields, at_of = {}, {}, {}
-for _ = 1, n do
+for e = 1, #E, 8 do
   local host, fp, aux, score, payload, force, bump, first =
-    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6],
-    ARGV[i + 7]
-  i = i + 8
+    E[e], E[e + 1], E[e + 2], E[e + 3], E[e + 4], E[e + 5], E[e + 6], E[e + 7]
   local best = nil
   local new = due_test_and_set(P, fp, aux)  -- crawlproj/due/lua/seen.lua
   local at = at_of[fp]  -- queued by this very call (then it is not new)
@@ -201,7 +201,7 @@ for host, best in pairs(touched) do offer(host, best) end
 
 -- 2. release: the download ended; schedule the host's next contact
 --    (strong politeness, Mercator §3.1; backoff for failing hosts).
-n = tonumber(ARGV[i]); i = i + 1
+local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
   local host, token, delay, outcome = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
   i = i + 4
