@@ -59,6 +59,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -114,6 +115,23 @@ from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 
 PY = sys.executable
 CLK = os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def scratch_server(aof: bool = True, prefix: str = "bench-"):
+    """A fresh Redis-protocol server (the embedded configuration, AOF as asked)
+    in a temporary directory: (client, process), removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    port = free_port()
+    proc = spawn_server(port, tmp / "redis", appendonly=aof)
+    r = redis.Redis(port=port)
+    try:
+        yield r, proc
+    finally:
+        r.close()
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def flush_sync(r) -> None:

@@ -53,7 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the code under test (--src) and the helpers every bench shares
-from crawl_bench import SRC, SRC_DESC, flush_sync, proc_cpu  # noqa: E402
+from crawl_bench import SRC, SRC_DESC, flush_sync, proc_cpu, scratch_server  # noqa: E402
 
 import msgpack  # noqa: E402
 import redis  # noqa: E402
@@ -393,15 +393,11 @@ def main() -> None:
 
     web = SimWeb.generate(seed=a.seed, hosts=a.hosts, pages=a.urls)
     spider = WebSpider()
-    tmp = Path(tempfile.mkdtemp(prefix="frontier-bench-"))
-    port = free_port()
-    rproc = spawn_server(port, tmp / "redis", appendonly=not a.no_aof)
-    r = redis.Redis(port=port)
-    server = r.info("server")
-    print(json.dumps({"server": f"{server.get('server_name', 'redis')} "
-                                f"{server.get('valkey_version') or server.get('redis_version')}",
-                      "aof": not a.no_aof}), flush=True)
-    try:
+    with scratch_server(aof=not a.no_aof, prefix="frontier-bench-") as (r, rproc):
+        server = r.info("server")
+        print(json.dumps({"server": f"{server.get('server_name', 'redis')} "
+                                    f"{server.get('valkey_version') or server.get('redis_version')}",
+                          "aof": not a.no_aof}), flush=True)
         for dist in a.dists.split(","):
             reqs = spider_requests(web, spider, dist, a.hosts, a.urls)
             res = run_dist(r, rproc, dist, reqs, spider,
@@ -410,11 +406,6 @@ def main() -> None:
                            a.clients)
             res["load_avg_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
             print(json.dumps(res), flush=True)
-    finally:
-        r.close()
-        rproc.kill()
-        rproc.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
