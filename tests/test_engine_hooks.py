@@ -37,3 +37,42 @@ def test_refill_first_yields_the_output_one_turn_later():
 
     asyncio.run(main())
     assert order == ["pulled", "parsed"]
+
+
+def test_robots_rules_pending_starts_one_fetch_per_host_and_passes_the_parser_on():
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+    from twisted.internet.defer import Deferred
+
+    from middlewares.robots import CrawlDelayRobotsTxtMiddleware
+
+    fetched = []
+
+    class Middleware(CrawlDelayRobotsTxtMiddleware):
+        async def robot_parser(self, request):  # Scrapy's download: not what is tested here
+            fetched.append(request.url)
+            self._parsers["a.ex"] = Deferred()
+            return await asyncio.sleep(0, "parser")
+
+    mw = Middleware.from_crawler(get_crawler(settings_dict={"ROBOTSTXT_OBEY": True}))
+
+    async def main():
+        waiting, started = mw.rules_pending(Request("http://a.ex/1"))
+        assert started and isinstance(waiting, Deferred)
+        await asyncio.sleep(0)  # the fetch begins
+        # a second URL of the host while the fetch runs: no second fetch, told when it ends
+        in_progress = mw._parsers["a.ex"]
+        waiting2, started2 = mw.rules_pending(Request("http://a.ex/2"))
+        assert not started2 and not waiting2.called
+        got = []
+        in_progress.addCallback(got.append)  # the middleware's own waiter
+        in_progress.callback("parser")
+        assert waiting2.called and got == ["parser"]  # the parser passed through
+        # known rules (or none needed): nothing to wait for
+        mw._parsers["a.ex"] = "parser"
+        assert mw.rules_pending(Request("http://a.ex/3")) == (None, False)
+        assert mw.rules_pending(Request("http://b.ex/", meta={"dont_obey_robotstxt": True})) \
+            == (None, False)
+
+    asyncio.run(main())
+    assert fetched == ["http://a.ex/1"]

@@ -49,6 +49,7 @@ POLL_INTERVAL = 0.25
 HUNGRY_POLL = 0.01
 # A partition whose earliest host is due within this many ms is asked now.
 SOON_MS = 20
+_UNSET = object()
 
 
 @dataclass
@@ -105,6 +106,8 @@ class FrontierScheduler:
         self._short = 1.0 if self.min_delay * 1000 <= SOON_MS else 0.0  # share of short delays
         self._runs: dict[str, deque] = {}          # host -> (request, InFlight) waiting for it
         self._hosts: dict[str, InFlight] = {}      # host -> its lease, while a run is out
+        self._parked: list = []                    # (request, InFlight) awaiting robots.txt
+        self._robots = _UNSET                      # middlewares/robots.py, once looked up
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.spider = None
         self._pending: dict[int, Batch] = {}
@@ -162,6 +165,7 @@ class FrontierScheduler:
                 if lease.token not in returned:
                     self._release(lease, 0.0, "return")
             self._prefetched.clear()
+            self._parked.clear()
             self._inflight.clear()
             self._runs.clear()
             self._hosts.clear()
@@ -182,15 +186,17 @@ class FrontierScheduler:
         """Every (request, lease) this worker holds: prefetched, in the engine,
         waiting in a run for their host."""
         yield from self._prefetched
+        yield from self._parked
         yield from self._inflight.items()
         for run in self._runs.values():
             yield from run
 
     def _holding(self) -> int:
-        return len(self._prefetched) + len(self._inflight) + sum(map(len, self._runs.values()))
+        return len(self._prefetched) + len(self._parked) + len(self._inflight) \
+            + sum(map(len, self._runs.values()))
 
     def has_pending_requests(self) -> bool:
-        if self._prefetched or self._inflight or self._runs or self._pending \
+        if self._prefetched or self._parked or self._inflight or self._runs or self._pending \
                 or not self.idle_close:
             return True
         if not self._results or self._syncing is not None:
@@ -219,11 +225,34 @@ class FrontierScheduler:
     def next_request(self):
         if len(self._prefetched) < self.target // 2:
             self._sync()
-        if not self._prefetched:
-            return None
-        request, lease = self._prefetched.popleft()
-        self._inflight[request] = lease
-        return request
+        while self._prefetched:
+            request, lease = self._prefetched.popleft()
+            waiting, started = self._robots_pending(request)
+            if waiting is None:
+                self._inflight[request] = lease
+                return request
+            # the host's robots.txt first, without the page holding a slot
+            self._parked.append((request, lease))
+            waiting.addBoth(self._unpark, request, lease)
+            if started:  # its download takes a slot: let the engine count it
+                engine.wake(self.crawler)
+                return None
+        return None
+
+    def _robots_pending(self, request):
+        if self._robots is _UNSET:
+            self._robots = next((mw for mw in self.crawler.engine.downloader.middleware.middlewares
+                                 if hasattr(mw, "rules_pending")), None)
+        return (None, False) if self._robots is None else self._robots.rules_pending(request)
+
+    def _unpark(self, _result, request, lease):
+        """The host's robots.txt rules are in: its URL goes first in line."""
+        try:
+            self._parked.remove((request, lease))
+        except ValueError:
+            return  # returned meanwhile (closing)
+        self._prefetched.appendleft((request, lease))
+        engine.wake(self.crawler)
 
     # -- download bookkeeping (signals) -------------------------------------
 
@@ -497,7 +526,8 @@ class FrontierScheduler:
         if delays:
             delay = min(max(0.001, min(delays)), POLL_INTERVAL * 4)
         elif self.idle_close and self.frontier.is_empty(self._results) \
-                and not self._inflight and not self._prefetched and not self._runs:
+                and not self._inflight and not self._prefetched and not self._runs \
+                and not self._parked:
             return  # nothing anywhere: the engine will close us
         else:
             delay = POLL_INTERVAL
