@@ -108,6 +108,7 @@ class FrontierScheduler:
         self._hosts: dict[str, InFlight] = {}      # host -> its lease, while a run is out
         self._parked: list = []                    # (request, InFlight) awaiting robots.txt
         self._robots = _UNSET                      # middlewares/robots.py, once looked up
+        self._robots_out = 0                       # robots.txt downloads started here
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.spider = None
         self._pending: dict[int, Batch] = {}
@@ -226,6 +227,8 @@ class FrontierScheduler:
         if len(self._prefetched) < self.target // 2:
             self._sync()
         while self._prefetched:
+            if self._robots_out and self._slots_full():
+                return None
             request, lease = self._prefetched.popleft()
             waiting, started = self._robots_pending(request)
             if waiting is None:
@@ -233,11 +236,17 @@ class FrontierScheduler:
                 return request
             # the host's robots.txt first, without the page holding a slot
             self._parked.append((request, lease))
-            waiting.addBoth(self._unpark, request, lease)
-            if started:  # its download takes a slot: let the engine count it
-                engine.wake(self.crawler)
-                return None
+            waiting.addBoth(self._unpark, request, lease, started)
+            if started:
+                self._robots_out += 1
         return None
+
+    def _slots_full(self) -> bool:
+        """Whether the downloader is full, counting the robots.txt downloads this
+        scheduler started that have not reached it yet (they start a turn later)."""
+        d = self.crawler.engine.downloader
+        there = sum(1 for r in d.active if r.meta.get("dont_obey_robotstxt"))
+        return 0 < d.total_concurrency <= len(d.active) + max(0, self._robots_out - there)
 
     def _robots_pending(self, request):
         if self._robots is _UNSET:
@@ -245,8 +254,10 @@ class FrontierScheduler:
                                  if hasattr(mw, "rules_pending")), None)
         return (None, False) if self._robots is None else self._robots.rules_pending(request)
 
-    def _unpark(self, _result, request, lease):
+    def _unpark(self, _result, request, lease, started=False):
         """The host's robots.txt rules are in: its URL goes first in line."""
+        if started:
+            self._robots_out -= 1
         try:
             self._parked.remove((request, lease))
         except ValueError:
