@@ -11,9 +11,12 @@ next hosts, which wait here, prefetched, for the engine to pull them.
 The life of a URL in one worker:
     enqueue_request -> buffered -> sync: DUE test-and-set + host back queue
     sync leases host -> prefetched -> next_request hands it to the engine
+      (a host's first URL once its robots.txt is parsed: parked meanwhile)
     download ends (signal) -> release buffered with the politeness delay
     -> sync: host back on the heap, the URL still leased (pending)
     engine done with its output (engine.py) -> sync: links in, then URL done
+A run (docs/frontier.md) leases a host with its next URLs; they wait here for
+the host's download to end, and the host goes back after the last.
 """
 
 from __future__ import annotations
@@ -236,9 +239,9 @@ class FrontierScheduler:
                 return request
             # the host's robots.txt first, without the page holding a slot
             self._parked.append((request, lease))
-            waiting.addBoth(self._unpark, request, lease, started)
             if started:
                 self._robots_out += 1
+            waiting.addBoth(self._unpark, request, lease, started)
         return None
 
     def _slots_full(self) -> bool:
