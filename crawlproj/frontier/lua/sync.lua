@@ -285,6 +285,19 @@ if want > 0 then
     if head[2] then redis.call('ZADD', READY, head[2], host) end
   end
   local leased = 0
+  -- A URL popped from host's queue is handed out: {token, score, payload, fp}.
+  local function take(host, fp, score)
+    local payload = redis.call('HGET', payloads(host), fp)
+    redis.call('HDEL', payloads(host), fp)
+    local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
+    queued_delta = queued_delta - 1
+    leased = leased + 1
+    out[#out + 1] = host
+    out[#out + 1] = token
+    out[#out + 1] = score
+    out[#out + 1] = payload
+    return {token, score, payload, fp}
+  end
   local hosts = {}
   while leased < want do
     local top = redis.call('ZPOPMIN', READY)
@@ -292,18 +305,8 @@ if want > 0 then
     local host = top[1]
     local item = redis.call('ZPOPMIN', queue(host))
     if item[1] then
-      local fp = item[1]
-      local payload = redis.call('HGET', payloads(host), fp)
-      redis.call('HDEL', payloads(host), fp)
-      local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
-      redis.call('HSET', LEASE, host, cmsgpack.pack({token, item[2], payload, fp}))
+      redis.call('HSET', LEASE, host, cmsgpack.pack(take(host, item[1], item[2])))
       redis.call('ZADD', LEASES, now + ttl, host)
-      queued_delta = queued_delta - 1
-      leased = leased + 1
-      out[#out + 1] = host
-      out[#out + 1] = token
-      out[#out + 1] = item[2]
-      out[#out + 1] = payload
       hosts[#hosts + 1] = host
     end
   end
@@ -315,19 +318,7 @@ if want > 0 then
   for _, host in ipairs(hosts) do
     if leased >= want or run <= 1 then break end
     local more = redis.call('ZPOPMIN', queue(host), math.min(run - 1, want - leased))
-    for k = 1, #more, 2 do
-      local fp, score = more[k], more[k + 1]
-      local payload = redis.call('HGET', payloads(host), fp)
-      redis.call('HDEL', payloads(host), fp)
-      local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
-      to_pending(host, {token, score, payload, fp})
-      queued_delta = queued_delta - 1
-      leased = leased + 1
-      out[#out + 1] = host
-      out[#out + 1] = token
-      out[#out + 1] = score
-      out[#out + 1] = payload
-    end
+    for k = 1, #more, 2 do to_pending(host, take(host, more[k], more[k + 1])) end
   end
 end
 
