@@ -174,6 +174,7 @@ def bound(records: list[dict], web, seeds: list[str], concurrency: int, factor: 
                          "min_crawl_s": round(max(t_conc, chain), 2),
                          "achieved_over_bound": round(max(t_conc, chain) / span, 3)},
         "mean_in_flight": round(sum(dur) / span, 2),
+        "max_in_flight": checks.max_in_flight(records),
         "lateness_s": {"p10": q(0.1), "median": q(0.5), "p90": q(0.9), "p99": q(0.99)},
     }
 
@@ -196,6 +197,8 @@ def main() -> None:
                    help="also crawl the same web with stock Scrapy (no politeness): the engine's ceiling")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="extra Scrapy setting for every run")
+    p.add_argument("--also", action="append", default=[], metavar="NAME=VALUE",
+                   help="one more polite run with this setting, in the same invocation (A/B)")
     a = p.parse_args()
     lat = [float(x) for x in a.latency_ms.split("-")] if "-" in a.latency_ms else float(a.latency_ms)
     spec = {"seed": a.seed, "hosts": a.hosts, "pages": a.pages, "host_zipf": a.host_zipf,
@@ -215,6 +218,9 @@ def main() -> None:
     out = {}
     try:
         runs = [("polite", {}, a.factor)]
+        for kv in a.also:
+            k, _, v = kv.partition("=")
+            runs.append((f"polite {kv}", {k: v}, a.factor))
         if a.control:
             # the engine's own ceiling on this web: stock Scrapy, same concurrency,
             # no politeness rule at all (its bound is the concurrency cap alone)
@@ -222,10 +228,12 @@ def main() -> None:
                                            "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter"},
                          0.0))
         for name, settings, factor in runs:
-            res = bench.run(name, a.workers if name == "polite" else 1, settings)
+            polite = name.startswith("polite")
+            res = bench.run(name.replace(" ", "_").replace("=", "-"), a.workers if polite else 1,
+                            settings)
             records = bench.last_records
             b = bound(records, bench.web, bench.seeds, a.concurrency, factor)
-            if name == "polite":
+            if polite:
                 b["politeness_violations"] = len(checks.politeness_violations(
                     records, factor=a.factor, tolerance=0.005))
                 b["overlaps"] = len(checks.overlaps(records, ignore_paths=("/robots.txt",)))

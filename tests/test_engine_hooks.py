@@ -6,15 +6,45 @@ from __future__ import annotations
 import asyncio
 import inspect
 
+from scrapy.core.downloader import Downloader
 from scrapy.core.engine import ExecutionEngine, _Slot
+from scrapy.core.scraper import Slot as ScraperSlot
+from scrapy.utils.test import get_crawler
 
 from crawlproj.frontier import engine
 
 
 def test_engine_internals_the_frontier_uses_exist():
     assert callable(ExecutionEngine._start_scheduled_requests)
+    assert callable(ExecutionEngine._start_scheduled_request)
+    downloader = Downloader(get_crawler())
+    assert isinstance(downloader.active, set) and isinstance(downloader.total_concurrency, int)
+    assert callable(ScraperSlot.needs_backout)
+    # start_freed relies on the transfer's end being signalled while the
+    # request still counts as active (it leaves `active` turns later)
+    source = inspect.getsource(Downloader._download)
+    assert source.index("request_left_downloader") > source.index("download_request_async")
     assert "remove_request" in dict(inspect.getmembers(_Slot))
     assert "nextcall" in inspect.signature(_Slot.__init__).parameters
+
+
+def test_scrapy_loads_every_project_middleware(caplog):
+    """Scrapy skips a middleware method it cannot use with only an error in the
+    log (RefillFirstMiddleware was skipped so, unnoticed, under Scrapy 2.19):
+    build the managers from the project's settings and look for each one."""
+    from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
+    from scrapy.core.spidermw import SpiderMiddlewareManager
+    from scrapy.utils.project import get_project_settings
+
+    project = get_project_settings()
+    crawler = get_crawler(settings_dict={  # the project's middlewares, not its reactor
+        key: project[key] for key in project if "MIDDLEWARES" in key or key.startswith("ROBOTSTXT")})
+    with caplog.at_level("ERROR"):
+        spider_mw = SpiderMiddlewareManager.from_crawler(crawler)
+        DownloaderMiddlewareManager.from_crawler(crawler)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+    outputs = [m.__self__ for m in spider_mw.methods["process_spider_output"] if m is not None]
+    assert any(isinstance(mw, engine.RefillFirstMiddleware) for mw in outputs)
 
 
 def test_refill_first_yields_the_output_one_turn_later():
@@ -30,7 +60,7 @@ def test_refill_first_yields_the_output_one_turn_later():
 
     async def main():
         loop = asyncio.get_running_loop()
-        out = mw.process_spider_output_async(None, spider_output())
+        out = mw.process_spider_output(None, spider_output())
         first = asyncio.ensure_future(out.__anext__())
         loop.call_later(0, order.append, "pulled")  # scheduled before the parse resumes
         assert await first == 1

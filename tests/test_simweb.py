@@ -569,6 +569,15 @@ def test_overlaps():
     assert len(checks.overlaps(rs, ignore_paths=("/robots.txt",))) == 2
 
 
+def test_max_in_flight():
+    rs = [rec("a", "/1", 0.0, 1.0), rec("b", "/1", 0.5, 0.7), rec("c", "/1", 0.6, 2.0),
+          rec("a", "/2", 1.0, 1.5), rec("b", "/2", 2.0, 2.5)]
+    # three at 0.6-0.7; /2 of a starts as /1 of a ends: two, not three
+    assert checks.max_in_flight(rs) == 3
+    assert checks.max_in_flight(rs[3:]) == 1
+    assert checks.max_in_flight([]) == 0
+
+
 def test_politeness_violations():
     # durations 0.1 s; factor 10 -> 1 s gap needed
     rs = [rec("a", "/1", 0.0, 0.1), rec("a", "/2", 1.1, 1.2), rec("a", "/3", 1.8, 1.9),

@@ -112,6 +112,10 @@ class FrontierScheduler:
         self._parked: list = []                    # (request, InFlight) awaiting robots.txt
         self._robots = _UNSET                      # middlewares/robots.py, once looked up
         self._robots_out = 0                       # robots.txt downloads started here
+        # Start the next download when a transfer ends, not when the engine
+        # lets go of the response (engine.start_freed).
+        self.refill_at_transfer_end = s.getbool("FRONTIER_REFILL_AT_TRANSFER_END", True)
+        self._ended: set = set()                   # transfers ended, still in the downloader
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.spider = None
         self._pending: dict[int, Batch] = {}
@@ -249,7 +253,9 @@ class FrontierScheduler:
         scheduler started that have not reached it yet (they start a turn later)."""
         d = self.crawler.engine.downloader
         there = sum(1 for r in d.active if r.meta.get("dont_obey_robotstxt"))
-        return 0 < d.total_concurrency <= len(d.active) + max(0, self._robots_out - there)
+        busy = engine.transfers(self.crawler, self._ended) if self.refill_at_transfer_end \
+            else len(d.active)
+        return 0 < d.total_concurrency <= busy + max(0, self._robots_out - there)
 
     def _robots_pending(self, request):
         if self._robots is _UNSET:
@@ -280,17 +286,21 @@ class FrontierScheduler:
         politeness delay, counted from now (Mercator §3.1), not from when the
         page's links are in. The URL itself stays leased until then."""
         lease = self._inflight.get(request)
-        if lease is None or lease.released:
-            return
-        lease.left = time.monotonic()
-        delay, outcome = self._politeness(lease, request)
-        lease.released = True
-        self._backlog += 1
-        self._end_download(lease, delay, outcome, page_done=False)
-        if delay > 0:
-            self._soon()  # nobody may contact the host yet: ride with the page's links
-        else:
-            self._sync()
+        if lease is not None and not lease.released:
+            lease.left = time.monotonic()
+            delay, outcome = self._politeness(lease, request)
+            lease.released = True
+            self._backlog += 1
+            self._end_download(lease, delay, outcome, page_done=False)
+            if delay > 0:
+                self._soon()  # nobody may contact the host yet: ride with the page's links
+            else:
+                self._sync()
+        if self.refill_at_transfer_end:
+            self._ended.add(request)
+            started = engine.start_freed(self.crawler, self._ended)
+            if started:
+                self.stats.inc_value("frontier/started_at_transfer_end", started)
 
     def _downloaded(self, response, request, spider=None):
         lease = self._inflight.get(request)

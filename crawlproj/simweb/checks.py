@@ -54,6 +54,17 @@ def overlaps(records: Iterable[Record], ignore_paths: Iterable[str] = ()) -> lis
     return out
 
 
+def max_in_flight(records: Iterable[Record]) -> int:
+    """The most requests the web was serving at once, over all hosts (a request
+    arriving at the instant another ended counts after that one)."""
+    events = sorted([(r["t0"], 1) for r in records] + [(r["t1"], -1) for r in records])
+    flight = peak = 0
+    for _t, delta in events:
+        flight += delta
+        peak = max(peak, flight)
+    return peak
+
+
 class Violation(NamedTuple):
     host: str
     prev: Record
