@@ -274,8 +274,6 @@ SPIDER_MIDDLEWARES = {
     # where each link was found (parent's score, its number of links, its host):
     # what the importance prioritizers score a new URL by
     "middlewares.linkcontext.LinkContextMiddleware": 950,
-    # parse a page after the engine's next pull (crawlproj/frontier/engine.py)
-    "crawlproj.frontier.engine.RefillFirstMiddleware": 990,
 }
 DOWNLOADER_MIDDLEWARES = {
     # robots.txt as Scrapy does it, plus Crawl-delay handed to the frontier

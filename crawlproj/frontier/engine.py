@@ -1,4 +1,4 @@
-"""The two things the frontier needs from Scrapy's engine that it has no API for.
+"""The three things the frontier needs from Scrapy's engine that it has no API for.
 
 Kept in this one small module, tested against the installed Scrapy (see
 ../shared/scrapy-notes.md §2): if Scrapy changes these internals, this breaks
@@ -13,35 +13,20 @@ loudly here and nowhere else.
    in-progress set. The URL's lease ends only then (its host's ended with the
    download), so a worker that dies mid-page has its URL re-crawled, never its
    links lost.
-3. RefillFirstMiddleware: the engine starts its next download only in the
-   event-loop turn after a download ends (Engine._download schedules its pull
-   with call_later(0)), while the spider's callback for that response runs at
-   once, in the same turn; so a freed slot waits for the page's parsing, and
-   on a busy loop for everything queued before the pull. This spider
-   middleware, closest to the spider, pulls at once (the slot is free by
-   then: the downloader let go of the response before the scraper got it)
-   and produces the callback's output one turn later, after the next
-   download has been started: on a latency-bound crawl a slot is busy
-   downloading for a larger share of the time.
+3. start_freed(): the engine counts a request against CONCURRENT_REQUESTS
+   until its response has come back up through the downloader middlewares,
+   three or four event-loop turns after the transfer ended; the frontier
+   starts the next download at the transfer's end instead (the downloader's
+   request_left_downloader signal), keeping at most CONCURRENT_REQUESTS
+   transfers at a time.
 """
 
 from __future__ import annotations
-
-from scrapy.utils.asyncio import call_later
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import Deferred
 
 
 def _slot(crawler):
     engine = getattr(crawler, "engine", None)
     return getattr(engine, "_slot", None) if engine is not None else None
-
-
-def pull_now(crawler) -> None:
-    """Let the engine fill its free download slots now, not a turn later."""
-    slot = _slot(crawler)
-    if slot is not None and slot.closing is None:
-        crawler.engine._start_scheduled_requests()
 
 
 def transfers(crawler, ended: set) -> int:
@@ -101,29 +86,3 @@ def on_request_done(crawler, callback) -> bool:
     slot.remove_request = remove_request
     slot._crawlproj_done_hook = callback
     return True
-
-
-async def next_turn() -> None:
-    """Resume after the callbacks already scheduled for now (the engine's pull)."""
-    d: Deferred = Deferred()
-    call_later(0, d.callback, None)
-    await maybe_deferred_to_future(d)
-
-
-class RefillFirstMiddleware:
-    """Parse a page after the engine has filled the slot its download freed."""
-
-    def __init__(self, crawler):
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        return cls(crawler)
-
-    # An async generator under the plain name: Scrapy (2.13+) skips, with an
-    # error in the log, a middleware that has only process_spider_output_async.
-    async def process_spider_output(self, response, result, spider=None):
-        pull_now(self.crawler)
-        await next_turn()
-        async for x in result:
-            yield x
