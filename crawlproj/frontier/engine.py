@@ -29,17 +29,22 @@ def _slot(crawler):
     return getattr(engine, "_slot", None) if engine is not None else None
 
 
-def transfers(crawler, ended: set) -> int:
-    """Downloads the downloader holds that have not ended their transfer.
-
-    ended: requests seen leaving the transfer (request_left_downloader); those
-    the engine has let go of are forgotten here."""
-    active = crawler.engine.downloader.active
-    ended.intersection_update(active)
-    return len(active) - len(ended)
+# request.meta key set when a request's transfer has ended (not stored: codec
+# leaves out meta keys starting with "_")
+ENDED = "_crawlproj_transfer_ended"
 
 
-def start_freed(crawler, ended: set) -> int:
+def end_transfer(request) -> None:
+    """Mark request's transfer as ended (at request_left_downloader)."""
+    request.meta[ENDED] = True
+
+
+def transfers(crawler) -> int:
+    """Downloads the downloader holds that have not ended their transfer."""
+    return sum(1 for r in crawler.engine.downloader.active if ENDED not in r.meta)
+
+
+def start_freed(crawler) -> int:
     """Start downloads while fewer than CONCURRENT_REQUESTS are transferring.
 
     The engine counts a request against CONCURRENT_REQUESTS until its response
@@ -55,7 +60,7 @@ def start_freed(crawler, ended: set) -> int:
         return 0
     limit = eng.downloader.total_concurrency
     started = 0
-    while transfers(crawler, ended) < limit and not eng.scraper.slot.needs_backout():
+    while transfers(crawler) < limit and not eng.scraper.slot.needs_backout():
         if not eng._start_scheduled_request():
             break
         started += 1

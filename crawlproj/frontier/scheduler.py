@@ -115,7 +115,6 @@ class FrontierScheduler:
         # Start the next download when a transfer ends, not when the engine
         # lets go of the response (engine.start_freed).
         self.refill_at_transfer_end = s.getbool("FRONTIER_REFILL_AT_TRANSFER_END", True)
-        self._ended: set = set()                   # transfers ended, still in the downloader
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.spider = None
         self._pending: dict[int, Batch] = {}
@@ -253,7 +252,7 @@ class FrontierScheduler:
         scheduler started that have not reached it yet (they start a turn later)."""
         d = self.crawler.engine.downloader
         there = sum(1 for r in d.active if r.meta.get("dont_obey_robotstxt"))
-        busy = engine.transfers(self.crawler, self._ended) if self.refill_at_transfer_end \
+        busy = engine.transfers(self.crawler) if self.refill_at_transfer_end \
             else len(d.active)
         return 0 < d.total_concurrency <= busy + max(0, self._robots_out - there)
 
@@ -277,6 +276,7 @@ class FrontierScheduler:
     # -- download bookkeeping (signals) -------------------------------------
 
     def _reached(self, request, spider=None):
+        request.meta.pop(engine.ENDED, None)  # a copy of a downloaded request transfers anew
         lease = self._inflight.get(request)
         if lease is not None and lease.reached is None:
             lease.reached = time.monotonic()
@@ -297,13 +297,13 @@ class FrontierScheduler:
             else:
                 self._sync()
         if self.refill_at_transfer_end:
-            self._ended.add(request)
+            engine.end_transfer(request)
             # Only while this worker keeps up with its pages: on a CPU-bound
             # worker an early start only lengthens the queue of responses
             # waiting for the event loop (measured 6-10 % slower, more time in
             # the garbage collector: docs/benchmarks.md, session 5).
             if self._backlog < self.max_backlog:
-                started = engine.start_freed(self.crawler, self._ended)
+                started = engine.start_freed(self.crawler)
                 if started:
                     self.stats.inc_value("frontier/started_at_transfer_end", started)
 
