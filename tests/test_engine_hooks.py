@@ -12,7 +12,6 @@ from scrapy.core.scraper import Slot as ScraperSlot
 from scrapy.utils.test import get_crawler
 
 
-
 def test_engine_internals_the_frontier_uses_exist():
     assert callable(ExecutionEngine._start_scheduled_requests)
     assert callable(ExecutionEngine._start_scheduled_request)
