@@ -274,6 +274,9 @@ SPIDER_MIDDLEWARES = {
     # where each link was found (parent's score, its number of links, its host):
     # what the importance prioritizers score a new URL by
     "middlewares.linkcontext.LinkContextMiddleware": 950,
+    # drop a link this worker sent to the frontier lately, before Scrapy's
+    # other middlewares and scraper handle it (after link contexts are counted)
+    "middlewares.recentlinks.RecentLinksMiddleware": 940,
 }
 DOWNLOADER_MIDDLEWARES = {
     # robots.txt as Scrapy does it, plus Crawl-delay handed to the frontier

@@ -102,3 +102,24 @@ def test_next_download_starts_at_transfer_end_within_the_concurrency_cap(redis_u
             assert checks.overlaps(records) == []
             started = stat(workers.log(0), "frontier/started_at_transfer_end")
             assert (started > 100) if refill else (started == 0), started
+
+
+@pytest.mark.parametrize("prioritizer", ["bfs", "backlinks"])
+def test_links_sent_lately_are_dropped_before_scrapy_handles_them(redis_url, tmp_path, prioritizer):
+    """middlewares/recentlinks.py drops a link this worker already sent, unless
+    the prioritizer counts duplicate links (backlinks must see them all); the
+    crawl fetches the same pages either way."""
+    with SimWebServer(PLAIN, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds = sw.web.seeds(2)
+        workers = Workers(sw, redis_url, tmp_path, seeds, f"recent-{prioritizer}", {
+            "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_PRIORITIZER": prioritizer})
+        workers.start(1)
+        assert workers.wait() == [0]
+        counts = checks.fetch_counts(sw.read_log())
+        assert set(counts) == sw.web.reachable(seeds) and max(counts.values()) == 1
+        log = workers.log(0)
+        dropped = stat(log, "frontier/recent_links_dropped")
+        if prioritizer == "bfs":
+            assert dropped > 100, dropped
+        else:
+            assert dropped == 0 and stat(log, "frontier/bumped") > 0

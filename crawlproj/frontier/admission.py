@@ -72,6 +72,9 @@ class RecentURLs:
         self.size = size
         self._fps: dict[int, None] = {}
 
+    def __contains__(self, key) -> bool:
+        return key in self._fps
+
     def seen(self, fp: int) -> bool:
         """Was fp sent lately? Remembers it either way."""
         fps = self._fps

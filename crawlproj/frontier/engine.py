@@ -67,6 +67,12 @@ def start_freed(crawler) -> int:
     return started
 
 
+def scheduler(crawler):
+    """The engine's scheduler, once the spider is open (else None)."""
+    slot = _slot(crawler)
+    return slot.scheduler if slot is not None else None
+
+
 def wake(crawler) -> None:
     slot = _slot(crawler)
     if slot is not None and slot.closing is None:

@@ -38,6 +38,7 @@ from crawlproj.frontier import codec, engine
 from crawlproj.frontier.admission import RecentURLs, Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.prioritizers import load_prioritizer
+from crawlproj.prioritizers.basic import Prioritizer
 from crawlproj.redisconn import get_redis
 
 logger = logging.getLogger(__name__)
@@ -100,6 +101,10 @@ class FrontierScheduler:
         self.max_backlog = s.getint("FRONTIER_MAX_BACKLOG", 4)
         cache = s.getint("DUE_CACHE_SIZE", 2 ** 16)
         self.recent = RecentURLs(cache) if cache > 0 else None
+        # The URL strings this worker sent lately, for middlewares/recentlinks.py;
+        # none when duplicates must arrive (a prioritizer that bumps).
+        bumps = getattr(type(prioritizer), "bump", Prioritizer.bump) is not Prioritizer.bump
+        self._sent_urls = RecentURLs(cache) if cache > 0 and not bumps else None
         self._backlog = 0  # leases whose download ended and page is not done
         # Runs (Mercator's back queue owned by one thread): when fewer hosts are
         # ready than this worker has room for, a leased host brings up to
@@ -220,6 +225,8 @@ class FrontierScheduler:
             logger.warning("Frontier refused %s: %s", request.url[:200], exc.message)
             self.stats.inc_value(f"frontier/refused/{exc.reason}")
             return False
+        if self._sent_urls is not None and not request.dont_filter:
+            self._sent_urls.seen(request.url)
         if admitted is None:
             self.stats.inc_value("frontier/recent_duplicates")
             return False
@@ -228,6 +235,11 @@ class FrontierScheduler:
         self.stats.inc_value("frontier/enqueue_requests")
         self._soon()  # links of one page arrive one by one: send them together
         return True
+
+    def sent_lately(self, url: str) -> bool:
+        """Did this worker send this exact URL to the frontier lately? Then
+        another link to it changes nothing (middlewares/recentlinks.py)."""
+        return self._sent_urls is not None and url in self._sent_urls
 
     def next_request(self):
         if len(self._prefetched) < self.target // 2:
