@@ -23,7 +23,7 @@ def test_engine_internals_the_frontier_uses_exist():
     source = inspect.getsource(Downloader._download)
     assert source.index("request_left_downloader") > source.index("download_request_async")
     assert "remove_request" in dict(inspect.getmembers(_Slot))
-    assert "nextcall" in inspect.signature(_Slot.__init__).parameters
+    assert {"nextcall", "scheduler"} <= set(inspect.signature(_Slot.__init__).parameters)
 
 
 def test_scrapy_loads_every_project_middleware(caplog):

@@ -1,4 +1,4 @@
-"""The three things the frontier needs from Scrapy's engine that it has no API for.
+"""The four things the frontier needs from Scrapy's engine that it has no API for.
 
 Kept in this one small module, tested against the installed Scrapy (see
 ../shared/scrapy-notes.md §2): if Scrapy changes these internals, this breaks
@@ -19,6 +19,8 @@ loudly here and nowhere else.
    starts the next download at the transfer's end instead (the downloader's
    request_left_downloader signal), keeping at most CONCURRENT_REQUESTS
    transfers at a time.
+4. scheduler(): the engine's scheduler object, which a spider middleware
+   (middlewares/recentlinks.py) asks which links were sent lately.
 """
 
 from __future__ import annotations
