@@ -263,7 +263,7 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
     # what admission spends its time on (same 5,000 requests each)
     from crawlproj.due.fingerprint import url_fingerprint
     from crawlproj.due.canonical import canonicalize
-    from crawlproj.frontier.admission import host_of, refusal
+    from crawlproj.urls import host_of, refusal
 
     sample = requests[:5000]
     parts = {

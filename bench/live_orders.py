@@ -90,7 +90,7 @@ from crawlproj.evaluate import crawler as vc  # noqa: E402
 from crawlproj.evaluate import metrics  # noqa: E402
 from crawlproj.evaluate.graph import GraphFormatError, read_graph  # noqa: E402
 from crawlproj.evaluate.run import CHO_G_IB, CHO_G_IR, evaluate  # noqa: E402
-from crawlproj.frontier.admission import host_of as frontier_host  # noqa: E402
+from crawlproj.urls import host_of as frontier_host  # noqa: E402
 from crawlproj.ranker.pagerank import pagerank  # noqa: E402
 from crawlproj.simweb import SimWeb, checks  # noqa: E402
 from crawlproj.simweb.graphs import clean_url  # noqa: E402

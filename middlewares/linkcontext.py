@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from scrapy import Request
 
-from crawlproj.frontier.admission import host_of
+from crawlproj.urls import host_of
 
 
 class LinkContextMiddleware:

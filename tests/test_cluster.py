@@ -15,7 +15,7 @@ import pytest
 import redis
 import redis.cluster
 
-from crawlproj.frontier.admission import host_of
+from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import Workers, stat

@@ -23,7 +23,7 @@ from crawlproj.due.canonical import InvalidURL
 from crawlproj.due.dupefilter import RedisDupeFilter
 from crawlproj.due.fingerprint import fingerprint, url_fingerprint
 from crawlproj.due.urlseen import DueConfig, URLSeen
-from crawlproj.frontier.admission import host_of
+from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Batch, Frontier
 
 

@@ -9,9 +9,10 @@ import pytest
 import redis
 
 from crawlproj.due.fingerprint import url_fingerprint
-from crawlproj.frontier.admission import Refused, admit, host_of, refusal, valid_hostname
+from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.prioritizers.basic import BreadthFirst
+from crawlproj.urls import host_of, refusal, valid_hostname
 
 
 def make(redis_url, **kw) -> Frontier:

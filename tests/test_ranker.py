@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from crawlproj.due.fingerprint import url_fingerprint
-from crawlproj.frontier.admission import host_of
+from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.ranker.loop import Ranker, RankerLock
 from crawlproj.simweb import checks

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from scrapy.dupefilters import BaseDupeFilter
 
 from crawlproj.due.canonical import InvalidURL
-from crawlproj.frontier.admission import host_of
+from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Frontier
 from crawlproj.redisconn import get_redis
 

@@ -45,7 +45,7 @@ def _clean_meta(meta: dict) -> dict:
 
 
 def encode(request: Request, spider=None, host: str | None = None) -> bytes:
-    """host: the frontier's host key (admission.host_of) the payload is kept under."""
+    """host: the frontier's host key (crawlproj.urls.host_of) the payload is kept under."""
     d = request.to_dict(spider=spider)
     d["meta"] = _clean_meta(d.get("meta") or {})
     small = {k: v for k, v in d.items() if k == "url" or v != _DEFAULTS.get(k)}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from crawlproj.frontier.admission import host_of
+from crawlproj.urls import host_of
 from crawlproj.prioritizers import importance
 from crawlproj.prioritizers.basic import Prioritizer
 

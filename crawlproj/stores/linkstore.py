@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 import mmh3
 
 from crawlproj.due.fingerprint import url_fingerprint
-from crawlproj.frontier.admission import host_of
+from crawlproj.urls import host_of
 from crawlproj.stores.common import safe_name
 
 logger = logging.getLogger(__name__)

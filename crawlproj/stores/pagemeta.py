@@ -27,7 +27,7 @@ from pathlib import Path
 import msgpack
 from redis.exceptions import NoScriptError
 
-from crawlproj.frontier.admission import host_of
+from crawlproj.urls import host_of
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.linkstore import node_id as url_fingerprint
 
