@@ -62,7 +62,7 @@ from scrapy import Request  # noqa: E402
 from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.frontier import codec  # noqa: E402
 from crawlproj.frontier.admission import admit  # noqa: E402
-from crawlproj.frontier.frontier import Batch, Frontier  # noqa: E402
+from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release  # noqa: E402
 from crawlproj.prioritizers import load_prioritizer  # noqa: E402
 from crawlproj.simweb import SimWeb  # noqa: E402
 from crawlproj.spiders.web import WebSpider  # noqa: E402
@@ -344,7 +344,7 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
         leased = released = syncs = 0
         rc0, c0, t0 = proc_cpu(rproc.pid), time.process_time(), time.perf_counter()
         while leased < n_leases:
-            batch = Batch(release=[(h, tok, 0, "ok") for h, tok in held], lease=lb)
+            batch = Batch(release=[Release(h, tok, Host.OK, URL.DONE) for h, tok in held], lease=lb)
             res = fr.sync({0: batch})[0]
             syncs += 1
             released += len(held)
@@ -352,7 +352,7 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
             leased += len(held)
             if not held and res.queued == 0:
                 break
-        fr.sync({0: Batch(release=[(h, tok, 0, "ok") for h, tok in held])})
+        fr.sync({0: Batch(release=[Release(h, tok, Host.OK, URL.DONE) for h, tok in held])})
         released += len(held)
         wall = time.perf_counter() - t0
         rcpu, ccpu = proc_cpu(rproc.pid) - rc0, time.process_time() - c0

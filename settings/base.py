@@ -279,9 +279,8 @@ SPIDER_MIDDLEWARES = {
     "middlewares.recentlinks.RecentLinksMiddleware": 940,
 }
 DOWNLOADER_MIDDLEWARES = {
-    # robots.txt as Scrapy does it, plus Crawl-delay handed to the frontier
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "middlewares.robots.CrawlDelayRobotsTxtMiddleware": 100,
+    # robots.txt as Scrapy does it (100), then its Crawl-delay handed to the frontier
+    "middlewares.robots.CrawlDelayMiddleware": 101,
     # the content-seen test: last before the spider, on decoded bodies of the
     # final (post-redirect) responses
     "middlewares.contentseen.ContentSeenMiddleware": 80,

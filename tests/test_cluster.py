@@ -16,7 +16,7 @@ import redis
 import redis.cluster
 
 from crawlproj.urls import host_of
-from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import Workers, stat
 from tests.test_crawl_e2e import WEB, assert_fetched_once_and_politely, expected
@@ -102,7 +102,7 @@ def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
         got += leased
         rel: dict[int, Batch] = {}
         for x in leased:
-            rel.setdefault(x.partition, Batch()).release.append((x.host, x.token, 0, "ok"))
+            rel.setdefault(x.partition, Batch()).release.append(Release(x.host, x.token, Host.OK, URL.DONE))
         f.sync(rel)
         rounds += 1
     assert sorted(x.payload.decode() for x in got) == sorted(urls)

@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from scrapy.dupefilters import BaseDupeFilter
 
 from crawlproj.due.canonical import InvalidURL
-from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Frontier
 from crawlproj.redisconn import get_redis
+from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
 

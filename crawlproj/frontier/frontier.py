@@ -17,6 +17,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import mmh3
 import msgpack
@@ -29,12 +30,42 @@ SYNC_LUA = SEEN_LUA + (Path(__file__).parent / "lua" / "sync.lua").read_text()
 RESCORE_LUA = (Path(__file__).parent / "lua" / "rescore.lua").read_text()
 
 
+class Host:
+    """What a release does to its host (lua/sync.lua, section 2). The host's
+    lease is touched only if the release's token holds it."""
+
+    NONE = ""      # nothing: the token does not hold the host
+    KEEP = "keep"  # the host stays this worker's for the next URL of its run
+    OK = "ok"      # downloaded: contact again after delay_ms; failures forgotten
+    FAIL = "fail"  # connection failure: counted; blocked with backoff after a few
+    BUSY = "busy"  # 429/503: counted; blocked for wait_ms (Retry-After) or backoff
+    FREE = "free"  # nothing was downloaded (given back, unreadable): after delay_ms
+
+
+class URL:
+    """What a release does to the URL of its token."""
+
+    NONE = ""
+    PENDING = "pending"  # stays leased by itself until its page is done
+    DONE = "done"        # its page is done: the lease ends
+    RETURN = "return"    # back to its host's queue, unfetched
+
+
+class Release(NamedTuple):
+    host: str
+    token: str
+    host_fate: str = Host.NONE
+    url_fate: str = URL.NONE
+    delay_ms: int = 0    # the host's politeness wait
+    wait_ms: int = -1    # BUSY: the server's Retry-After; -1: none, back off
+
+
 @dataclass
 class Batch:
     """What one worker sends to one partition in one sync."""
 
     enqueue: list = field(default_factory=list)   # Frontier.entry() tuples
-    release: list = field(default_factory=list)   # (host, token, delay_ms, outcome)
+    release: list = field(default_factory=list)   # Release tuples
     renew: list = field(default_factory=list)     # (host, token)
     lease: int = 0
     run: int = 1      # URLs of one host at most (lua/sync.lua, section 4)
@@ -74,20 +105,20 @@ class Leased:
 
 @dataclass
 class Result:
-    """A partition's answer to one sync."""
+    """A partition's answer to one sync (lua/sync.lua returns the counts by name)."""
 
     now_ms: int
     leased: list
-    added: int
-    duplicates: int
-    stale: int
-    expired: int
-    next_ready_ms: int    # earliest time a host may be ready here; -1 = none queued
-    heap: int
-    ready: int
-    leases: int
-    queued: int
+    added: int = 0
+    duplicates: int = 0
     bumped: int = 0      # queued URLs whose score a duplicate link changed
+    stale: int = 0       # releases of leases that had expired
+    expired: int = 0     # expired leases put back in their queues
+    next_ready_ms: int = -1  # earliest time a host may be ready here; -1 = nothing queued
+    heap: int = 0
+    ready: int = 0
+    leases: int = 0
+    queued: int = 0
     pending: int = 0     # URLs downloaded, host released, page not yet done
 
 
@@ -188,10 +219,11 @@ class Frontier:
 
     @staticmethod
     def _result(p: int, reply) -> Result:
-        now, flat, c = reply
+        now, flat, counts = reply
         leased = [Leased(flat[i].decode(), flat[i + 1].decode(), float(flat[i + 2]),
                          flat[i + 3], p) for i in range(0, len(flat), 4)]
-        return Result(int(now), leased, *(int(x) for x in c))
+        named = {counts[i].decode(): int(counts[i + 1]) for i in range(0, len(counts), 2)}
+        return Result(int(now), leased, **named)
 
     # -- bulk priority rewrite (the ranker) ---------------------------------
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from crawlproj.groupcommit import GroupCommit
 from crawlproj.pipelines._redis import open_layout
 from crawlproj.pipelines.guard import warn_without_recorder
-from crawlproj.stores.batcher import GroupCommit
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.stores.signals import exchange_recorded
 
@@ -37,7 +37,7 @@ class PageMetaPipeline:
         warn_without_recorder(self.crawler, "page metadata")
         layout = open_layout(self.crawler.settings)
         self.store = PageMetaStore(layout.redis, layout, self.buckets)
-        self.batch = GroupCommit(self._write, "pagemeta", self.crawler.stats)
+        self.batch = GroupCommit(self._write, "stores/pagemeta", self.crawler.stats)
 
     def _write(self, entries):
         return self.store.write(entries)
@@ -46,7 +46,7 @@ class PageMetaPipeline:
         if self.batch is None:
             return
         self.crawler.stats.inc_value("stores/pagemeta/fetches")
-        await maybe_deferred_to_future(self.batch.add(self.store.entry(exchange)))
+        await maybe_deferred_to_future(self.batch.add_confirmed(self.store.entry(exchange)))
 
     def process_item(self, item, spider=None):
         return item

@@ -29,7 +29,12 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.ranker.pagerank import CHO_DAMPING, TransitionMatrix, build_adjacency, pagerank
+from crawlproj.ranker.pagerank import (
+    CHO_DAMPING,
+    TransitionMatrix,
+    build_adjacency,
+    pagerank,
+)
 from crawlproj.stores.graph import url_host
 
 logger = logging.getLogger(__name__)

@@ -29,8 +29,8 @@ import random
 import re
 import time
 import zlib
-from collections import Counter
 from array import array
+from collections import Counter
 from typing import Any, Iterable, NamedTuple
 
 __all__ = ["SimWeb", "GeneratedWeb", "Response", "from_spec", "GENERATE_DEFAULTS", "GENERATE_HELP"]

@@ -28,7 +28,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.stores.linkstore import EDGE_SCHEMA, URL_SCHEMA, LinkStore, pages_table, pages_to_tables
+from crawlproj.stores.linkstore import (
+    EDGE_SCHEMA,
+    URL_SCHEMA,
+    LinkStore,
+    pages_table,
+    pages_to_tables,
+)
 
 
 class GraphExportError(CrawlprojError):

@@ -43,15 +43,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import mmh3
 import msgpack
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import mmh3
-
 from crawlproj.due.fingerprint import url_fingerprint
-from crawlproj.urls import host_of
 from crawlproj.stores.common import safe_name
+from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
 

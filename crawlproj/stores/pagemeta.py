@@ -15,7 +15,7 @@ fingerprint, value = a msgpack array of 9 numbers and short strings (about
 which is what keeps this near 60 bytes per URL.
 
 Writes: a batch of fetches is one EVALSHA of lua/pagemeta.lua per partition
-touched, all in one pipeline (one round trip per batch, see batcher.py).
+touched, all in one pipeline (one round trip per batch, see crawlproj/groupcommit.py).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 import msgpack
 from redis.exceptions import NoScriptError
 
-from crawlproj.urls import host_of
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.linkstore import node_id as url_fingerprint
+from crawlproj.urls import host_of
 
 PAGEMETA_LUA = (Path(__file__).parent / "lua" / "pagemeta.lua").read_text()
 FIELDS = ("first_fetch", "last_fetch", "status", "content_type", "length", "digest",
