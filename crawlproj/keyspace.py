@@ -59,6 +59,30 @@ def _glob_literal(text: str) -> str:
     return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in text)
 
 
+def _key(name: str, doc: str):
+    """The method naming a partition's key `name`."""
+    def key(self, partition: int) -> str:
+        return self._prefixes[partition] + name
+    key.__doc__ = doc
+    return key
+
+
+def _member_key(name: str, doc: str):
+    """The method naming a partition's key `name` + member (a host, a bucket)."""
+    def key(self, partition: int, member) -> str:
+        return f"{self._prefixes[partition]}{name}{member}"
+    key.__doc__ = doc
+    return key
+
+
+def _pattern(name: str):
+    """The method giving the SCAN pattern of a partition's keys that start with `name`."""
+    def pattern(self, partition: int) -> str:
+        return _glob_literal(self._prefixes[partition] + name) + "*"
+    pattern.__doc__ = f"SCAN pattern of a partition's {name or 'keys'}* keys."
+    return pattern
+
+
 class Keyspace:
     """The key names of one crawl with a given partition count.
 
@@ -143,57 +167,27 @@ class Keyspace:
         """SCAN pattern of every partition key of the crawl."""
         return _glob_literal(f"{_ROOT}{{{self.crawl_id}/") + "*"
 
-    def partition_pattern(self, partition: int) -> str:
-        """SCAN pattern of every key of one partition."""
-        return self._pattern(partition, "")
-
-    def _pattern(self, partition: int, name: str) -> str:
-        return _glob_literal(self.prefix(partition) + name) + "*"
-
     # -- the frontier (frontier/lua/sync.lua) -----------------------------------
 
-    def heap(self, partition: int) -> str:
-        return self.prefix(partition) + "heap"
-
-    def ready(self, partition: int) -> str:
-        return self.prefix(partition) + "ready"
-
-    def leases(self, partition: int) -> str:
-        return self.prefix(partition) + "leases"
-
-    def pending(self, partition: int) -> str:
-        return self.prefix(partition) + "pending"
-
-    def stats(self, partition: int) -> str:
-        return self.prefix(partition) + "stats"
-
-    def queue(self, partition: int, host: str) -> str:
-        """A host's back queue: fingerprint -> score."""
-        return self.prefix(partition) + "q:" + host
-
-    def queues_pattern(self, partition: int) -> str:
-        return self._pattern(partition, "q:")
-
-    def payloads(self, partition: int, host: str) -> str:
-        """A host's queued requests: fingerprint -> payload."""
-        return self.prefix(partition) + "p:" + host
-
-    def payloads_pattern(self, partition: int) -> str:
-        return self._pattern(partition, "p:")
+    heap = _key("heap", "Hosts with queued URLs, by the time each may next be contacted.")
+    ready = _key("ready", "Hosts whose time has come, by the score of their best URL.")
+    leases = _key("leases", "Leased hosts, by lease deadline.")
+    pending = _key("pending", "Leased URLs that do not hold their host's lease (a page "
+                              "not done yet, a run's next URLs), by deadline.")
+    stats = _key("stats", "The partition's counters.")
+    queue = _member_key("q:", "A host's back queue: fingerprint -> score.")
+    payloads = _member_key("p:", "A host's queued requests: fingerprint -> payload.")
+    queues_pattern = _pattern("q:")
+    payloads_pattern = _pattern("p:")
 
     # -- the DUE (due/lua/seen.lua) ---------------------------------------------
 
-    def due(self, partition: int) -> str:
-        """The partition's copy of the DUE's configuration, and its state."""
-        return self.prefix(partition) + "due"
-
-    def seen_pattern(self, partition: int) -> str:
-        """SCAN pattern of the exact mode's buckets."""
-        return self._pattern(partition, "seen:")
+    due = _key("due", "The partition's copy of the DUE's configuration, and its state.")
+    seen_pattern = _pattern("seen:")  # the exact mode's buckets
 
     def bloom_pattern(self, partition: int, layer: int) -> str:
         """SCAN pattern of the bloom mode's bitmaps of one layer."""
-        return self._pattern(partition, f"bloom:{layer}:")
+        return _glob_literal(f"{self.prefix(partition)}bloom:{layer}:") + "*"
 
     # -- the content-seen test (due/contentseen.py) --------------------------------
 
@@ -214,26 +208,13 @@ class Keyspace:
         """The sketch and URL of document fp."""
         return self._by_hash("sk", fp)
 
-    def content_pattern(self, partition: int) -> str:
-        """SCAN pattern of the exact content-seen keys of a partition."""
-        return self._pattern(partition, "cs:")
+    content_pattern = _pattern("cs:")
 
-    # -- the link store (stores/linkstore.py) ------------------------------------
+    # -- the link store (stores/linkstore.py) and page metadata (stores/pagemeta.py)
 
-    def links(self, partition: int) -> str:
-        """The working set: one element per parsed page."""
-        return self.prefix(partition) + "links"
-
-    def link_segments(self, partition: int) -> str:
-        return self.prefix(partition) + "links:segments"
-
-    def links_lock(self, partition: int) -> str:
-        return self.prefix(partition) + "links:lock"
-
-    # -- page metadata (stores/pagemeta.py) ---------------------------------------
-
-    def pagemeta(self, partition: int, bucket: int) -> str:
-        return f"{self.prefix(partition)}pm:{bucket}"
-
-    def pagemeta_pattern(self, partition: int) -> str:
-        return self._pattern(partition, "pm:")
+    links = _key("links", "The link store's working set: one element per parsed page.")
+    link_segments = _key("links:segments", "The link store's segment descriptors.")
+    links_lock = _key("links:lock", "The link store's compaction lock.")
+    pagemeta = _member_key("pm:", "A bucket of page metadata: fingerprint -> history.")
+    pagemeta_pattern = _pattern("pm:")
+    partition_pattern = _pattern("")  # every key of one partition
