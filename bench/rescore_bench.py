@@ -30,6 +30,7 @@ from crawlproj.due.fingerprint import url_fingerprint  # noqa: E402
 from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.frontier import codec  # noqa: E402
 from crawlproj.frontier.frontier import Batch, Frontier  # noqa: E402
+from crawlproj.keyspace import Keyspace  # noqa: E402
 
 
 def fill(f: Frontier, n: int, hosts: int, batch: int = 20_000) -> list[str]:
@@ -62,7 +63,7 @@ def main() -> None:
         server = spawn_server(port, tmp, appendonly=False)
         try:
             r = redis.Redis(port=port)
-            f = Frontier(r, crawl_id="bench", partitions=a.partitions)
+            f = Frontier(r, Keyspace.open(r, "bench", a.partitions))
             t0 = time.perf_counter()
             urls = fill(f, a.urls, a.hosts)
             t_fill = time.perf_counter() - t0

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 import redis  # noqa: E402
 
 from crawlproj.embedded import free_port, spawn_server  # noqa: E402
-from crawlproj.frontier.frontier import Frontier  # noqa: E402
+from crawlproj.keyspace import Keyspace  # noqa: E402
 from crawlproj.simweb import SimWeb  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 from crawlproj.stores.exchange import Exchange  # noqa: E402
@@ -69,9 +69,9 @@ def micro(args, tmp: Path) -> dict:
     try:
         r = redis.Redis.from_url(url)
         web = SimWeb.generate(seed=5, hosts=args.hosts, pages=args.micro_pages, page_bytes=1000)
-        layout = Frontier(r, "bench", partitions=1)
-        links = LinkStore(r, layout, tmp / "segments", segment_pages=10**9)
-        meta = PageMetaStore(r, layout)
+        keyspace = Keyspace.open(r, "bench", 1)
+        links = LinkStore(r, keyspace, tmp / "segments", segment_pages=10**9)
+        meta = PageMetaStore(r, keyspace)
         pages = [(web.url(n), web.links(n)) for n in range(args.micro_pages)]
         edges = sum(len(ls) for _, ls in pages)
         base = r.info("memory")["used_memory"]
@@ -87,7 +87,7 @@ def micro(args, tmp: Path) -> dict:
             links.append(batch)
             batches += 1
         t_links = time.perf_counter() - t0
-        redis_bytes = int(r.memory_usage(links.key(0), samples=0))
+        redis_bytes = int(r.memory_usage(keyspace.links(0), samples=0))
         after_links = r.info("memory")["used_memory"]
         t0 = time.perf_counter()
         body = b"x" * 1000

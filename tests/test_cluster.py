@@ -15,12 +15,13 @@ import pytest
 import redis
 import redis.cluster
 
-from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
+from crawlproj.keyspace import Keyspace
 from crawlproj.simweb.testing import SimWebServer
+from crawlproj.urls import host_of
+from tests.conftest import RedisServer
 from tests.e2e import Workers, stat
 from tests.test_crawl_e2e import WEB, assert_fetched_once_and_politely, expected
-from tests.conftest import RedisServer
 
 SLOTS = 16384
 
@@ -81,7 +82,7 @@ def cluster_url(tmp_path_factory):
 def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
     rc = redis.cluster.RedisCluster.from_url(cluster_url)
     rc.flushall(target_nodes=redis.cluster.RedisCluster.PRIMARIES)
-    f = Frontier(rc, crawl_id="cl", partitions=16)
+    f = Frontier(rc, Keyspace.open(rc, "cl", 16))
     nodes = {rc.get_node_from_key(f.prefix(p)).name for p in range(16)}
     assert len(nodes) == 3  # the hash tags spread the partitions
     urls = [f"http://h{h}.ex/{i}" for h in range(60) for i in range(5)]

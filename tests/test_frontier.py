@@ -11,12 +11,14 @@ import redis
 from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
+from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
 from crawlproj.urls import host_of, refusal, valid_hostname
 
 
-def make(redis_url, **kw) -> Frontier:
-    return Frontier(redis.Redis.from_url(redis_url), crawl_id=kw.pop("crawl_id", "t"), **kw)
+def make(redis_url, crawl_id="t", partitions=1, **kw) -> Frontier:
+    r = redis.Redis.from_url(redis_url)
+    return Frontier(r, Keyspace.open(r, crawl_id, partitions), **kw)
 
 
 def add(f: Frontier, urls, scores=None, force=False) -> dict:
@@ -258,17 +260,13 @@ def test_partitions_are_hash_tagged(redis_url):
     f = make(redis_url, partitions=8)
     urls = [f"http://h{i}.ex/" for i in range(200)]
     add(f, urls)
-    keys = [k.decode() for k in f.redis.scan_iter("cp:*")]
+    keys = {k.decode() for k in f.redis.scan_iter()}
     # every key of a partition carries the same {crawl/p} hash tag
-    assert all(k.startswith("cp:{t/") or k == "cp:{t}:meta" for k in keys)
-    assert len({k.split("}")[0] for k in keys if "/" in k}) == 8
+    ks = f.keyspace
+    by_partition = [{k for k in keys if k.startswith(ks.prefix(p))} for p in range(8)]
+    assert keys == {ks.meta}.union(*by_partition)
+    assert all(by_partition)
     assert sum(len(r.leased) for r in f.sync({p: Batch(lease=100) for p in range(8)}).values()) == 200
-
-
-def test_partition_count_is_fixed_by_first_worker(redis_url):
-    assert make(redis_url, partitions=4).partitions == 4
-    assert make(redis_url, partitions=16).partitions == 4
-    assert make(redis_url, crawl_id="other", partitions=2).partitions == 2
 
 
 def test_crawls_do_not_share_keys(redis_url):
@@ -355,7 +353,7 @@ def test_rescore_of_ready_host_and_leased_member(redis_url):
     r = redis.Redis.from_url(redis_url)
     gone = url_fingerprint("http://a.ex/1")
     assert r.evalsha(f._rescore_sha, 1, f.prefix(0), "a.ex", 1, "7", gone) == 0
-    assert r.zscore(f.prefix(0) + "ready", "b.ex") == -5.0
+    assert r.zscore(f.keyspace.ready(0), "b.ex") == -5.0
     release(f, first)
     got = lease(f, 10)
     assert [(x.payload, x.score) for x in got] == [(b"http://b.ex/1", -5.0),

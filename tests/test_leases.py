@@ -18,6 +18,7 @@ from crawlproj.frontier.leases import (
     SOON_MS,
     LeaseBook,
 )
+from crawlproj.keyspace import Keyspace
 from crawlproj.urls import host_of
 
 
@@ -162,8 +163,9 @@ def test_random_workers_lose_nothing_against_the_real_frontier(redis_url):
     and no host is ever leased twice at once."""
     rng = random.Random(7)
     for round_ in range(5):
-        f = Frontier(redis.Redis.from_url(redis_url), crawl_id=f"book{round_}", partitions=2,
-                     backoff_base=0.01, backoff_max=0.04)
+        r = redis.Redis.from_url(redis_url)
+        f = Frontier(r, Keyspace.open(r, f"book{round_}", 2), backoff_base=0.01,
+                     backoff_max=0.04)
         urls = [f"http://h{rng.randrange(6)}.ex/{i}" for i in range(120)]
         batches: dict[int, Batch] = {}
         for i, url in enumerate(urls):

@@ -19,7 +19,7 @@ import pytest
 import redis as redis_lib
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlproj.frontier.frontier import Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.crawllog import log_files, read_lines
@@ -146,8 +146,9 @@ def test_exported_graph_has_exactly_the_edges_of_the_pages_fetched(crawl):
     assert counts["edges"] == sum(expected.values())
     # segments were written as the working set grew
     r = redis_lib.Redis.from_url(crawl["redis_url"])
-    assert Frontier(r, "stores").partitions == 1
-    assert r.llen("cp:{stores/0}:links:segments") >= 2
+    keyspace = Keyspace.existing(r, "stores")
+    assert keyspace.partitions == 1
+    assert r.llen(keyspace.link_segments(0)) >= 2
     assert list((crawl["data"] / "links" / "stores").glob("*.edges.parquet"))
 
 
@@ -170,7 +171,7 @@ def test_exported_graph_loads_in_pandas_duckdb_networkx(crawl):
 
 def test_page_metadata_agrees_with_the_web_log(crawl):
     r = redis_lib.Redis.from_url(crawl["redis_url"])
-    store = PageMetaStore(r, Frontier(r, "stores"))
+    store = PageMetaStore(r, Keyspace.existing(r, "stores"))
     by_url = defaultdict(list)
     for rec in crawl["records"]:
         by_url[checks.url_of(rec)].append(rec)

@@ -25,7 +25,7 @@ def add_options(parser) -> None:
 
 
 def run(settings, args, opts) -> int:
-    from crawlproj.frontier.frontier import Frontier
+    from crawlproj.keyspace import Keyspace
     from crawlproj.redisconn import get_redis
     from crawlproj.stores.graph import export_graph
     from crawlproj.stores.linkstore import LinkStore
@@ -36,14 +36,13 @@ def run(settings, args, opts) -> int:
     crawl_id = opts.crawl_id or settings.get("CRAWL_ID", "default")
     try:
         redis = get_redis(settings)
-        if not redis.exists(f"cp:{{{crawl_id}}}:meta"):
+        keyspace = Keyspace.existing(redis, crawl_id)
+        if keyspace is None:
             print(f"crawlproj: no crawl {crawl_id!r} on this server", file=sys.stderr)
             return 1
-        layout = Frontier(redis, crawl_id=crawl_id,
-                          partitions=settings.getint("FRONTIER_PARTITIONS", 1))
         directory = settings.get("LINKSTORE_DIR") or LinkStore.directory_for(data_dir(settings),
                                                                              crawl_id)
-        store = LinkStore(redis, layout, directory)
+        store = LinkStore(redis, keyspace, directory)
         counts = export_graph(store, args[0])
     except (CrawlprojError, OSError) as exc:
         print(f"crawlproj: {exc}", file=sys.stderr)

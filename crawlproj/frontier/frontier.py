@@ -1,33 +1,30 @@
-"""The shared frontier in Redis: key layout and the one round trip per sync.
+"""The shared frontier in Redis: the one round trip per sync.
 
 Every change to the frontier is one call of lua/sync.lua on one partition;
 a worker sends the calls for all partitions it needs in one pipeline, so one
 network round trip carries a batch of pages' links, the releases of the hosts
 those pages came from, lease renewals and the next leases.
 
-Keys (see lua/sync.lua for each one's meaning):
-    cp:{<crawl>}:meta                 HASH  partitions, created
-    cp:{<crawl>/<p>}:heap|ready|...   partition p's state; the hash tag puts
-                                      them in one Redis Cluster slot
+The keys, their partitions and hash tags are crawlproj.keyspace's (the layout
+is listed there; lua/sync.lua says what each key holds).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import NamedTuple
 
-import mmh3
 import msgpack
 from redis.exceptions import NoScriptError
 
 from crawlproj.due.urlseen import SEEN_LUA, DueConfig, URLSeen
+from crawlproj.keyspace import Keyspace
+from crawlproj.redisconn import lua_script
 
 # The DUE's seen test (crawlproj/due/lua/seen.lua) runs inside the sync script.
-SYNC_LUA = SEEN_LUA + (Path(__file__).parent / "lua" / "sync.lua").read_text()
-RESCORE_LUA = (Path(__file__).parent / "lua" / "rescore.lua").read_text()
+SYNC_LUA = SEEN_LUA + lua_script("crawlproj.frontier", "sync.lua")
+RESCORE_LUA = lua_script("crawlproj.frontier", "rescore.lua")
 
 
 class Host:
@@ -125,21 +122,21 @@ class Result:
 class Frontier:
     """One crawl's frontier on one Redis server or cluster."""
 
-    def __init__(self, redis, crawl_id: str = "default", partitions: int = 1,
-                 lease_ttl: float = 30.0, backoff_base: float = 5.0,
-                 backoff_max: float = 3600.0, backoff_after: int = 3,
-                 due: DueConfig | None = None):
-        if "{" in crawl_id or "}" in crawl_id:
-            raise ValueError("CRAWL_ID must not contain { or }")
+    def __init__(self, redis, keyspace: Keyspace, lease_ttl: float = 30.0,
+                 backoff_base: float = 5.0, backoff_max: float = 3600.0,
+                 backoff_after: int = 3, due: DueConfig | None = None):
         self.redis = redis
-        self.crawl_id = crawl_id
+        self.keyspace = keyspace
+        self.crawl_id = keyspace.crawl_id
+        self.partitions = keyspace.partitions
+        self.partition_of = keyspace.partition_of
+        self.prefix = keyspace.prefix
         self.lease_ttl_ms = int(lease_ttl * 1000)
         self.backoff_base_ms = int(backoff_base * 1000)
         self.backoff_max_ms = int(backoff_max * 1000)
         self.backoff_after = int(backoff_after)
-        self.partitions = self._agree_partitions(partitions)
         # the URL-seen test [Mercator §3.2], in the same partitions (docs/due.md)
-        self.due = URLSeen(redis, self.meta_key, self.prefix, self.partitions, due)
+        self.due = URLSeen(redis, keyspace, due)
         self._sha = None
         self._rescore_sha = None
 
@@ -147,33 +144,13 @@ class Frontier:
     def from_settings(cls, settings, redis):
         return cls(
             redis,
-            crawl_id=settings.get("CRAWL_ID", "default"),
-            partitions=settings.getint("FRONTIER_PARTITIONS", 1),
+            Keyspace.from_settings(settings, redis),
             lease_ttl=settings.getfloat("FRONTIER_LEASE_TTL", 30.0),
             backoff_base=settings.getfloat("FRONTIER_BACKOFF_BASE", 5.0),
             backoff_max=settings.getfloat("FRONTIER_BACKOFF_MAX", 3600.0),
             backoff_after=settings.getint("FRONTIER_BACKOFF_AFTER", 3),
             due=DueConfig.from_settings(settings),
         )
-
-    # -- key layout -------------------------------------------------------
-
-    @property
-    def meta_key(self) -> str:
-        return f"cp:{{{self.crawl_id}}}:meta"
-
-    def prefix(self, partition: int) -> str:
-        return f"cp:{{{self.crawl_id}/{partition}}}:"
-
-    def partition_of(self, host: str) -> int:
-        # Mercator's host splitter: all URLs of a host live in one partition.
-        return mmh3.hash(host, signed=False) % self.partitions
-
-    def _agree_partitions(self, wanted: int) -> int:
-        """The first worker fixes the crawl's partition count; others adopt it."""
-        self.redis.hsetnx(self.meta_key, "partitions", int(wanted))
-        self.redis.hsetnx(self.meta_key, "created", f"{time.time():.3f}")
-        return int(self.redis.hget(self.meta_key, "partitions"))
 
     # -- building entries -------------------------------------------------
 
@@ -231,8 +208,8 @@ class Frontier:
         """Hosts of a partition that may have queued URLs: on the heap, ready
         or leased (an idle host has an empty queue, see lua/sync.lua)."""
         pipe = self.redis.pipeline(transaction=False)
-        for state in ("heap", "ready", "leases"):
-            pipe.zrange(self.prefix(partition) + state, 0, -1)
+        for state in (self.keyspace.heap, self.keyspace.ready, self.keyspace.leases):
+            pipe.zrange(state(partition), 0, -1)
         return sorted({h.decode() for members in pipe.execute() for h in members})
 
     def rescore(self, score, partitions=None, hosts_per_round: int = 512,
@@ -257,7 +234,7 @@ class Frontier:
                 chunk = hosts[start:start + hosts_per_round]
                 pipe = self.redis.pipeline(transaction=False)
                 for host in chunk:
-                    pipe.zrange(self.prefix(p) + "q:" + host, 0, -1, withscores=True)
+                    pipe.zrange(self.keyspace.queue(p, host), 0, -1, withscores=True)
                 queues = pipe.execute()
                 fps = [int(m) for q in queues for m, _ in q]
                 scores = list(score(fps)) if fps else []
@@ -298,9 +275,9 @@ class Frontier:
         results = self.sync({p: Batch() for p in range(self.partitions)})
         pipe = self.redis.pipeline(transaction=False)
         for p in range(self.partitions):
-            pipe.zrange(self.prefix(p) + "leases", 0, 0, withscores=True)
-            pipe.zrange(self.prefix(p) + "pending", 0, 0, withscores=True)
-            pipe.hgetall(self.prefix(p) + "stats")
+            pipe.zrange(self.keyspace.leases(p), 0, 0, withscores=True)
+            pipe.zrange(self.keyspace.pending(p), 0, 0, withscores=True)
+            pipe.hgetall(self.keyspace.stats(p))
         replies = pipe.execute()
         now = max(r.now_ms for r in results.values())
         oldest = None

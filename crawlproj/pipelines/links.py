@@ -19,8 +19,9 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
 from crawlproj.groupcommit import GroupCommit
-from crawlproj.pipelines._redis import open_layout
+from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import StoreGuard
+from crawlproj.redisconn import get_redis
 from crawlproj.stores.common import data_dir
 from crawlproj.stores.linkstore import LinkStore, encode_page
 
@@ -48,8 +49,10 @@ class LinkStorePipeline:
         return cls(crawler)
 
     def open_spider(self, spider=None):
-        layout = open_layout(self.crawler.settings)
-        self.store = LinkStore(layout.redis, layout, self.directory, self.segment_pages)
+        s = self.crawler.settings
+        redis = get_redis(s)
+        self.store = LinkStore(redis, Keyspace.from_settings(s, redis), self.directory,
+                               self.segment_pages)
         self.batch = GroupCommit(self.store.append, "stores/links", self.stats,
                                  on_result=self._maybe_compact)
 

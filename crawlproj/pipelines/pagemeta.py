@@ -12,8 +12,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawlproj.groupcommit import GroupCommit
-from crawlproj.pipelines._redis import open_layout
+from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import warn_without_recorder
+from crawlproj.redisconn import get_redis
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.stores.signals import exchange_recorded
 
@@ -35,8 +36,9 @@ class PageMetaPipeline:
 
     def open_spider(self, spider=None):
         warn_without_recorder(self.crawler, "page metadata")
-        layout = open_layout(self.crawler.settings)
-        self.store = PageMetaStore(layout.redis, layout, self.buckets)
+        s = self.crawler.settings
+        redis = get_redis(s)
+        self.store = PageMetaStore(redis, Keyspace.from_settings(s, redis), self.buckets)
         self.batch = GroupCommit(self._write, "stores/pagemeta", self.crawler.stats)
 
     def _write(self, entries):

@@ -51,7 +51,7 @@ def url_host(url: str) -> str:
 def collect(store: LinkStore, chunk_pages: int = 20000) -> tuple[pa.Table, pa.Table, pa.Table]:
     """(edges, urls, pages) of the whole crawl: segments plus the working set."""
     edges, urls, pages = [], [], []
-    for p in range(store.frontier.partitions):
+    for p in range(store.keyspace.partitions):
         for seg in store.segments(p):
             files = seg["files"]
             missing = [f for f in files.values() if not os.path.exists(f)]
