@@ -55,8 +55,9 @@ from crawlproj.extract import (
     mime_type,
     resolve_link,
 )
+from tests.data import SHARED_DATA, require
 
-HTML_DIR = Path("/work/shared/data/html")
+HTML_DIR = SHARED_DATA / "html"
 ZYTE = HTML_DIR / "zyte_article_extraction_benchmark"
 READABILITY = HTML_DIR / "mozilla_readability_test_pages"
 TRAFILATURA = HTML_DIR / "trafilatura_eval"
@@ -115,8 +116,7 @@ def _load_corpus() -> list[Page]:
 
 @pytest.fixture(scope="module")
 def corpus() -> list[Page]:
-    if not HTML_DIR.exists():
-        pytest.skip("shared HTML corpus not present")
+    require(HTML_DIR)
     pages = _load_corpus()
     for page in pages:
         page.result = extract_page(page.body, page.url or "http://unknown.invalid/")

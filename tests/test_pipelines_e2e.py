@@ -14,6 +14,9 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import duckdb
+import networkx as nx
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import redis as redis_lib
@@ -155,14 +158,11 @@ def test_exported_graph_loads_in_pandas_duckdb_networkx(crawl):
     out = crawl["tmp"] / "graph2"
     assert scrapy_cmd("export-graph", str(out), data_dir=crawl["data"], crawl_id="stores",
                       redis_url=crawl["redis_url"]).returncode == 0
-    pd = pytest.importorskip("pandas")
     edges = pd.read_parquet(out / "edges.parquet")
     urls = pd.read_parquet(out / "urls.parquet")
     assert list(edges.columns) == ["src", "dst", "anchor"] and len(edges) > 0
-    nx = pytest.importorskip("networkx")
     g = nx.from_pandas_edgelist(edges, "src", "dst", create_using=nx.DiGraph)
     assert set(g.nodes) <= set(urls["id"])
-    duckdb = pytest.importorskip("duckdb")
     n = duckdb.sql(f"SELECT count(*) FROM '{out}/edges.parquet' e "
                    f"JOIN '{out}/urls.parquet' u ON e.dst = u.id").fetchall()[0][0]
     assert n == len(edges)

@@ -9,7 +9,6 @@ import hashlib
 import io
 import json
 import math
-import os
 import socket
 import subprocess
 import sys
@@ -26,10 +25,18 @@ import pytest
 from crawlproj.simweb import SimWeb, read_log
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
+from tests.data import SHARED_DATA, require
 
-GRAPHS = "/work/shared/data/graphs"
+GRAPHS = SHARED_DATA / "graphs"
 HOLLINS = f"{GRAPHS}/with_urls/hollins/hollins.dat.gz"
-needs_data = pytest.mark.skipif(not os.path.exists(HOLLINS), reason="shared graph data not present")
+
+
+@pytest.fixture
+def graph_files():
+    require(GRAPHS)
+
+
+needs_data = pytest.mark.usefixtures("graph_files")
 
 SMALL = {"seed": 7, "hosts": 30, "pages": 400, "page_bytes": 2000,
          "p500": 0.03, "p_redirect": 0.03, "crawl_delay_fraction": 0.2}
