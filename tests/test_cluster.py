@@ -22,6 +22,8 @@ from tests.e2e import Workers, stat
 from tests.test_crawl_e2e import WEB, assert_fetched_once_and_politely, expected
 from tests.conftest import RedisServer
 
+pytestmark = pytest.mark.cluster
+
 SLOTS = 16384
 
 
@@ -110,6 +112,7 @@ def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
     assert (st["queued"], st["hosts_leased"]) == (0, 0)
 
 
+@pytest.mark.e2e
 def test_workers_crawl_on_a_cluster(cluster_url, tmp_path):
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)

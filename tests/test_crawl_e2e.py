@@ -16,6 +16,8 @@ from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import Workers, stat
 
+pytestmark = pytest.mark.e2e
+
 # A few thousand pages over a few hundred hosts, with latency, robots.txt
 # exclusions, Crawl-delay, 404s, 500s, redirects and binary resources.
 WEB = {"seed": 7, "hosts": 200, "pages": 2000, "page_bytes": 2000, "latency_ms": [2, 8],
@@ -74,6 +76,7 @@ def test_workers_share_one_polite_frontier(redis_url, tmp_path, n_workers, parti
         assert all("finish_reason': 'finished'" in log for log in logs)
 
 
+@pytest.mark.faults
 def test_killed_worker_loses_nothing(redis_url, tmp_path):
     """kill -9: the dead worker's leases expire and their URLs go back to their
     queues; the survivor fetches everything, and fetches again only URLs the
@@ -107,6 +110,7 @@ def test_killed_worker_loses_nothing(redis_url, tmp_path):
         assert checks.overlaps(records) == []
 
 
+@pytest.mark.faults
 def test_interrupted_worker_returns_its_urls(redis_url, tmp_path):
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)

@@ -29,6 +29,8 @@ from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import ROOT, Workers, stat
 
+pytestmark = pytest.mark.e2e
+
 VOCAB = [f"w{i}" for i in range(3000)]
 
 
@@ -155,6 +157,7 @@ WEB = {"seed": 11, "hosts": 40, "pages": 700, "page_bytes": 1500, "latency_ms": 
 LOST_WINDOW = 3.0
 
 
+@pytest.mark.faults
 def test_crawl_survives_a_killed_and_restarted_redis(redis_server_factory, tmp_path):
     server = redis_server_factory(appendonly=True)
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:

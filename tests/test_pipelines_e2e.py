@@ -30,6 +30,8 @@ from crawlproj.stores.linkstore import node_id
 from crawlproj.stores.pagemeta import PageMetaStore
 from tests.e2e import ROOT, Workers
 
+pytestmark = pytest.mark.e2e
+
 # A few hundred pages with 404s, 500s, redirects, robots.txt exclusions and
 # binary resources: every kind of response the stores must keep.
 WEB = {"seed": 11, "hosts": 25, "pages": 300, "page_bytes": 1500, "p404": 0.03,

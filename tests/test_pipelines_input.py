@@ -8,11 +8,14 @@ import os
 import subprocess
 import sys
 
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlproj.stores.crawllog import log_files, read_lines
 from tests.e2e import ROOT, stat
 from tests.test_pipelines_e2e import warc_records
+
+pytestmark = pytest.mark.e2e
 
 
 def test_body_over_download_maxsize_is_never_stored(redis_url, tmp_path):

@@ -101,6 +101,7 @@ def test_agreement_count():
 _CRAWL_DELAY_LINE = re.compile(r"(?im)^[ \t]*crawl-delay[ \t]*:")
 
 
+@pytest.mark.slow
 def test_real_world_robots_files_parse():
     """Every one of the 4,231 real robots.txt files parses and answers, decoded
     the way Scrapy's ProtegoRobotParser decodes them. Also the Crawl-delay

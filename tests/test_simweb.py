@@ -298,6 +298,7 @@ def test_hollins_keeps_real_hosts_and_paths():
     assert len(web.reachable(seeds)) > 5000
 
 
+@pytest.mark.slow
 @needs_data
 def test_kleinberg_gml_tsaparas_and_hostgraph_files():
     cal = SimWeb.from_graph(f"{GRAPHS}/with_urls/kleinberg_california/gr0.California.gz")
@@ -527,6 +528,7 @@ def test_sigterm_flushes_the_log(tmp_path):
     assert len(read_log(str(log))) == 3
 
 
+@pytest.mark.e2e
 def test_unmodified_scrapy_crawls_the_reachable_set(tmp_path):
     """A stock Scrapy spider with http_proxy fetches exactly web.reachable()."""
     spider = tmp_path / "spider.py"
