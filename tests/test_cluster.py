@@ -23,6 +23,8 @@ from tests.conftest import RedisServer
 from tests.e2e import Workers, stat
 from tests.test_crawl_e2e import WEB, assert_fetched_once_and_politely, expected
 
+pytestmark = pytest.mark.cluster
+
 SLOTS = 16384
 
 
@@ -46,7 +48,8 @@ def cluster_ports(n: int) -> list[int]:
             out.append(port)
             if len(out) == n:
                 return out
-    pytest.skip("no free port pairs for a cluster")
+    pytest.fail(f"no {n} free ports with free bus ports among {start}-{start + 4999}: "
+                "loopback ports are exhausted", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +114,7 @@ def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
     assert (st["queued"], st["hosts_leased"]) == (0, 0)
 
 
+@pytest.mark.e2e
 def test_workers_crawl_on_a_cluster(cluster_url, tmp_path):
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)

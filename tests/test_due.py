@@ -287,6 +287,7 @@ def test_dupefilter_shares_the_frontiers_seen_sets(redis_url):
 
 # -- restart ---------------------------------------------------------------------------
 
+@pytest.mark.faults
 def test_seen_sets_survive_a_killed_server(redis_server_factory):
     server = redis_server_factory(appendonly=True)
     due = seen_of(server.client(), load=16)

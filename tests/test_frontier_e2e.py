@@ -15,6 +15,8 @@ from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import Workers, stat
 from tests.spiders.hostile import BAD_URLS
 
+pytestmark = pytest.mark.e2e
+
 # No redirects, errors, robots exclusions or Crawl-delays: every page's depth
 # from the seeds is its shortest link distance, known from the graph.
 PLAIN = {"seed": 3, "hosts": 30, "pages": 300, "page_bytes": 500, "p_redirect": 0,

@@ -137,6 +137,7 @@ def wait_for(predicate, timeout=60.0):
     return False
 
 
+@pytest.mark.faults
 def test_lock_passes_to_another_ranker_when_its_holder_is_killed(redis_url, tmp_path):
     r = redis.Redis.from_url(redis_url)
     f = frontier_of(r, "lock")
@@ -164,6 +165,7 @@ def test_lock_passes_to_another_ranker_when_its_holder_is_killed(redis_url, tmp_
             a.kill()
 
 
+@pytest.mark.e2e
 def test_ranker_runs_inside_a_pagerank_crawl(redis_url, tmp_path):
     web = {"seed": 4, "hosts": 40, "pages": 600, "page_bytes": 500, "latency_ms": 2}
     with SimWebServer(web, log_path=str(tmp_path / "web.jsonl")) as sw:

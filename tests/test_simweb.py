@@ -9,7 +9,6 @@ import hashlib
 import io
 import json
 import math
-import os
 import socket
 import subprocess
 import sys
@@ -26,10 +25,18 @@ import pytest
 from crawlproj.simweb import SimWeb, read_log
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
+from tests.data import SHARED_DATA, require
 
-GRAPHS = "/work/shared/data/graphs"
+GRAPHS = SHARED_DATA / "graphs"
 HOLLINS = f"{GRAPHS}/with_urls/hollins/hollins.dat.gz"
-needs_data = pytest.mark.skipif(not os.path.exists(HOLLINS), reason="shared graph data not present")
+
+
+@pytest.fixture
+def graph_files():
+    require(GRAPHS)
+
+
+needs_data = pytest.mark.usefixtures("graph_files")
 
 SMALL = {"seed": 7, "hosts": 30, "pages": 400, "page_bytes": 2000,
          "p500": 0.03, "p_redirect": 0.03, "crawl_delay_fraction": 0.2}
@@ -291,6 +298,7 @@ def test_hollins_keeps_real_hosts_and_paths():
     assert len(web.reachable(seeds)) > 5000
 
 
+@pytest.mark.slow
 @needs_data
 def test_kleinberg_gml_tsaparas_and_hostgraph_files():
     cal = SimWeb.from_graph(f"{GRAPHS}/with_urls/kleinberg_california/gr0.California.gz")
@@ -520,6 +528,7 @@ def test_sigterm_flushes_the_log(tmp_path):
     assert len(read_log(str(log))) == 3
 
 
+@pytest.mark.e2e
 def test_unmodified_scrapy_crawls_the_reachable_set(tmp_path):
     """A stock Scrapy spider with http_proxy fetches exactly web.reachable()."""
     spider = tmp_path / "spider.py"
