@@ -12,8 +12,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import ROOT
+
+pytestmark = pytest.mark.e2e  # a real crawl in a child process
 
 PROBE = r'''
 import json, sys
