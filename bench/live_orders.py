@@ -1,6 +1,6 @@
 """The live crawler orders as the virtual one does (issue #5, item 5).
 
-    /tmp/venv/bin/python bench/live_orders.py [--graph FILE] [--orders bfs,random,backlinks,pagerank,opic]
+    .venv/bin/python bench/live_orders.py [--graph FILE] [--orders bfs,random,backlinks,pagerank,opic]
         [--start NODE] [--concurrency 1[,8]] [--ranker-every N] [--ranker-tick S]
         [--random-seeds 200] [--tie-seeds 10] [--tol-pst 10] [--tol-avg 0.25]
         [--page-bytes 2000] [--timeout 900] [--out docs/img/ordering/live] [--keep DIR [--reuse]]
