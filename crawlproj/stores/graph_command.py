@@ -1,10 +1,10 @@
-"""`scrapy export-graph OUT`: the crawl's link graph as Parquet.
+"""`scrapy export-graph OUT`: the crawl's link graph as Parquet (graph.py).
 
-Scrapy names a command after its module, and a module name cannot hold a
-hyphen in an import statement, but importlib takes any file name: the
-command class lives in ``export-graph.py`` next to this file, which holds
-the implementation (kept importable under a normal name, and not itself a
-ScrapyCommand so that no ``export_graph`` command appears).
+Scrapy names a command found in COMMANDS_MODULE (crawlproj.commands) after its
+module, and a module name has no hyphen; a command of the ``scrapy.commands``
+entry-point group is named by its entry point. This one is registered there
+(pyproject.toml) and lives outside crawlproj.commands, so that it has the one
+name ``export-graph``.
 """
 
 from __future__ import annotations
@@ -12,16 +12,40 @@ from __future__ import annotations
 import json
 import sys
 
+from scrapy.commands import ScrapyCommand
+from scrapy.utils.project import inside_project
+
 from crawlproj.errors import CrawlprojError
 from crawlproj.stores.common import data_dir
 
 SYNTAX = "OUT [--crawl-id ID] [--json]"
-DESCRIPTION = "Export the crawl's link graph as Parquet: OUT/edges.parquet and OUT/urls.parquet"
 
 
-def add_options(parser) -> None:
-    parser.add_argument("--crawl-id", default=None, help="crawl to export (default: CRAWL_ID)")
-    parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self):
+        return SYNTAX
+
+    def short_desc(self):
+        return "Export the crawl's link graph as Parquet: OUT/edges.parquet and OUT/urls.parquet"
+
+    def add_options(self, parser):
+        super().add_options(parser)
+        parser.add_argument("--crawl-id", default=None, help="crawl to export (default: CRAWL_ID)")
+        parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+
+    def run(self, args, opts):
+        # Scrapy lists entry-point commands everywhere; requires_project is
+        # only honoured for COMMANDS_MODULE ones.
+        if not inside_project():
+            print("scrapy export-graph: run it in the crawlproj project directory "
+                  "(where scrapy.cfg is)", file=sys.stderr)
+            self.exitcode = 2
+            return
+        self.exitcode = run(self.settings, args, opts)
 
 
 def run(settings, args, opts) -> int:
