@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import gzip
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,25 +16,24 @@ from scrapy import Request
 from crawlproj import graphfile
 from crawlproj.evaluate.graph import read_graph
 from crawlproj.graphfile import GraphFormatError, page_url
-from crawlproj.simweb import SimWeb
 from crawlproj.seeds import MAX_URL_LENGTH
+from crawlproj.simweb import SimWeb
 from crawlproj.urls import refusal
+from tests.data import SHARED_DATA, require
 
 ROOT = Path(__file__).resolve().parents[1]
-WITH_URLS = "/work/shared/data/graphs/with_urls"
+WITH_URLS = SHARED_DATA / "graphs" / "with_urls"
 DATASETS = ["hollins/hollins.dat.gz", "kleinberg_california/gr0.California.gz",
             "kleinberg_epa/gr0.epa.nodes.gz", "polblogs/polblogs.gml.gz",
             "ukwa_1996_hostgraph/1996-uk-web-hosts.tsv.gz"] + [
             f"tsaparas_lar/{d}" for d in ("Cars", "Education", "Movies", "Parks", "cheese")]
-needs_data = pytest.mark.skipif(not os.path.isdir(WITH_URLS), reason="shared graph data not present")
 
 
 # -- Both paths, every dataset with URLs -------------------------------------------
 
-@needs_data
 @pytest.mark.parametrize("name", DATASETS)
 def test_virtual_crawler_and_simulated_web_read_the_same_graph(name):
-    path = f"{WITH_URLS}/{name}"
+    path = str(require(WITH_URLS / name))
     g = read_graph(path, keep_self_loops=True)
     web = SimWeb.from_graph(path)
     assert g.n == web.n_nodes
@@ -48,7 +46,6 @@ def test_virtual_crawler_and_simulated_web_read_the_same_graph(name):
     assert [g.host_names[h] for h in g.hosts] == [web.hosts[web.host_of(v)] for v in range(web.n_nodes)]
 
 
-@needs_data
 def test_hollins_keeps_its_two_misspelt_hosts_as_a_crawler_would_fetch_them():
     g = graphfile.read(f"{WITH_URLS}/hollins/hollins.dat.gz")
     assert g.n == 6012 and g.stats == {"edges": 23875}
