@@ -37,6 +37,9 @@ QUEUED, RUN, FETCHING, ENDED, DONE = "queued", "run", "fetching", "ended", "done
 # A host that may be contacted again within this many ms is served its run's
 # next URL here, without a round trip to the frontier (its lease kept).
 SOON_MS = 20
+# Runs are asked for while most of about this many recent downloads left
+# their host free again within SOON_MS (an exponential average).
+RUN_MEMORY = 10
 
 
 @dataclass(eq=False)
@@ -92,7 +95,7 @@ class LeaseBook:
         again at once (no politeness wait, or one shorter than SOON_MS), an
         average over the last ~10. With waits longer than that a run would
         only hold URLs that another worker could fetch meanwhile."""
-        return self._short >= 0.5
+        return self._short > 0.5
 
     # -- leases arrive -----------------------------------------------------
 
@@ -136,7 +139,7 @@ class LeaseBook:
         lease.state = ENDED
         self.fetching -= 1
         self.backlog += 1
-        self._short = 0.9 * self._short + 0.1 * (delay * 1000 <= SOON_MS)
+        self._short += ((delay * 1000 <= SOON_MS) - self._short) / RUN_MEMORY
         if self._runs.get(lease.host) and fate == Host.OK and delay * 1000 <= SOON_MS \
                 and not self.behind() and not self.closing:
             if lease.holds_host:  # the URL pending by itself; the host stays ours

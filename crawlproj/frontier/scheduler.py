@@ -39,6 +39,14 @@ from crawlproj.redisconn import get_redis
 
 logger = logging.getLogger(__name__)
 
+# FRONTIER_PREFETCH unset: a lease for each download slot and this many more,
+# so that a slot freed finds its next URL here, not a round trip away.
+PREFETCH_SPARE = 8
+# With the transfer cap, the engine may hold this many times CONCURRENT_REQUESTS
+# requests in its downloader: those transferring and those whose responses are
+# still on their way up through the downloader middlewares.
+ENGINE_SLACK = 2
+
 
 class FrontierScheduler:
     def __init__(self, crawler, frontier: Frontier, prioritizer):
@@ -51,7 +59,7 @@ class FrontierScheduler:
         self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH")
         self.book = LeaseBook(s.getint("FRONTIER_MAX_BACKLOG"))
         prefetch = s.get("FRONTIER_PREFETCH")
-        target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + 8
+        target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
                                  max(1, s.getint("FRONTIER_HOST_RUN")),
                                  s.getbool("FRONTIER_IDLE_CLOSE"), self._wake)
@@ -86,7 +94,7 @@ class FrontierScheduler:
         sig.connect(self._downloaded, signals.response_downloaded)
         internals.on_request_done(self.crawler, self._done)
         if self.transfer_cap:
-            internals.raise_download_limit(self.crawler, 2 * self.transfer_cap)
+            internals.raise_download_limit(self.crawler, ENGINE_SLACK * self.transfer_cap)
         logger.info("Frontier opened: crawl %r, %d partition(s), worker %s, prioritizer %s",
                     self.frontier.crawl_id, self.frontier.partitions, self.worker_id,
                     type(self.prioritizer).__name__)
@@ -121,7 +129,7 @@ class FrontierScheduler:
         return True
 
     def next_request(self):
-        if self.book.queued < self.sync.target // 2:
+        if self.sync.low():
             self.sync.ask()
         if self.transfer_cap and \
                 self.book.fetching + self._other_transfers >= self.transfer_cap:

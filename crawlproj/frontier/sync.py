@@ -32,6 +32,10 @@ GATHER = 0.005
 # How often a worker with nothing to do asks again while leases are out
 # anywhere (their pages may bring new URLs), seconds.
 POLL_INTERVAL = 0.25
+# The longest a worker sleeps before asking again when a partition said when
+# its next host is due (a host released meanwhile by another worker may come
+# sooner), seconds.
+LONGEST_SLEEP = 1.0
 
 ENQUEUE, RELEASE, RENEW = 0, 1, 2
 
@@ -73,6 +77,10 @@ class FrontierSync:
     def ask(self) -> None:
         """Sync now (next reactor turn): the book has room."""
         self._commit.flush()
+
+    def low(self) -> bool:
+        """Fewer than half the prefetch target queued: time to ask for more."""
+        return self.book.queued < self.target // 2
 
     # -- the frontier as last seen -----------------------------------------
 
@@ -174,7 +182,7 @@ class FrontierSync:
         if got or (empty and not self._was_empty):
             self.wake()  # new work, or time to see that there is none
         self._was_empty = empty
-        if got and self.book.queued < self.target // 2:
+        if got and self.low():
             self._commit.flush()
         else:
             self._arm_timer()
@@ -185,7 +193,7 @@ class FrontierSync:
             return
         delays = [d for d in map(self._due_in, self.results) if d is not None]
         if delays:
-            delay = min(max(0.001, min(delays)), POLL_INTERVAL * 4)
+            delay = min(max(0.001, min(delays)), LONGEST_SLEEP)
         elif self.idle_close and self.is_empty() and not self.book.holding:
             return  # nothing anywhere: the engine will close us
         else:
