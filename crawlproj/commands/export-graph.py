@@ -2,13 +2,14 @@
 
 from scrapy.commands import ScrapyCommand
 
+from crawlproj.addon import command_settings
 from crawlproj.commands import export_graph as impl
 
 
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
+    default_settings = command_settings(LOG_ENABLED=False)
 
     def syntax(self):
         return impl.SYNTAX

@@ -13,7 +13,6 @@ import json
 import sys
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.stores.common import data_dir
 
 SYNTAX = "OUT [--crawl-id ID] [--json]"
 DESCRIPTION = "Export the crawl's link graph as Parquet: OUT/edges.parquet and OUT/urls.parquet"
@@ -33,16 +32,14 @@ def run(settings, args, opts) -> int:
     if len(args) != 1:
         print("usage: scrapy export-graph " + SYNTAX, file=sys.stderr)
         return 2
-    crawl_id = opts.crawl_id or settings.get("CRAWL_ID", "default")
+    crawl_id = opts.crawl_id or settings.get("CRAWL_ID")
     try:
         redis = get_redis(settings)
         keyspace = Keyspace.existing(redis, crawl_id)
         if keyspace is None:
             print(f"crawlproj: no crawl {crawl_id!r} on this server", file=sys.stderr)
             return 1
-        directory = settings.get("LINKSTORE_DIR") or LinkStore.directory_for(data_dir(settings),
-                                                                             crawl_id)
-        store = LinkStore(redis, keyspace, directory)
+        store = LinkStore(redis, keyspace, LinkStore.directory_of(settings, crawl_id))
         counts = export_graph(store, args[0])
     except (CrawlprojError, OSError) as exc:
         print(f"crawlproj: {exc}", file=sys.stderr)
