@@ -1,6 +1,6 @@
 """Whole crawls, side by side: this frontier vs stock Scrapy vs scrapy-redis.
 
-    /tmp/venv/bin/python bench/crawl_bench.py [--hosts 500 --pages 20000 --page-bytes 10000]
+    .venv/bin/python bench/crawl_bench.py [--hosts 500 --pages 20000 --page-bytes 10000]
         [--concurrency 32] [--repeat 1] [--configs stock,cp1,redis,cp2] [--profile]
         [--out DIR] [--src HEAD|worktree] [--set NAME=VALUE]
 

@@ -1,7 +1,7 @@
 """The DUE: Redis memory per URL and URL-seen checks per second, side by side
 with scrapy-redis's dupefilter, on the same URLs and the same server.
 
-    /tmp/venv/bin/python bench/due_bench.py [--sizes 1000000,10000000]
+    .venv/bin/python bench/due_bench.py [--sizes 1000000,10000000]
         [--throughput 200000] [--rounds 3] [--probes 2000000] [--out FILE.json]
 
 A fresh server (crawlproj.embedded.spawn_server: the embedded server's

@@ -1,6 +1,6 @@
 """The frontier alone: enqueue, lease + release, and Redis memory per queued URL.
 
-    /tmp/venv/bin/python bench/frontier_bench.py [--urls 100000 --hosts 2000]
+    .venv/bin/python bench/frontier_bench.py [--urls 100000 --hosts 2000]
         [--batches 16,256,1024] [--lease-batches 1,32] [--leases 20000]
         [--dists zipf,uniform] [--no-aof] [--no-real-check] [--src HEAD]
 

@@ -1,6 +1,6 @@
 """A politeness-bound crawl: pages/s against the most the politeness rule allows.
 
-    /tmp/venv/bin/python bench/politeness_bench.py [--hosts 500 --pages 10000 --latency-ms 100]
+    .venv/bin/python bench/politeness_bench.py [--hosts 500 --pages 10000 --latency-ms 100]
         [--concurrency 16] [--factor 2] [--workers 1] [--control] [--src HEAD]
 
 One real `scrapy crawl web` (this project's frontier) of a simulated web whose

@@ -1,6 +1,6 @@
 """How long the ranker's bulk priority rewrite takes (Frontier.rescore).
 
-    /tmp/venv/bin/python bench/rescore_bench.py [--urls 1000000] [--hosts 10000]
+    .venv/bin/python bench/rescore_bench.py [--urls 1000000] [--hosts 10000]
         [--partitions 1]
 
 Fills a fresh server's frontier with --urls queued URLs over --hosts hosts

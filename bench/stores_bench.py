@@ -1,7 +1,7 @@
 """What the stores cost: bytes per edge and per URL, records per second, and
 crawl throughput with the stores on and off.
 
-    /tmp/venv/bin/python bench/stores_bench.py [--hosts 100 --pages 3000 --page-bytes 2000]
+    .venv/bin/python bench/stores_bench.py [--hosts 100 --pages 3000 --page-bytes 2000]
         [--micro-pages 20000] [--skip-crawl] [--json]
 
 Three parts, each on a private Redis-protocol server (the embedded one's

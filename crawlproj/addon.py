@@ -13,7 +13,7 @@ Scrapy's "default" priority, where any other source wins:
 - every crawler of another spider whose settings list :class:`Addon` in
   ``ADDONS`` (settings/base.py does);
 - every crawlproj command, by its ``default_settings``
-  (:func:`command_settings`).
+  (:class:`CommandSettings`).
 
 No one Scrapy hook reaches all three: most commands build no crawler, add-ons
 run only when a crawler is configured, and then after its spider is built
@@ -64,9 +64,16 @@ def apply_table(settings) -> None:
         settings.set(name, value, priority="default")
 
 
-def command_settings(**own) -> dict[str, Any]:
-    """A crawlproj command's ``default_settings``: the table, and the command's own."""
-    return {**table(), **own}
+class CommandSettings:
+    """A crawlproj command's ``default_settings``: the table and the command's
+    own. Read when Scrapy runs the command, not when it loads the class: it
+    loads every command's class (entry-point ones in any directory) to list them."""
+
+    def __init__(self, **own):
+        self.own = own
+
+    def __get__(self, command, cls=None) -> dict[str, Any]:
+        return {**table(), **self.own}
 
 
 def check_names(settings) -> None:

@@ -13,6 +13,12 @@ changes one fails there, loudly, and not in a crawl.
    enqueued, items through the pipelines): that is when the engine removes
    it from its slot. A URL's lease ends only then, so a worker that dies
    mid-page has its URL crawled again, never its links lost.
+3. raise_download_limit(): the engine stops pulling while the downloader
+   holds CONCURRENT_REQUESTS requests, counting a request until its response
+   has come back up through the downloader middlewares, three or four
+   reactor turns after its transfer ended. The frontier caps transfers
+   itself (FRONTIER_REFILL_AT_TRANSFER_END) and lifts the engine's count
+   above its cap so that the next transfer can start when one ends.
 """
 
 from __future__ import annotations
@@ -47,3 +53,9 @@ def on_request_done(crawler, callback: Callable) -> None:
             remove(request)
 
     slot.remove_request = remove_request
+
+
+def raise_download_limit(crawler, limit: int) -> None:
+    """Let the engine pull while its downloader holds fewer than limit requests."""
+    downloader = crawler.engine.downloader
+    downloader.total_concurrency = max(downloader.total_concurrency, limit)

@@ -279,12 +279,13 @@ def test_pages_change_over_time():
 def test_hollins_keeps_real_hosts_and_paths():
     web = SimWeb.from_graph(HOLLINS)
     assert web.format == "dat"
-    assert web.n_nodes == 6010 and web.load_stats["skipped_urls"] == 2
-    assert sorted(web.hosts) == ["www.hollins.edu", "www1.hollins.edu"]
+    # every URL of the file is one the frontier admits, two of them on misspelt hosts
+    assert web.n_nodes == 6012 and "skipped_urls" not in web.load_stats
+    assert sorted(web.hosts) == ["www.hollins.edu", "www1", "www1.hollins", "www1.hollins.edu"]
     u = "http://www1.hollins.edu/Docs/CampusLife/StudentAct/studentorgs/Habitat/photos.htm"
     v = web.node_of(u)
     assert v is not None and web.url(v) == u
-    assert web.edges()[0][-1] == web.load_stats["edges"] == 23873
+    assert web.edges()[0][-1] == web.load_stats["edges"] == 23875
     from scrapy import Request
 
     for v in range(0, web.n_nodes, 7):  # stored as Scrapy will request them

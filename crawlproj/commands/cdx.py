@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 
-from crawlproj.addon import command_settings
+from crawlproj.addon import CommandSettings
 from crawlproj.stores.common import warc_dir
 from crawlproj.stores.storage import LocalStorage
 
@@ -21,7 +21,7 @@ from crawlproj.stores.storage import LocalStorage
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = command_settings(LOG_ENABLED=False)
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
         return "[--warc-dir DIR] [-o OUT] [--rebuild]"

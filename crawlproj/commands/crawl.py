@@ -12,13 +12,13 @@ import sys
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from crawlproj.addon import check_names, command_settings
+from crawlproj.addon import CommandSettings, check_names
 from crawlproj.errors import CrawlprojError
 from crawlproj.redisconn import get_redis
 
 
 class Command(ScrapyCrawlCommand):
-    default_settings = command_settings(**ScrapyCrawlCommand.default_settings)
+    default_settings = CommandSettings(**ScrapyCrawlCommand.default_settings)
 
     def run(self, args, opts):
         try:

@@ -16,7 +16,7 @@ import time
 
 from scrapy.commands import ScrapyCommand
 
-from crawlproj.addon import command_settings
+from crawlproj.addon import CommandSettings
 from crawlproj.errors import CrawlprojError
 
 logger = logging.getLogger("crawlproj.rank")
@@ -25,7 +25,7 @@ logger = logging.getLogger("crawlproj.rank")
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = command_settings()
+    default_settings = CommandSettings()
 
     def syntax(self):
         return "[--once] [--interval SECONDS]"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawlproj.addon import command_settings
+from crawlproj.addon import CommandSettings
 from crawlproj.embedded import EmbeddedRedis
 from crawlproj.errors import CrawlprojError
 from crawlproj.redisconn import describe_url, get_redis
@@ -23,7 +22,7 @@ def _keys(info: dict) -> int:
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = command_settings(LOG_ENABLED=False)
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self) -> str:
         return "status|start|stop"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 
-from crawlproj.addon import command_settings
+from crawlproj.addon import CommandSettings
 from crawlproj.stores.common import crawllog_dir
 from crawlproj.stores.crawllog import log_files, read_lines
 from crawlproj.stores.report import CrawlReport
@@ -24,7 +24,7 @@ from crawlproj.stores.report import CrawlReport
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = command_settings(LOG_ENABLED=False)
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
         return "[CRAWL_LOG ...] [--crawl-id ID] [--png DIR] [--json]"

@@ -56,6 +56,7 @@ class LeaseBook:
     def __init__(self, max_backlog: int):
         self.max_backlog = max_backlog
         self.closing = False
+        self.fetching = 0                          # leases in FETCHING
         self.backlog = 0                           # leases in ENDED
         self._short = 0.0  # share of recent downloads whose host could be contacted again at once
         # (partition, token) -> every lease held here (tokens are per partition)
@@ -121,6 +122,7 @@ class LeaseBook:
             return None
         lease = self._queue.popleft()
         lease.state = FETCHING
+        self.fetching += 1
         return lease
 
     # -- a download ends, a page is done -----------------------------------
@@ -132,6 +134,7 @@ class LeaseBook:
         send and, when the host's run goes on, the seconds after which
         continue_run(host) must be called."""
         lease.state = ENDED
+        self.fetching -= 1
         self.backlog += 1
         self._short = 0.9 * self._short + 0.1 * (delay * 1000 <= SOON_MS)
         if self._runs.get(lease.host) and fate == Host.OK and delay * 1000 <= SOON_MS \
@@ -197,5 +200,5 @@ class LeaseBook:
         self._leases.clear()
         self._queue.clear()
         self._runs.clear()
-        self.backlog = 0
+        self.fetching = self.backlog = 0
         return releases

@@ -61,8 +61,14 @@ class FrontierScheduler:
         bumps = getattr(type(prioritizer), "bump", Prioritizer.bump) is not Prioritizer.bump
         self.sent = RecentURLs(size) if size > 0 and not bumps else None
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        # At most CONCURRENT_REQUESTS transfers at a time, counted from the
+        # engine's pull to the transfer's end, not to the end of the
+        # downloader middlewares' work on the response (internals.py, 3)
+        self.transfer_cap = s.getint("CONCURRENT_REQUESTS") \
+            if s.getbool("FRONTIER_REFILL_AT_TRANSFER_END") else 0
         self.spider = None
         self._inflight: dict = {}  # request -> its lease, from next_request to done
+        self._other_transfers = 0  # requests not the frontier's (robots.txt) transferring
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -79,6 +85,8 @@ class FrontierScheduler:
         sig.connect(self._left, signals.request_left_downloader)
         sig.connect(self._downloaded, signals.response_downloaded)
         internals.on_request_done(self.crawler, self._done)
+        if self.transfer_cap:
+            internals.raise_download_limit(self.crawler, 2 * self.transfer_cap)
         logger.info("Frontier opened: crawl %r, %d partition(s), worker %s, prioritizer %s",
                     self.frontier.crawl_id, self.frontier.partitions, self.worker_id,
                     type(self.prioritizer).__name__)
@@ -115,6 +123,9 @@ class FrontierScheduler:
     def next_request(self):
         if self.book.queued < self.sync.target // 2:
             self.sync.ask()
+        if self.transfer_cap and \
+                self.book.fetching + self._other_transfers >= self.transfer_cap:
+            return None  # woken when a transfer ends (_left)
         while (lease := self.book.next()) is not None:
             try:
                 request = codec.decode(lease.payload, self.spider, lease.host)
@@ -140,7 +151,9 @@ class FrontierScheduler:
 
     def _reached(self, request, spider=None):
         lease = self._inflight.get(request)
-        if lease is not None and lease.download.reached is None:
+        if lease is None:
+            self._other_transfers += 1
+        elif lease.download.reached is None:
             lease.download.reached = time.monotonic()
 
     def _downloaded(self, response, request, spider=None):
@@ -155,6 +168,8 @@ class FrontierScheduler:
         politeness wait, counted from now (Mercator §3.1), not from when the
         page's links are in. The URL itself stays leased until then."""
         lease = self._inflight.get(request)
+        if lease is None:
+            self._other_transfers -= 1
         if lease is None or lease.state != FETCHING:
             return
         download = lease.download
@@ -167,6 +182,8 @@ class FrontierScheduler:
         self.sync.release(releases, lease.partition)
         if run_in is not None:
             reactor.callLater(run_in, self._continue_run, lease.host)
+        if self.transfer_cap:
+            self._wake()  # a transfer ended: room for the next
 
     def _continue_run(self, host: str):
         if self.book.continue_run(host):
