@@ -20,7 +20,8 @@ run only when a crawler is configured, and then after its spider is built
 (the web spider reads CRAWL_SCOPE and PAGE_TEXT_MAX_CHARS when it is).
 
 A name with a crawlproj prefix that the table does not define is a typo: the
-``crawl`` command and the add-on refuse it, naming the closest known name.
+``crawl`` command (in one line, before anything starts), the web spider and
+the add-on refuse it, naming the closest known name.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 This is the one table of crawlproj's settings: code reads them with no default
 of its own. A settings module that does not import this one still gets the
-table under it (crawlproj/addon.py: the add-on in ADDONS below, which the web
-spider also brings along itself, and the commands' default_settings); a name
-with a crawlproj prefix that is not defined here stops the crawl at start.
+table under it (crawlproj/addon.py: the web spider lays it under its crawler,
+the add-on in ADDONS below under any other, the commands' default_settings
+under theirs); a name with a crawlproj prefix that is not defined here stops
+the crawl at start.
 
 Profiles (``settings.cluster``, ``settings.broad``) import this module and
 override it; pick one with ``SCRAPY_SETTINGS_MODULE=settings.cluster``. Any
