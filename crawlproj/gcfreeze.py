@@ -9,7 +9,7 @@ took 15-30 % of a crawling worker's CPU in bench/crawl_bench.py runs
 spider is open they are moved to the permanent generation (gc.freeze), so a
 collection walks only what the crawl itself keeps alive.
 
-Settings: GC_FREEZE (default True).
+Settings: GC_FREEZE.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class GCFreeze:
 
     @classmethod
     def from_crawler(cls, crawler):
-        if not crawler.settings.getbool("GC_FREEZE", True):
+        if not crawler.settings.getbool("GC_FREEZE"):
             raise NotConfigured
         ext = cls(crawler.stats)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)

@@ -41,6 +41,7 @@ import time
 
 import mmh3
 
+from crawlproj.addon import require_table
 from crawlproj.errors import CrawlprojError
 from crawlproj.urls import host_of
 
@@ -135,8 +136,8 @@ class Keyspace:
     @classmethod
     def from_settings(cls, settings, redis) -> "Keyspace":
         """:meth:`open` for CRAWL_ID with FRONTIER_PARTITIONS."""
-        return cls.open(redis, settings.get("CRAWL_ID", "default"),
-                        settings.getint("FRONTIER_PARTITIONS", 1))
+        require_table(settings)
+        return cls.open(redis, settings.get("CRAWL_ID"), settings.getint("FRONTIER_PARTITIONS"))
 
     @classmethod
     def existing(cls, redis, crawl_id: str) -> "Keyspace | None":

@@ -21,8 +21,6 @@ from redis.exceptions import RedisClusterException
 from crawlproj.embedded import EmbeddedRedis
 from crawlproj.errors import CrawlprojError
 
-DEFAULT_DATA_DIR = "./.crawlproj"
-
 
 class RedisUnavailable(CrawlprojError):
     """Redis could not be reached or refused us; the message is one line."""
@@ -75,7 +73,7 @@ def get_redis(settings) -> redis.Redis | redis.cluster.RedisCluster:
     if url is None:
         if cluster:
             raise CrawlprojError("REDIS_CLUSTER is set but REDIS_URL is not: name a cluster node")
-        url = EmbeddedRedis(settings.get("CRAWL_DATA_DIR") or DEFAULT_DATA_DIR).ensure_running()
+        url = EmbeddedRedis(settings.get("CRAWL_DATA_DIR")).ensure_running()
     # A URL query (e.g. ?socket_connect_timeout=30) overrides these defaults.
     # The connect timeout keeps an unroutable host from hanging the worker for minutes.
     kwargs = {"decode_responses": False, "socket_connect_timeout": 10}

@@ -38,12 +38,12 @@ class ContentSeenMiddleware:
     @classmethod
     def from_crawler(cls, crawler):
         s = crawler.settings
-        if not s.getbool("CONTENTSEEN_ENABLED", True):
+        if not s.getbool("CONTENTSEEN_ENABLED"):
             raise NotConfigured
         redis = get_redis(s)
         cs = ContentSeen(redis, Keyspace.from_settings(s, redis),
-                         near=s.getbool("CONTENTSEEN_NEAR", False),
-                         threshold=s.getfloat("CONTENTSEEN_NEAR_THRESHOLD", 0.9))
+                         near=s.getbool("CONTENTSEEN_NEAR"),
+                         threshold=s.getfloat("CONTENTSEEN_NEAR_THRESHOLD"))
         return cls(cs, crawler.stats)
 
     async def process_response(self, request, response):

@@ -1,8 +1,15 @@
 """Every crawlproj setting, with its default, meaning and source.
 
-Profiles (``settings.local``, ``settings.cluster``, ``settings.broad``) import this
-module and override it; pick one with ``SCRAPY_SETTINGS_MODULE=settings.cluster``.
-Any setting can also be given on the command line (``-s NAME=VALUE``) or, for the
+This is the one table of crawlproj's settings: code reads them with no default
+of its own. A settings module that does not import this one still gets the
+table under it (crawlproj/addon.py: the web spider lays it under its crawler,
+the add-on in ADDONS below under any other, the commands' default_settings
+under theirs); a name with a crawlproj prefix that is not defined here stops
+the crawl at start.
+
+Profiles (``settings.cluster``, ``settings.broad``) import this module and
+override it; pick one with ``SCRAPY_SETTINGS_MODULE=settings.cluster``. Any
+setting can also be given on the command line (``-s NAME=VALUE``) or, for the
 ones read from the environment below, as an environment variable.
 
 Papers cited: [Mercator] Najork & Heydon 2001; [Cho] Cho, Garcia-Molina & Page
@@ -39,7 +46,7 @@ REDIS_CLUSTER = os.environ.get("REDIS_CLUSTER", "").lower() in ("1", "true", "ye
 CRAWL_ID = os.environ.get("CRAWL_ID", "default")
 
 # Local output: embedded server data, WARC files, logs. [Mercator §3: checkpoints]
-CRAWL_DATA_DIR = os.environ.get("CRAWL_DATA_DIR", "./.crawlproj")
+CRAWL_DATA_DIR = os.environ.get("CRAWL_DATA_DIR") or "./.crawlproj"
 
 # --------------------------------------------------------------------------
 # The frontier [Mercator §3.1]
@@ -68,14 +75,15 @@ FRONTIER_BACKOFF_MAX = 3600.0
 # Consecutive connection failures to a host before it is blocked.
 FRONTIER_BACKOFF_AFTER = 3
 
-# Which URL of the ready hosts is served first: `bfs`, `random`, or a dotted path
+# Which URL of the ready hosts is served first: a short name, or a dotted path
 # to a class with a `score(request)` method (lower score = served sooner).
 # [Mercator §3.1: pluggable prioritizer; Cho §3: ordering metrics]
-FRONTIER_PRIORITIZER = "bfs"
 # Short names: bfs (breadth-first), random, backlinks (IB': links seen so far),
 # pagerank (IR': PageRank on the graph seen so far, estimated per new link and
 # recomputed by the ranker), opic (Abiteboul et al. 2003: online cash, no
-# recomputation). Seeded random order: FRONTIER_RANDOM_SEED.
+# recomputation), hostfirst (WebCrawler: every host represented early).
+FRONTIER_PRIORITIZER = "bfs"
+# The random prioritizer's seed; None = a different order each run.
 FRONTIER_RANDOM_SEED = None
 # backlinks/pagerank/opic: count only links between different hosts
 # [Najork & Wiener §4: PageRank over cross-host links].
@@ -162,8 +170,8 @@ CONTENTSEEN_ENABLED = True
 CONTENTSEEN_NEAR = False
 CONTENTSEEN_NEAR_THRESHOLD = 0.9
 
-# How many hosts a worker leases per round trip (prefetch). None = derived from
-# CONCURRENT_REQUESTS.
+# How many hosts a worker leases per round trip (prefetch). None =
+# CONCURRENT_REQUESTS + 8.
 FRONTIER_PREFETCH = None
 # A worker with this many downloaded pages still waiting for its CPU (parse,
 # links) leases no more hosts until it catches up, so that hosts it could not
@@ -209,7 +217,7 @@ PAGE_TEXT_MAX_CHARS = 100_000
 # --------------------------------------------------------------------------
 
 # Content store: every fetched response with its request as WARC 1.1 records,
-# gzip per record, in WARC_DIR (default CRAWL_DATA_DIR/warc). A file is closed
+# gzip per record, in WARC_DIR (None = CRAWL_DATA_DIR/warc). A file is closed
 # and a new one started once it passes WARC_MAX_SIZE bytes; each finished file
 # gets a CDXJ index beside it (`scrapy cdx` merges them).
 WARC_ENABLED = True
@@ -226,7 +234,7 @@ WARC_PENDING_TIMEOUT = 60.0
 
 # Link store: every parsed page's out-links, in Redis (the ranker's working
 # set) until a partition holds LINKSTORE_SEGMENT_PAGES pages, then compacted
-# to Parquet segments in LINKSTORE_DIR (default CRAWL_DATA_DIR/links/<crawl>).
+# to Parquet segments in LINKSTORE_DIR (None = CRAWL_DATA_DIR/links/<crawl>).
 # `scrapy export-graph OUT` writes the whole graph as Parquet.
 LINKSTORE_ENABLED = True
 LINKSTORE_SEGMENT_PAGES = 20000
@@ -240,7 +248,7 @@ PAGEMETA_ENABLED = True
 PAGEMETA_BUCKETS = 4096
 
 # Crawl log: one Heritrix-style line per download attempt, one file per
-# worker in CRAWLLOG_DIR (default CRAWL_DATA_DIR/logs). `scrapy report`
+# worker in CRAWLLOG_DIR (None = CRAWL_DATA_DIR/logs). `scrapy report`
 # summarises them as Mercator §4 does.
 CRAWLLOG_ENABLED = True
 CRAWLLOG_DIR = None
@@ -277,6 +285,9 @@ EXTENSIONS = {
     # start-up objects out of the garbage collector's way (crawlproj/gcfreeze.py)
     "crawlproj.gcfreeze.GCFreeze": 100,
 }
+# Once the spider is open, move the objects made at start-up (Scrapy, Twisted,
+# lxml, settings, middlewares) out of the garbage collector's walks (gc.freeze):
+# full collections took 15-30 % of a worker's CPU (docs/benchmarks.md).
 GC_FREEZE = True
 SPIDER_MIDDLEWARES = {
     # where each link was found (parent's score, its number of links, its host):
@@ -298,7 +309,13 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.record.RecordMiddleware": 950,
 }
 
+# The table above under every crawler, and misspelt names refused
+# (crawlproj/addon.py). A settings module of one's own that does not import
+# this one gets the table by listing the add-on likewise.
+ADDONS = {
+    "crawlproj.addon.Addon": 0,
+}
+
 LOG_LEVEL = "INFO"
 TELNETCONSOLE_ENABLED = False
-REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 FEED_EXPORT_ENCODING = "utf-8"

@@ -26,6 +26,7 @@ from crawlproj.due.urlseen import DueConfig, URLSeen
 from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.keyspace import Keyspace
+from crawlproj.spiders.web import WebSpider
 
 
 def seen_of(r, partitions=2, crawl="t", **config) -> URLSeen:
@@ -187,7 +188,7 @@ def test_the_first_worker_fixes_the_crawls_configuration(redis_url, caplog):
 
 
 def test_settings_reach_the_frontier(redis_url):
-    crawler = get_crawler(settings_dict={
+    crawler = get_crawler(WebSpider, {
         "REDIS_URL": redis_url, "CRAWL_ID": "s", "DUE_MODE": "bloom",
         "DUE_BLOOM_CAPACITY": 1000, "DUE_STRIP_PARAMS": "a,b", "DUE_FINGERPRINT_BITS": 128})
     f = Frontier.from_settings(crawler.settings, redis.Redis.from_url(redis_url))
@@ -271,7 +272,7 @@ def test_two_workers_racing_on_the_same_links_enqueue_each_once(redis_url, mode)
 # -- Scrapy's dupefilter interface -------------------------------------------------
 
 def test_dupefilter_shares_the_frontiers_seen_sets(redis_url):
-    crawler = get_crawler(settings_dict={"REDIS_URL": redis_url, "CRAWL_ID": "df",
+    crawler = get_crawler(WebSpider, {"REDIS_URL": redis_url, "CRAWL_ID": "df",
                                          "FRONTIER_PARTITIONS": 4})
     df = RedisDupeFilter.from_crawler(crawler)
     f = frontier_of(redis.Redis.from_url(redis_url), "df")

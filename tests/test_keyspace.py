@@ -22,6 +22,7 @@ from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.keyspace import CrawlIdError, Keyspace
 from crawlproj.pipelines.links import LinkStorePipeline
 from crawlproj.pipelines.pagemeta import PageMetaPipeline
+from crawlproj.spiders.web import WebSpider
 from crawlproj.stores.linkstore import LinkStore, encode_page
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.urls import host_of
@@ -182,7 +183,7 @@ def test_the_first_process_fixes_the_partition_count_later_ones_adopt_it(redis_u
 
 def test_from_settings_opens_the_crawl_the_settings_name(redis_url):
     r = redis.Redis.from_url(redis_url)
-    settings = get_crawler(settings_dict={"CRAWL_ID": "s", "FRONTIER_PARTITIONS": 3}).settings
+    settings = get_crawler(WebSpider, {"CRAWL_ID": "s", "FRONTIER_PARTITIONS": 3}).settings
     assert Keyspace.from_settings(settings, r) == Keyspace("s", 3)
     assert r.hget(Keyspace("s", 1).meta, "partitions") == b"3"
 
@@ -224,7 +225,7 @@ def test_scan_patterns_match_their_own_crawl_only(redis_url):
 # -- components that need only keys ------------------------------------------------------
 
 def test_components_that_need_only_keys_leave_the_due_alone(redis_url, tmp_path):
-    crawler = get_crawler(settings_dict={
+    crawler = get_crawler(WebSpider, {
         "REDIS_URL": redis_url, "CRAWL_ID": "keys", "FRONTIER_PARTITIONS": 2,
         "CRAWL_DATA_DIR": str(tmp_path), "DUE_MODE": "bloom"})
     ContentSeenMiddleware.from_crawler(crawler)

@@ -13,14 +13,15 @@ from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 
-from crawlproj.stores.common import data_dir
+from crawlproj.addon import CommandSettings
+from crawlproj.stores.common import warc_dir
 from crawlproj.stores.storage import LocalStorage
 
 
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
         return "[--warc-dir DIR] [-o OUT] [--rebuild]"
@@ -36,7 +37,7 @@ class Command(ScrapyCommand):
 
     def run(self, args, opts):
         from crawlproj.stores.warc import build_index, merge_indexes
-        root = Path(opts.warc_dir or self.settings.get("WARC_DIR") or data_dir(self.settings) / "warc")
+        root = Path(opts.warc_dir) if opts.warc_dir else warc_dir(self.settings)
         if not root.is_dir():
             print(f"crawlproj: no WARC directory {root}", file=sys.stderr)
             self.exitcode = 1

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 
+from crawlproj.addon import CommandSettings
 from crawlproj.errors import CrawlprojError
 from crawlproj.redisconn import get_redis
 from crawlproj.simweb import checks
@@ -27,7 +28,7 @@ from crawlproj.simweb.testing import SimWebServer
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
         return "[--workers N] [--hosts H] [--pages P] [--seed S]"

@@ -7,6 +7,7 @@ import sys
 
 from scrapy.commands import ScrapyCommand
 
+from crawlproj.addon import CommandSettings
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import Frontier
 from crawlproj.keyspace import Keyspace
@@ -16,7 +17,7 @@ from crawlproj.redisconn import get_redis
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
         return "[--crawl-id ID | --all] [--json]"

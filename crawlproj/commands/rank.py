@@ -16,6 +16,7 @@ import time
 
 from scrapy.commands import ScrapyCommand
 
+from crawlproj.addon import CommandSettings
 from crawlproj.errors import CrawlprojError
 
 logger = logging.getLogger("crawlproj.rank")
@@ -24,6 +25,7 @@ logger = logging.getLogger("crawlproj.rank")
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
+    default_settings = CommandSettings()
 
     def syntax(self):
         return "[--once] [--interval SECONDS]"
@@ -44,7 +46,7 @@ class Command(ScrapyCommand):
 
         configure_logging(self.settings)
         interval = opts.interval if opts.interval is not None \
-            else self.settings.getfloat("RANKER_INTERVAL", 60.0)
+            else self.settings.getfloat("RANKER_INTERVAL")
         try:
             ranker, lock = build(self.settings)
         except CrawlprojError as exc:

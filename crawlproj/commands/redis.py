@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawlproj.addon import CommandSettings
 from crawlproj.embedded import EmbeddedRedis
 from crawlproj.errors import CrawlprojError
-from crawlproj.redisconn import DEFAULT_DATA_DIR, describe_url, get_redis
+from crawlproj.redisconn import describe_url, get_redis
 
 ACTIONS = ("status", "start", "stop")
 
@@ -22,7 +22,7 @@ def _keys(info: dict) -> int:
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self) -> str:
         return "status|start|stop"
@@ -43,7 +43,7 @@ class Command(ScrapyCommand):
             raise UsageError(f"expected one of: {', '.join(ACTIONS)}")
         assert self.settings is not None
         url = self.settings.get("REDIS_URL") or None
-        data_dir = self.settings.get("CRAWL_DATA_DIR") or DEFAULT_DATA_DIR
+        data_dir = self.settings.get("CRAWL_DATA_DIR")
         try:
             if url is not None:
                 self._external(args[0], url)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 
-from crawlproj.stores.common import data_dir
+from crawlproj.addon import CommandSettings
+from crawlproj.stores.common import crawllog_dir
 from crawlproj.stores.crawllog import log_files, read_lines
 from crawlproj.stores.report import CrawlReport
 
@@ -23,7 +24,7 @@ from crawlproj.stores.report import CrawlReport
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
         return "[CRAWL_LOG ...] [--crawl-id ID] [--png DIR] [--json]"
@@ -42,8 +43,8 @@ class Command(ScrapyCommand):
         if args:
             paths = [Path(a) for a in args]
         else:
-            directory = Path(self.settings.get("CRAWLLOG_DIR") or data_dir(self.settings) / "logs")
-            paths = log_files(directory, opts.crawl_id or self.settings.get("CRAWL_ID", "default"))
+            crawl_id = opts.crawl_id or self.settings.get("CRAWL_ID")
+            paths = log_files(crawllog_dir(self.settings), crawl_id)
         missing = [p for p in paths if not p.is_file()]
         if not paths or missing:
             print(f"crawlproj: no crawl log {missing[0] if missing else 'found'}"

@@ -12,6 +12,7 @@ from scrapy import Request
 from scrapy.commands import ScrapyCommand
 from scrapy.crawler import Crawler
 
+from crawlproj.addon import CommandSettings
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
@@ -24,7 +25,7 @@ from crawlproj.spiders.web import WebSpider
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
         return "PATH_OR_URLS [--crawl-id ID]"

@@ -74,21 +74,21 @@ class DueConfig:
 
     @classmethod
     def from_settings(cls, settings) -> "DueConfig":
-        if settings.get("DUE_BUCKETS") is not None:
-            logger.warning("DUE_BUCKETS is no longer used: the DUE's buckets grow with the "
-                           "crawl (see DUE_BUCKET_LOAD)")
-        def names(setting, default):
-            return default if settings.get(setting) is None else tuple(settings.getlist(setting))
-
+        # unset: derived (the bucket load from the bits, in __post_init__) or
+        # the built-in lists of crawlproj.due.canonical
         load = settings.get("DUE_BUCKET_LOAD")
+        params = settings.get("DUE_STRIP_PARAMS")
+        prefixes = settings.get("DUE_STRIP_PARAM_PREFIXES")
         return cls(
-            mode=str(settings.get("DUE_MODE") or "exact").strip().lower(),
-            bits=settings.getint("DUE_FINGERPRINT_BITS", 64),
+            mode=str(settings.get("DUE_MODE")).strip().lower(),
+            bits=settings.getint("DUE_FINGERPRINT_BITS"),
             load=None if load is None else settings.getint("DUE_BUCKET_LOAD"),
-            capacity=settings.getint("DUE_BLOOM_CAPACITY", 10_000_000),
-            error_rate=settings.getfloat("DUE_BLOOM_ERROR_RATE", 1e-7),
-            strip_params=names("DUE_STRIP_PARAMS", STRIP_PARAMS),
-            strip_prefixes=names("DUE_STRIP_PARAM_PREFIXES", STRIP_PREFIXES),
+            capacity=settings.getint("DUE_BLOOM_CAPACITY"),
+            error_rate=settings.getfloat("DUE_BLOOM_ERROR_RATE"),
+            strip_params=STRIP_PARAMS if params is None
+            else tuple(settings.getlist("DUE_STRIP_PARAMS")),
+            strip_prefixes=STRIP_PREFIXES if prefixes is None
+            else tuple(settings.getlist("DUE_STRIP_PARAM_PREFIXES")),
         )
 
     def to_json(self) -> str:

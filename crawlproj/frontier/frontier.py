@@ -145,10 +145,10 @@ class Frontier:
         return cls(
             redis,
             Keyspace.from_settings(settings, redis),
-            lease_ttl=settings.getfloat("FRONTIER_LEASE_TTL", 30.0),
-            backoff_base=settings.getfloat("FRONTIER_BACKOFF_BASE", 5.0),
-            backoff_max=settings.getfloat("FRONTIER_BACKOFF_MAX", 3600.0),
-            backoff_after=settings.getint("FRONTIER_BACKOFF_AFTER", 3),
+            lease_ttl=settings.getfloat("FRONTIER_LEASE_TTL"),
+            backoff_base=settings.getfloat("FRONTIER_BACKOFF_BASE"),
+            backoff_max=settings.getfloat("FRONTIER_BACKOFF_MAX"),
+            backoff_after=settings.getint("FRONTIER_BACKOFF_AFTER"),
             due=DueConfig.from_settings(settings),
         )
 

@@ -12,7 +12,7 @@ import time
 from scrapy.exceptions import CloseSpider, NotConfigured
 
 from crawlproj.pipelines.guard import FINISH_REASON, StoreGuard, warn_without_recorder
-from crawlproj.stores.common import data_dir, describe_os_error, worker_id
+from crawlproj.stores.common import crawllog_dir, describe_os_error, worker_id
 from crawlproj.stores.crawllog import CrawlLog, log_path
 from crawlproj.stores.signals import attempt_failed, exchange_recorded
 
@@ -22,11 +22,11 @@ STORE = "crawl log"
 class CrawlLogPipeline:
     def __init__(self, crawler):
         s = crawler.settings
-        if not s.getbool("CRAWLLOG_ENABLED", True):
+        if not s.getbool("CRAWLLOG_ENABLED"):
             raise NotConfigured
         self.crawler = crawler
-        self.directory = s.get("CRAWLLOG_DIR") or (data_dir(s) / "logs")
-        self.crawl_id = s.get("CRAWL_ID", "default")
+        self.directory = crawllog_dir(s)
+        self.crawl_id = s.get("CRAWL_ID")
         self.log: CrawlLog | None = None
         crawler.signals.connect(self._attempt, exchange_recorded)
         crawler.signals.connect(self._attempt, attempt_failed)

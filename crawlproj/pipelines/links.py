@@ -22,7 +22,6 @@ from crawlproj.groupcommit import GroupCommit
 from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import StoreGuard
 from crawlproj.redisconn import get_redis
-from crawlproj.stores.common import data_dir
 from crawlproj.stores.linkstore import LinkStore, encode_page
 
 logger = logging.getLogger(__name__)
@@ -32,13 +31,12 @@ STORE = "link store"
 class LinkStorePipeline:
     def __init__(self, crawler):
         s = crawler.settings
-        if not s.getbool("LINKSTORE_ENABLED", True):
+        if not s.getbool("LINKSTORE_ENABLED"):
             raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
-        self.segment_pages = s.getint("LINKSTORE_SEGMENT_PAGES", 20000)
-        self.directory = s.get("LINKSTORE_DIR") or LinkStore.directory_for(
-            data_dir(s), s.get("CRAWL_ID", "default"))
+        self.segment_pages = s.getint("LINKSTORE_SEGMENT_PAGES")
+        self.directory = LinkStore.directory_of(s, s.get("CRAWL_ID"))
         self.store: LinkStore | None = None
         self.batch: GroupCommit | None = None
         self._compacting: set[int] = set()

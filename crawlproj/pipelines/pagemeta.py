@@ -22,10 +22,10 @@ from crawlproj.stores.signals import exchange_recorded
 class PageMetaPipeline:
     def __init__(self, crawler):
         s = crawler.settings
-        if not s.getbool("PAGEMETA_ENABLED", True):
+        if not s.getbool("PAGEMETA_ENABLED"):
             raise NotConfigured
         self.crawler = crawler
-        self.buckets = s.getint("PAGEMETA_BUCKETS", 4096)
+        self.buckets = s.getint("PAGEMETA_BUCKETS")
         self.store: PageMetaStore | None = None
         self.batch: GroupCommit | None = None
         crawler.signals.connect(self._recorded, exchange_recorded)

@@ -31,7 +31,7 @@ from twisted.internet.defer import DeferredList, succeed
 from twisted.python.threadpool import ThreadPool
 
 from crawlproj.pipelines.guard import FINISH_REASON, StoreGuard, warn_without_recorder
-from crawlproj.stores.common import data_dir, worker_id
+from crawlproj.stores.common import warc_dir, worker_id
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.signals import exchange_recorded
 from crawlproj.stores.storage import make_storage
@@ -60,16 +60,15 @@ def duplicate_target(value) -> dict | None:
 class WarcPipeline:
     def __init__(self, crawler):
         s = crawler.settings
-        if not s.getbool("WARC_ENABLED", True):
+        if not s.getbool("WARC_ENABLED"):
             raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
-        self.crawl_id = s.get("CRAWL_ID", "default")
-        root = s.get("WARC_DIR") or (data_dir(s) / "warc")
-        self.storage = make_storage(s.get("WARC_STORAGE"), root)
-        self.max_size = s.getint("WARC_MAX_SIZE", 1 << 30)
-        self.pending_timeout = s.getfloat("WARC_PENDING_TIMEOUT", 60.0)
-        self.user_agent = s.get("USER_AGENT", "")
+        self.crawl_id = s.get("CRAWL_ID")
+        self.storage = make_storage(s.get("WARC_STORAGE"), warc_dir(s))
+        self.max_size = s.getint("WARC_MAX_SIZE")
+        self.pending_timeout = s.getfloat("WARC_PENDING_TIMEOUT")
+        self.user_agent = s.get("USER_AGENT")
         self.guard = StoreGuard.of(crawler)
         self.writer: WarcWriter | None = None
         self.pool: ThreadPool | None = None
@@ -105,13 +104,13 @@ class WarcPipeline:
             self.stats.inc_value(f"stores/{STORE}/write_errors")
             raise CloseSpider(FINISH_REASON) from None
         s = self.crawler.settings
-        if s.getbool("PAGEMETA_ENABLED", True):
+        if s.getbool("PAGEMETA_ENABLED"):
             from crawlproj.keyspace import Keyspace
             from crawlproj.redisconn import get_redis
             from crawlproj.stores.pagemeta import PageMetaStore
             redis = get_redis(s)
             self.pagemeta = PageMetaStore(redis, Keyspace.from_settings(s, redis),
-                                          s.getint("PAGEMETA_BUCKETS", 4096))
+                                          s.getint("PAGEMETA_BUCKETS"))
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="warc-writer")
         self.pool.start()
         self._sweeper = task.LoopingCall(self._sweep)

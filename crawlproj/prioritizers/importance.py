@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-CHO_DAMPING = 0.9  # [Cho] §6
+from crawlproj.ranker.pagerank import CHO_DAMPING
 
 
 def frontier_score(importance):

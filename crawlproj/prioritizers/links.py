@@ -92,7 +92,7 @@ class PageRankEstimate(LinkPrioritizer):
     def from_crawler(cls, crawler):
         s = crawler.settings
         return cls(s.getbool("PRIORITIZER_CROSS_HOST_ONLY"),
-                   s.getfloat("PAGERANK_DAMPING", importance.CHO_DAMPING))
+                   s.getfloat("PAGERANK_DAMPING"))
 
     def seed_score(self) -> float:
         return -1.0  # the average page (Cho's IR starts at 1)

@@ -23,7 +23,6 @@ from crawlproj.frontier.frontier import Frontier
 from crawlproj.keyspace import Keyspace
 from crawlproj.ranker.loop import Ranker, RankerLock
 from crawlproj.redisconn import get_redis
-from crawlproj.stores.common import data_dir
 from crawlproj.stores.linkstore import LinkStore
 
 logger = logging.getLogger(__name__)
@@ -33,9 +32,9 @@ class RankerExtension:
     def __init__(self, crawler, ranker: Ranker, lock: RankerLock):
         s = crawler.settings
         self.crawler, self.ranker, self.lock = crawler, ranker, lock
-        self.interval = s.getfloat("RANKER_INTERVAL", 60.0)
-        self.every_pages = s.getint("RANKER_EVERY_PAGES", 0)
-        self.tick = s.getfloat("RANKER_TICK", 5.0)
+        self.interval = s.getfloat("RANKER_INTERVAL")
+        self.every_pages = s.getint("RANKER_EVERY_PAGES")
+        self.tick = s.getfloat("RANKER_TICK")
         self.stats = crawler.stats
         self._last_run = time.monotonic()
         self._last_leased = 0
@@ -106,8 +105,7 @@ def build(settings):
     # The frontier for its bulk rewrite of queued scores (Frontier.rescore), the
     # ranker's one use of it; the DUE's configuration is the workers' to fix.
     frontier = Frontier(redis, keyspace)
-    links = LinkStore(redis, keyspace, settings.get("LINKSTORE_DIR")
-                      or LinkStore.directory_for(data_dir(settings), keyspace.crawl_id))
-    ranker = Ranker(frontier, links, damping=settings.getfloat("PAGERANK_DAMPING", 0.9),
+    links = LinkStore(redis, keyspace, LinkStore.directory_of(settings, keyspace.crawl_id))
+    ranker = Ranker(frontier, links, damping=settings.getfloat("PAGERANK_DAMPING"),
                     cross_host_only=settings.getbool("PRIORITIZER_CROSS_HOST_ONLY"))
-    return ranker, RankerLock(redis, keyspace, settings.getfloat("RANKER_LOCK_TTL", 60.0))
+    return ranker, RankerLock(redis, keyspace, settings.getfloat("RANKER_LOCK_TTL"))

@@ -18,9 +18,9 @@ from typing import Any
 import scrapy
 from scrapy.http import Request, Response, TextResponse
 
+from crawlproj.addon import apply_table, check_names
 from crawlproj.errors import CrawlprojError
 from crawlproj.extract import (
-    DEFAULT_MAX_TEXT_CHARS,
     Extracted,
     extract_page,
     is_html,
@@ -97,20 +97,27 @@ class WebSpider(scrapy.Spider):
         if scope is not None and scope.strip().lower() not in MODES:
             raise ScopeError(f"scope must be one of {', '.join(MODES)}, not {scope!r}")
         self._scope_arg = scope.strip().lower() if scope else None
-        # Final once from_crawler() has read CRAWL_SCOPE.
-        self.scope = Scope(self._scope_arg or "any", self.seed_urls)
-        self.text_max_chars = DEFAULT_MAX_TEXT_CHARS
+        self.scope: Scope  # from_crawler: this argument, or CRAWL_SCOPE
+        self.text_max_chars: int  # from_crawler: PAGE_TEXT_MAX_CHARS
+
+    @classmethod
+    def update_settings(cls, settings):
+        """crawlproj's settings table under this crawler's, whatever its settings
+        module, and their names checked (crawlproj/addon.py). Here, not by the
+        add-on alone: Scrapy builds the spider before it runs add-ons."""
+        super().update_settings(settings)
+        apply_table(settings)
+        check_names(settings)
 
     @classmethod
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        mode = str(spider._scope_arg or settings.get("CRAWL_SCOPE") or "any").strip().lower()
+        mode = spider._scope_arg or str(settings.get("CRAWL_SCOPE")).strip().lower()
         if mode not in MODES:
             raise ScopeError(f"CRAWL_SCOPE must be one of {', '.join(MODES)}, not {mode!r}")
-        if mode != spider.scope.mode:
-            spider.scope = Scope(mode, spider.seed_urls)
-        spider.text_max_chars = settings.getint("PAGE_TEXT_MAX_CHARS", DEFAULT_MAX_TEXT_CHARS)
+        spider.scope = Scope(mode, spider.seed_urls)
+        spider.text_max_chars = settings.getint("PAGE_TEXT_MAX_CHARS")
         return spider
 
     # ------------------------------------------------------------------

@@ -10,8 +10,6 @@ from pathlib import Path
 
 from crawlproj.errors import CrawlprojError
 
-DEFAULT_DATA_DIR = "./.crawlproj"
-
 
 class StoreError(CrawlprojError):
     """An output store cannot write: the message names the path and the reason."""
@@ -25,7 +23,17 @@ def describe_os_error(exc: BaseException) -> str:
 
 
 def data_dir(settings) -> Path:
-    return Path(settings.get("CRAWL_DATA_DIR") or DEFAULT_DATA_DIR)
+    return Path(settings.get("CRAWL_DATA_DIR"))
+
+
+def warc_dir(settings) -> Path:
+    """WARC_DIR; unset, CRAWL_DATA_DIR/warc."""
+    return Path(settings.get("WARC_DIR") or data_dir(settings) / "warc")
+
+
+def crawllog_dir(settings) -> Path:
+    """CRAWLLOG_DIR; unset, CRAWL_DATA_DIR/logs."""
+    return Path(settings.get("CRAWLLOG_DIR") or data_dir(settings) / "logs")
 
 
 def safe_name(text: str) -> str:

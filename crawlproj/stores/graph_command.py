@@ -15,8 +15,8 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.utils.project import inside_project
 
+from crawlproj.addon import CommandSettings
 from crawlproj.errors import CrawlprojError
-from crawlproj.stores.common import data_dir
 
 SYNTAX = "OUT [--crawl-id ID] [--json]"
 
@@ -24,7 +24,7 @@ SYNTAX = "OUT [--crawl-id ID] [--json]"
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
+    default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
         return SYNTAX
@@ -57,16 +57,14 @@ def run(settings, args, opts) -> int:
     if len(args) != 1:
         print("usage: scrapy export-graph " + SYNTAX, file=sys.stderr)
         return 2
-    crawl_id = opts.crawl_id or settings.get("CRAWL_ID", "default")
+    crawl_id = opts.crawl_id or settings.get("CRAWL_ID")
     try:
         redis = get_redis(settings)
         keyspace = Keyspace.existing(redis, crawl_id)
         if keyspace is None:
             print(f"crawlproj: no crawl {crawl_id!r} on this server", file=sys.stderr)
             return 1
-        directory = settings.get("LINKSTORE_DIR") or LinkStore.directory_for(data_dir(settings),
-                                                                             crawl_id)
-        store = LinkStore(redis, keyspace, directory)
+        store = LinkStore(redis, keyspace, LinkStore.directory_of(settings, crawl_id))
         counts = export_graph(store, args[0])
     except (CrawlprojError, OSError) as exc:
         print(f"crawlproj: {exc}", file=sys.stderr)

@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 
 from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.redisconn import lua_script
-from crawlproj.stores.common import safe_name
+from crawlproj.stores.common import data_dir, safe_name
 from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
@@ -148,8 +148,10 @@ class LinkStore:
         self._sha = None
 
     @classmethod
-    def directory_for(cls, data_dir: Path, crawl_id: str) -> Path:
-        return Path(data_dir) / "links" / safe_name(crawl_id)
+    def directory_of(cls, settings, crawl_id: str) -> Path:
+        """LINKSTORE_DIR; unset, CRAWL_DATA_DIR/links/<crawl id>."""
+        return Path(settings.get("LINKSTORE_DIR") or data_dir(settings) / "links"
+                    / safe_name(crawl_id))
 
     def partition_of(self, url: str) -> int:
         return self.keyspace.partition_of(host_of(url))

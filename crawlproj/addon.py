@@ -1,0 +1,110 @@
+"""The table of crawlproj's settings, laid under every crawler and command.
+
+settings/base.py is the one place a crawlproj setting is defined, documented
+and given its default; code reads a setting with no fallback of its own
+(``settings.getfloat("FRONTIER_DELAY_FACTOR")``). A project whose settings
+module is settings.base or a profile importing it has the table already. So
+that nothing runs without it (a settings module of one's own, a Scrapyd job,
+a test's crawler), the table is also laid under whatever else is set, at
+Scrapy's "default" priority, where any other source wins:
+
+- every crawler of the web spider, by ``WebSpider.update_settings``, which
+  Scrapy calls on a new crawler's settings whatever the settings module;
+- every crawler of another spider whose settings list :class:`Addon` in
+  ``ADDONS`` (settings/base.py does);
+- every crawlproj command, by its ``default_settings``
+  (:class:`CommandSettings`).
+
+No one Scrapy hook reaches all three: most commands build no crawler, add-ons
+run only when a crawler is configured, and then after its spider is built
+(the web spider reads CRAWL_SCOPE and PAGE_TEXT_MAX_CHARS when it is).
+
+A name with a crawlproj prefix that the table does not define is a typo: the
+``crawl`` command (in one line, before anything starts), the web spider and
+the add-on refuse it, naming the closest known name.
+"""
+
+from __future__ import annotations
+
+import difflib
+from importlib import import_module
+from typing import Any
+
+from scrapy.settings import default_settings as scrapy_defaults
+
+from crawlproj.errors import CrawlprojError
+
+TABLE = "settings.base"
+
+# The prefixes of crawlproj's setting names; every name in the table has one
+# (tests/test_settings_table.py), so a misspelt name is recognised as ours.
+PREFIXES = ("FRONTIER_", "DUE_", "CONTENTSEEN_", "RANKER_", "PAGERANK_", "PRIORITIZER_",
+            "RECRAWL_", "WARC_", "LINKSTORE_", "PAGEMETA_", "CRAWLLOG_", "CRAWL_",
+            "REDIS_", "GC_", "PAGE_")
+
+
+class UnknownSetting(CrawlprojError):
+    """A setting named like crawlproj's is not in the table; the message is one line."""
+
+
+class MissingTable(CrawlprojError):
+    """Settings without crawlproj's table reached a component that needs it."""
+
+
+def table() -> dict[str, Any]:
+    """crawlproj's own settings and their defaults: the names settings/base.py
+    defines that Scrapy does not (Scrapy's own are Scrapy's to default)."""
+    module = import_module(TABLE)
+    return {name: getattr(module, name) for name in dir(module)
+            if name.isupper() and not hasattr(scrapy_defaults, name)}
+
+
+def apply_table(settings) -> None:
+    """Set each of crawlproj's settings that nothing else has set to its default."""
+    for name, value in table().items():
+        settings.set(name, value, priority="default")
+
+
+class CommandSettings:
+    """A crawlproj command's ``default_settings``: the table and the command's
+    own. Read when Scrapy runs the command, not when it loads the class: it
+    loads every command's class (entry-point ones in any directory) to list them."""
+
+    def __init__(self, **own):
+        self.own = own
+
+    def __get__(self, command, cls=None) -> dict[str, Any]:
+        return {**table(), **self.own}
+
+
+def check_names(settings) -> None:
+    """Raise UnknownSetting when a name set with a crawlproj prefix is not in the table."""
+    known = table()
+    unknown = sorted(name for name in settings if name.startswith(PREFIXES)
+                     and name not in known and not hasattr(scrapy_defaults, name))
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    raise UnknownSetting(f"unknown setting{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
+                         "crawlproj's settings are listed in settings/base.py")
+
+
+def require_table(settings) -> None:
+    """Raise MissingTable unless every crawlproj setting is in ``settings``."""
+    missing = [name for name in table() if name not in settings]
+    if missing:
+        raise MissingTable(
+            f"crawlproj's settings are missing ({', '.join(missing[:3])}"
+            f"{', ...' if len(missing) > 3 else ''}): import settings.base in the settings "
+            "module, or add crawlproj.addon.Addon to ADDONS")
+
+
+class Addon:
+    """The Scrapy add-on: the table under the crawler's settings, names checked."""
+
+    def update_settings(self, settings) -> None:
+        apply_table(settings)
+        check_names(settings)
