@@ -27,13 +27,13 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import numpy as np
 import scipy.sparse as sp
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.ranker.pagerank import build_adjacency
+from crawlproj.urls import host_of
 
 
 class GraphFormatError(CrawlprojError):
@@ -73,20 +73,20 @@ def _open_text(path: str):
     return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
-def host_of(url: str) -> str:
-    """The host name of a URL, lower-cased; a URL that does not parse is its own host."""
-    try:
-        host = urlsplit(url.strip()).hostname
-    except ValueError:
-        host = None
-    return host or url.strip().lower()
+def _host(url: str) -> str:
+    """The host a page's URL belongs to: the frontier's politeness key (the
+    crawl's URL rule, crawlproj.urls.host_of), so that host-first orders and
+    cross-host PageRank group pages as a crawl does. A URL the rule cannot
+    parse (graph files hold a few, such as hosts with spaces) is its own host."""
+    url = url.strip()
+    return host_of(url) or url.lower()
 
 
 def _hosts(urls: list[str | None]) -> tuple[np.ndarray, list[str]]:
     ids: dict[str, int] = {}
     out = np.empty(len(urls), dtype=np.int32)
     for i, url in enumerate(urls):
-        h = host_of(url) if url else f"<no url {i}>"
+        h = _host(url) if url else f"<no url {i}>"
         out[i] = ids.setdefault(h, len(ids))
     return out, list(ids)
 
