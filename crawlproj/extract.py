@@ -331,8 +331,12 @@ def resolve_link(base: str, href: str, encoding: str = "utf-8") -> str | None:
     link within the page) and a client-side template placeholder such as
     ``{{link}}``. Never raises.
     """
-    start = href.lstrip(_C0_SPACE)
-    if not start or start[0] == "#" or "{{" in href:
+    first = href[:1]
+    if first <= " " or first == "#":  # ("" <= " ")
+        start = href.lstrip(_C0_SPACE)
+        if not start or start[0] == "#":
+            return None
+    if "{{" in href:
         return None
     return resolve(href, base, encoding)
 

@@ -46,16 +46,11 @@ import codecs
 import re
 from functools import lru_cache
 
-import ada_url
-
-try:  # ada's C API under ada_url.URL: one parse, one string, offsets
-    from ada_url._ada_wrapper import ffi as _ffi
-    from ada_url._ada_wrapper import lib as _lib
-
-    _lib.ada_get_components  # noqa: B018
-    _lib.ada_parse_with_base  # noqa: B018
-except (ImportError, AttributeError):  # pragma: no cover - the wrapper changed: ada_url.URL
-    _lib = None
+# ada's C API, which ada_url.URL wraps: one parse and the few strings needed,
+# without building a URL object (resolve() runs on every link of every page).
+from ada_url import SchemeType
+from ada_url._ada_wrapper import ffi as _ffi
+from ada_url._ada_wrapper import lib as _lib
 
 __all__ = [
     "InvalidURL", "diagnose", "split", "resolve", "refusal", "host_of", "hostname",
@@ -69,6 +64,7 @@ _SCHEME = re.compile(r"^[\x00-\x20]*([A-Za-z][A-Za-z0-9+.\-]*):")
 _FORBIDDEN_HOST = set("\x00\t\n\r #/:<>?@[\\]^|%") | {chr(c) for c in range(0x20)} | {"\x7f"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ABSENT = 0xFFFFFFFF  # an omitted offset in ada's url_components
+_HTTP = (int(SchemeType.HTTP), int(SchemeType.HTTPS))
 
 
 class InvalidURL(ValueError):
@@ -88,6 +84,28 @@ def _utf8(s: str) -> bytes:
         return _SURROGATE.sub("\ufffd", s).encode("utf-8")
 
 
+def _new(url: str, base: str | None = None):
+    """ada's parse of url (against base, if given); the caller frees it."""
+    b = _utf8(url)
+    if base is None:
+        return _lib.ada_parse(b, len(b))
+    bb = _utf8(base)
+    return _lib.ada_parse_with_base(b, len(b), bb, len(bb))
+
+
+def _string(s) -> str:
+    return _ffi.unpack(s.data, s.length).decode("utf-8") if s.length else ""
+
+
+def _href(url: str, base: str | None = None) -> str | None:
+    """The URL Standard's serialisation of url (against base), or None."""
+    obj = _new(url, base)
+    try:
+        return _string(_lib.ada_get_href(obj)) if _lib.ada_is_valid(obj) else None
+    finally:
+        _lib.ada_free(obj)
+
+
 def _parse(url: str, base: str | None = None) -> tuple[str, int, int, int, int, int, int] | None:
     """The URL Standard's parse of url (against base, if given), or None.
 
@@ -96,19 +114,11 @@ def _parse(url: str, base: str | None = None) -> tuple[str, int, int, int, int, 
     its ':', href[host_start:host_end] the host name, href[host_end:path_start]
     ':port' or '', and search and hash start where they are, or at len(href)
     when absent."""
-    if _lib is None:  # pragma: no cover - see the import above
-        return _parse_with_class(url, base)
-    b = _utf8(url)
-    if base is None:
-        obj = _lib.ada_parse(b, len(b))
-    else:
-        bb = _utf8(base)
-        obj = _lib.ada_parse_with_base(b, len(b), bb, len(bb))
+    obj = _new(url, base)
     try:
         if not _lib.ada_is_valid(obj):
             return None
-        h = _lib.ada_get_href(obj)
-        href = _ffi.unpack(h.data, h.length).decode("utf-8")
+        href = _string(_lib.ada_get_href(obj))
         c = _lib.ada_get_components(obj)
         scheme_end, start, host_end, path_start, search, hash_ = (
             c.protocol_end, c.host_start, c.host_end, c.pathname_start, c.search_start,
@@ -120,24 +130,10 @@ def _parse(url: str, base: str | None = None) -> tuple[str, int, int, int, int, 
         start += 1
     elif href[start:start + 2] == "//":
         start += 2
-    n = len(href)
     if hash_ == _ABSENT:
-        hash_ = n
+        hash_ = len(href)
     return href, scheme_end, start, host_end, path_start, \
         hash_ if search == _ABSENT else search, hash_
-
-
-def _parse_with_class(url: str, base: str | None):  # pragma: no cover - see _parse
-    try:
-        u = ada_url.URL(url, base) if base is not None else ada_url.URL(url)
-    except ValueError:
-        return None
-    href = u.href
-    hash_ = len(href) - len(u.hash)
-    search = hash_ - len(u.search)
-    path = search - len(u.pathname)
-    host = path - len(u.host)
-    return href, len(u.protocol), host, host + len(u.hostname), path, search, hash_
 
 
 def diagnose(url: str, base: str | None = None) -> InvalidURL:
@@ -242,20 +238,15 @@ def resolve(href: str, base: str | None = None, encoding: str | None = None) -> 
 
     encoding is the page's: the query of a link on a page that is not in
     UTF-8 is sent in the page's encoding, as browsers do. Never raises."""
-    m = _SCHEME.match(href)
-    if m is not None and m.group(1).lower() not in ("http", "https"):
-        return None  # javascript:, mailto:, data:, ... (cheaper than a parse)
     if not href.isascii():
         enc = _query_encoding(encoding)
         if enc is not None:
             href = _encode_query(href, enc)
-    p = _parse(href, base)
-    if p is None:
+    url = _href(href, base)
+    if url is None or not url.startswith(_SCHEMES):
         return None
-    url, scheme_end, hash_ = p[0], p[1], p[6]
-    if url[:scheme_end] not in _SCHEMES:
-        return None
-    return url[:hash_]
+    cut = url.find("#")  # a serialised URL has no "#" before its fragment
+    return url if cut < 0 else url[:cut]
 
 
 # -- admission -----------------------------------------------------------------
@@ -271,12 +262,18 @@ def refusal(url: str, max_length: int) -> tuple[str, str] | None:
     rule above), malformed (anything else the Standard rejects)."""
     if len(url) > max_length:
         return "url_too_long", f"URL longer than {max_length} characters"
-    p = _parse(url)
-    if p is None:
+    obj = _new(url)
+    try:
+        valid = _lib.ada_is_valid(obj)
+        http = valid and _lib.ada_get_scheme_type(obj) in _HTTP
+        scheme = "" if http or not valid else _string(_lib.ada_get_protocol(obj))[:-1]
+    finally:
+        _lib.ada_free(obj)
+    if not valid:
         exc = diagnose(url)
         return _REFUSED.get(exc.reason, "malformed"), str(exc)
-    if p[0][:p[1]] not in _SCHEMES:
-        return "scheme", f"unsupported scheme {p[0][:p[1] - 1]!r}"
+    if not http:
+        return "scheme", f"unsupported scheme {scheme!r}"
     return None
 
 
@@ -288,15 +285,21 @@ def host_of(url: str) -> str:
     unless it is the scheme's default (``www.example.com``,
     ``xn--bcher-kva.de:8080``, ``[::1]:8080``); "" for a URL that does not
     parse or has no host."""
-    p = _parse(url)
-    return "" if p is None else p[0][p[2]:p[4]]
+    obj = _new(url)
+    try:
+        return _string(_lib.ada_get_host(obj)) if _lib.ada_is_valid(obj) else ""
+    finally:
+        _lib.ada_free(obj)
 
 
 def hostname(url: str) -> str:
     """The URL Standard's host of url, without the port; "" for a URL that
     does not parse or has no host."""
-    p = _parse(url)
-    return "" if p is None else p[0][p[2]:p[3]]
+    obj = _new(url)
+    try:
+        return _string(_lib.ada_get_hostname(obj)) if _lib.ada_is_valid(obj) else ""
+    finally:
+        _lib.ada_free(obj)
 
 
 # A host given alone: characters that would end it inside a URL.
