@@ -77,19 +77,23 @@ class InvalidURL(ValueError):
         self.host = host
 
 
-def _utf8(s: str) -> bytes:
-    try:
-        return s.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: U+FFFD, as a USVString gets it
-        return _SURROGATE.sub("\ufffd", s).encode("utf-8")
+def _usv(s: str) -> bytes:
+    """s in UTF-8, a lone surrogate as U+FFFD (as a USVString gets it)."""
+    return _SURROGATE.sub("\ufffd", s).encode("utf-8")
 
 
 def _new(url: str, base: str | None = None):
     """ada's parse of url (against base, if given); the caller frees it."""
-    b = _utf8(url)
+    try:
+        b = url.encode("utf-8")
+    except UnicodeEncodeError:
+        b = _usv(url)
     if base is None:
         return _lib.ada_parse(b, len(b))
-    bb = _utf8(base)
+    try:
+        bb = base.encode("utf-8")
+    except UnicodeEncodeError:
+        bb = _usv(base)
     return _lib.ada_parse_with_base(b, len(b), bb, len(bb))
 
 
@@ -118,7 +122,8 @@ def _parse(url: str, base: str | None = None) -> tuple[str, int, int, int, int, 
     try:
         if not _lib.ada_is_valid(obj):
             return None
-        href = _string(_lib.ada_get_href(obj))
+        h = _lib.ada_get_href(obj)  # never empty for a valid URL
+        href = _ffi.unpack(h.data, h.length).decode("utf-8")
         c = _lib.ada_get_components(obj)
         scheme_end, start, host_end, path_start, search, hash_ = (
             c.protocol_end, c.host_start, c.host_end, c.pathname_start, c.search_start,

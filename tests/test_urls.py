@@ -29,6 +29,7 @@ import pytest
 import redis
 from scrapy import Request
 
+from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.extract import extract_page, resolve_link
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Frontier
@@ -124,7 +125,8 @@ def test_what_the_extractor_yields_every_component_accepts_with_the_standards_ho
     """A URL the extractor yields is never refused by admission for its host;
     its politeness key is the Standard's host; it is a seed as it stands; the
     crawl scope sees the Standard's host name; Scrapy's Request keeps it valid
-    with the same key (admission gets request.url)."""
+    with the same key and the same fingerprint (admission gets request.url,
+    the link graph the extracted URL)."""
     from crawlproj.urls import hostname
 
     checked = 0
@@ -141,6 +143,7 @@ def test_what_the_extractor_yields_every_component_accepts_with_the_standards_ho
         fetched = Request(url).url
         assert refusal(fetched, NO_LIMIT) is None, (url, fetched)
         assert host_of(fetched) == e["host"], (url, fetched)
+        assert url_fingerprint(fetched) == url_fingerprint(url), (url, fetched)
     assert checked > 230  # measured 237
 
 
@@ -214,6 +217,17 @@ def test_a_refused_host_is_never_yielded(redis_url, link):
         return  # Scrapy refuses it itself
     with pytest.raises(Refused):
         admit(frontier, BreadthFirst(), request, None, 2083)
+
+
+@pytest.mark.parametrize("char", list("[\\]^`{|}"))
+def test_a_link_and_the_request_scrapy_sends_have_one_fingerprint(char):
+    """Scrapy's Request escapes characters the URL Standard leaves raw in a
+    path or query; the page fetched and the link to it must stay one node of
+    the link graph (ids are fingerprints)."""
+    [(url, _)] = extract_page(f'<a href="/x{char}y?q{char}r">x</a>'.encode(),
+                              "http://a.example/").links
+    fetched = Request(url).url
+    assert url_fingerprint(fetched) == url_fingerprint(url), (url, fetched)
 
 
 def test_query_in_the_page_encoding():

@@ -12,7 +12,10 @@ resolved, and characters that must be percent-encoded encoded. On top of it:
 * percent-encoding is normalised as RFC 3986 §6.2.2.2 says: escapes of
   unreserved characters are decoded (``%7E`` -> ``~``), other escapes get
   upper-case hex digits; in the query a space is ``+`` (as w3lib's
-  canonicalize_url and HTML forms write it);
+  canonicalize_url and HTML forms write it); the characters RFC 3986 allows
+  in no path or query and the URL Standard leaves as they are there
+  (``[ ] \\ ^ ` { | }``) are percent-encoded, as Scrapy's Request sends them,
+  so that a link and the page fetched for it have one fingerprint;
 * query parameters are sorted by name, then value, and empty ones dropped;
 * session and tracking parameters are removed: a configurable list of names
   (DUE_STRIP_PARAMS) and name prefixes (DUE_STRIP_PARAM_PREFIXES, ``utm_``).
@@ -44,11 +47,17 @@ STRIP_PREFIXES = ("utm_",)
 _SCHEMES = ("http:", "https:")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+# ASCII the URL Standard leaves unescaped in a path or query but RFC 3986 forbids there
+_NOT_IN_URI = re.compile(r"[\[\\\]^`{|}]")
 
 
 def _escape(m: re.Match) -> str:
     c = int(m.group(1), 16)
     return chr(c) if c in _UNRESERVED else "%" + m.group(1).upper()
+
+
+def _encode(m: re.Match) -> str:
+    return f"%{ord(m.group()):02X}"
 
 
 def _normalise_escapes(s: str) -> str:
@@ -90,6 +99,11 @@ class Canonicalizer:
             raise InvalidURL(f"unsupported scheme {scheme[:-1]!r}", "scheme")
         if not host:
             raise InvalidURL("no host", "no_host")
+        # of _NOT_IN_URI, the URL Standard leaves only [ ] | raw in a path
+        if "[" in path or "]" in path or "|" in path:
+            path = _NOT_IN_URI.sub(_encode, path)
+        if search and _NOT_IN_URI.search(search):
+            search = _NOT_IN_URI.sub(_encode, search)
         path = _normalise_escapes(path)
         return f"{scheme}//{host}{path}{self._query(search) if search else ''}"
 
