@@ -327,9 +327,9 @@ def resolve_link(base: str, href: str, encoding: str = "utf-8") -> str | None:
     WHATWG URL Standard, as a browser does; the query in the page's
     ``encoding``; the fragment removed); None when the result is not an
     http(s) URL or does not parse. None also for hrefs that lead to no other
-    resource: an empty or fragment-only href (a browser fetches nothing for a
-    link within the page) and a client-side template placeholder such as
-    ``{{link}}``. Never raises.
+    resource: an empty or fragment-only href (the page itself, fetched
+    already) and a client-side template placeholder such as ``{{link}}``.
+    Never raises.
     """
     first = href[:1]
     if first <= " " or first == "#":  # ("" <= " ")
