@@ -1,6 +1,6 @@
 """What it costs to hand a script a batch of links: 8 arguments per link vs one msgpack array.
 
-    /tmp/venv/bin/python bench/args_bench.py [--links 256] [--calls 4000]
+    .venv/bin/python bench/args_bench.py [--links 256] [--calls 4000]
 
 A script that does nothing but receive its arguments (and, for the array, unpack
 it) is called --calls times with --links links of the shape the frontier sends

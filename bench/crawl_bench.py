@@ -1,6 +1,6 @@
 """Whole crawls, side by side: this frontier vs stock Scrapy vs scrapy-redis.
 
-    /tmp/venv/bin/python bench/crawl_bench.py [--hosts 500 --pages 20000 --page-bytes 10000]
+    .venv/bin/python bench/crawl_bench.py [--hosts 500 --pages 20000 --page-bytes 10000]
         [--concurrency 32] [--repeat 1] [--configs stock,cp1,redis,cp2] [--profile]
         [--out DIR] [--src HEAD|worktree] [--set NAME=VALUE]
 
@@ -57,8 +57,8 @@ inclusive samples, per thread.
 from __future__ import annotations
 
 import argparse
-import atexit
 import asyncio
+import atexit
 import contextlib
 import json
 import os
@@ -74,6 +74,19 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
+
+
+def extract(rev: str) -> tuple[Path, str]:
+    """The tree of git revision rev, extracted with `git archive` into a
+    temporary directory (removed at exit), and its commit id."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    dest = Path(tempfile.mkdtemp(prefix=f"crawlproj-{commit[:10]}-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    atexit.register(shutil.rmtree, dest, ignore_errors=True)
+    return dest, commit
 
 
 def source_tree(argv: list[str]) -> tuple[Path, str]:
@@ -93,14 +106,7 @@ def source_tree(argv: list[str]) -> tuple[Path, str]:
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True).stdout.strip()
         return ROOT, f"worktree at {head[:10]}" + (" + uncommitted changes" if dirty else "")
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True,
-                            text=True, check=True).stdout.strip()
-    dest = Path(tempfile.mkdtemp(prefix=f"crawlproj-{commit[:10]}-"))
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True,
-                             check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    atexit.register(shutil.rmtree, dest, ignore_errors=True)
-    return dest, commit
+    return extract(rev)
 
 
 SRC, SRC_DESC = source_tree(sys.argv)  # also when imported by politeness_bench.py
@@ -281,10 +287,32 @@ STORES_OFF = {
     "ITEM_PIPELINES": "{}",
     "CONTENTSEEN_ENABLED": "False",
     "RANKER_ENABLED": "False",
-    "DOWNLOADER_MIDDLEWARES": json.dumps({
-        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-        "middlewares.robots.CrawlDelayRobotsTxtMiddleware": 100}),
 }
+# ... and the downloader middlewares of the stores left out of the tree's own
+# list (each tree under test has its own: tree_middlewares)
+STORE_MIDDLEWARES = ("middlewares.record.RecordMiddleware",
+                     "middlewares.contentseen.ContentSeenMiddleware")
+_TREES: dict = {}
+
+
+def tree(rev: str | None) -> tuple[Path, str]:
+    """The code a configuration runs: SRC, or the tree of git revision rev
+    (a config named "cp1@REV"), so that one invocation can compare two."""
+    if rev is None:
+        return SRC, SRC_DESC
+    if rev not in _TREES:
+        _TREES[rev] = extract(rev)
+    return _TREES[rev]
+
+
+def tree_middlewares(src: Path) -> str:
+    """The tree's DOWNLOADER_MIDDLEWARES with the stores' middlewares off."""
+    out = subprocess.run([PY, "-c", "import json; from settings.base import "
+                          "DOWNLOADER_MIDDLEWARES as m; print(json.dumps(m))"],
+                         cwd=src, capture_output=True, text=True, check=True).stdout
+    mws = json.loads(out)
+    mws.update({m: None for m in STORE_MIDDLEWARES if m in mws})
+    return json.dumps(mws)
 
 CONFIGS = {
     "stock": dict(workers=1, settings={
@@ -301,14 +329,16 @@ CONFIGS = {
 
 
 def config(name: str) -> dict:
-    """A configuration by name; "cp2+FRONTIER_PREFETCH=96" = cp2 with that setting."""
+    """A configuration by name; "cp2+FRONTIER_PREFETCH=96" = cp2 with that
+    setting; "cp1@abc1234" = cp1 on the code of commit abc1234."""
     base, *extra = name.split("+")
+    base, _, rev = base.partition("@")
     c = CONFIGS[base]
     settings = dict(c["settings"])
     for kv in extra:
         k, _, v = kv.partition("=")
         settings[k] = v
-    return {"workers": c["workers"], "settings": settings}
+    return {"workers": c["workers"], "settings": settings, "src": tree(rev or None)[0]}
 
 
 class Bench:
@@ -370,7 +400,8 @@ class Bench:
     # -- one run ----------------------------------------------------------------
 
     def run(self, name: str, workers: int, settings: dict, profile: bool = False,
-            timeout: float = 900.0, extra_env: dict | None = None) -> dict:
+            timeout: float = 900.0, extra_env: dict | None = None, src: Path | None = None) -> dict:
+        src = src or SRC
         self.n_run += 1
         rid = f"{self.n_run:02d}-{name}"
         rdir = self.workdir / rid
@@ -378,11 +409,11 @@ class Bench:
         flush_sync(self.r)
         self.r.config_resetstat()
         offset = self.log_offset()
-        all_settings = {**self.common, **settings}
+        all_settings = {"DOWNLOADER_MIDDLEWARES": tree_middlewares(src), **self.common, **settings}
         env = self.sw.env()
         env.update(REDIS_URL=self.redis_url, CRAWL_ID=f"bench{self.n_run}",
                    CRAWL_DATA_DIR=str(rdir / "data"), PYTHONUNBUFFERED="1",
-                   PYTHONPATH=os.pathsep.join([str(self.shim_dir), str(SRC)]
+                   PYTHONPATH=os.pathsep.join([str(self.shim_dir), str(src)]
                                               + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
         env.update(extra_env or {})
         cmd = [PY, "-m", "scrapy", "crawl", "web", "-a", f"seeds={self.seeds_file}"]
@@ -397,7 +428,7 @@ class Bench:
         for i in range(workers):
             wenv = dict(env, CRAWLBENCH_REDIS_COUNTS=str(rdir / f"redis-counts-{i}.json"))
             log = open(rdir / f"worker{i}.log", "wb")
-            procs.append(subprocess.Popen(cmd, cwd=SRC, env=wenv, stdout=log,
+            procs.append(subprocess.Popen(cmd, cwd=src, env=wenv, stdout=log,
                                           stderr=subprocess.STDOUT))
             log.close()
         if profile:
@@ -508,7 +539,7 @@ class Bench:
             st = scrapy_stats(text)
             wstats.append({k: st.get(k) for k in (
                 "finish_reason", "downloader/response_count", "item_scraped_count",
-                "elapsed_time_seconds", "frontier/redis_syncs", "frontier/redis_commands",
+                "elapsed_time_seconds", "frontier/redis_writes", "frontier/redis_commands",
                 "frontier/leased", "frontier/released", "frontier/duplicates",
                 "frontier/expired_leases", "dupefilter/filtered", "retry/count",
                 "robotstxt/forbidden", "scheduler/enqueued", "scheduler/dequeued")
@@ -802,7 +833,7 @@ def main() -> None:
         for rnd in range(0 if a.profile_only else a.repeat):
             for name in names:
                 c = config(name)
-                res = bench.run(name, c["workers"], c["settings"])
+                res = bench.run(name, c["workers"], c["settings"], src=c["src"])
                 res["round"] = rnd + 1
                 results.append(res)
                 print(line_of(res), file=sys.stderr, flush=True)
@@ -813,7 +844,8 @@ def main() -> None:
         if a.profile or a.profile_only:
             for name in a.profile_configs.split(","):
                 c = config(name)
-                res = bench.run(name + "-prof", c["workers"], c["settings"], profile=True)
+                res = bench.run(name + "-prof", c["workers"], c["settings"], profile=True,
+                                src=c["src"])
                 res["round"] = "profile"
                 results.append(res)
                 print(line_of(res), file=sys.stderr, flush=True)

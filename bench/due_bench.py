@@ -1,7 +1,7 @@
 """The DUE: Redis memory per URL and URL-seen checks per second, side by side
 with scrapy-redis's dupefilter, on the same URLs and the same server.
 
-    /tmp/venv/bin/python bench/due_bench.py [--sizes 1000000,10000000]
+    .venv/bin/python bench/due_bench.py [--sizes 1000000,10000000]
         [--throughput 200000] [--rounds 3] [--probes 2000000] [--out FILE.json]
 
 A fresh server (crawlproj.embedded.spawn_server: the embedded server's
@@ -68,7 +68,7 @@ from crawlproj.due import bloom  # noqa: E402
 from crawlproj.due.dupefilter import RedisDupeFilter  # noqa: E402
 from crawlproj.due.urlseen import DueConfig, URLSeen  # noqa: E402
 from crawlproj.embedded import find_server_binary, free_port, spawn_server  # noqa: E402
-from crawlproj.frontier.frontier import Frontier  # noqa: E402
+from crawlproj.keyspace import Keyspace  # noqa: E402
 
 SECTIONS = ["news", "sport", "blog", "shop", "wiki", "forum", "docs", "about",
             "products", "category/books", "category/music", "archive/2019", "archive/2020",
@@ -118,8 +118,7 @@ def memory_usage(r, pattern: str) -> int:
 
 
 def due_for(r, crawl: str, **config) -> URLSeen:
-    return URLSeen(r, f"cp:{{{crawl}}}:meta", lambda p: f"cp:{{{crawl}/{p}}}:", 1,
-                   DueConfig(**config))
+    return URLSeen(r, Keyspace.open(r, crawl, 1), DueConfig(**config))
 
 
 # -- memory ------------------------------------------------------------------------------
@@ -140,7 +139,7 @@ def bloom_rates(server: Server, due: URLSeen, n: int, probes: int) -> dict:
     r, c = server.r, due.config
     layer = bloom.layer(c.capacity, c.error_rate)
     fills = []
-    for key in sorted(r.scan_iter("cp:{b/0}:bloom:0:*")):
+    for key in sorted(r.scan_iter(due.keyspace.bloom_pattern(0, 0))):
         data = r.get(key)
         for off in range(0, len(data), bloom.BLOCK_BITS // 8):
             block = data[off:off + bloom.BLOCK_BITS // 8]
@@ -190,7 +189,7 @@ def memory(server: Server, sizes: list[int], probes: int) -> list[dict]:
                 crawl = "b" if name.startswith("bloom") else "e"
                 due = due_for(server.r, crawl, **config)
                 row.update(fill_due(due, n))
-                pattern = f"cp:{{{crawl}/*"
+                pattern = due.keyspace.partitions_pattern()
                 row["due_stats"] = due.stats()
             row["used_memory_delta"] = server.used() - before
             row["bytes_per_url"] = row["used_memory_delta"] / n
@@ -199,7 +198,7 @@ def memory(server: Server, sizes: list[int], probes: int) -> list[dict]:
             if name == "exact":
                 encodings = {}
                 sizes_ = []
-                for key in server.r.scan_iter("cp:{e/0}:seen:*", count=10_000):
+                for key in server.r.scan_iter(due.keyspace.seen_pattern(0), count=10_000):
                     enc = server.r.object("encoding", key).decode()
                     encodings[enc] = encodings.get(enc, 0) + 1
                     sizes_.append(server.r.scard(key))
@@ -239,14 +238,12 @@ def throughput(server: Server, n: int, rounds: int) -> dict:
         record("scrapy-redis request_seen, seen", timed(server, lambda: [sr.request_seen(q) for q in requests]))
 
         # crawlproj's dupefilter through Scrapy's interface: one call per request
-        f = Frontier(server.r, crawl_id=f"one{rnd}", due=DueConfig())
-        df = RedisDupeFilter(f)
+        df = RedisDupeFilter(due_for(server.r, f"one{rnd}"))
         record("crawlproj request_seen, new", timed(server, lambda: [df.request_seen(q) for q in requests]))
         record("crawlproj request_seen, seen", timed(server, lambda: [df.request_seen(q) for q in requests]))
 
         # batched: what the frontier does per page of links, here 10,000 a call
-        f = Frontier(server.r, crawl_id=f"batch{rnd}", due=DueConfig())
-        df = RedisDupeFilter(f)
+        df = RedisDupeFilter(due_for(server.r, f"batch{rnd}"))
 
         def batched():
             for i in range(0, n, BATCH):

@@ -1,6 +1,6 @@
 """The frontier alone: enqueue, lease + release, and Redis memory per queued URL.
 
-    /tmp/venv/bin/python bench/frontier_bench.py [--urls 100000 --hosts 2000]
+    .venv/bin/python bench/frontier_bench.py [--urls 100000 --hosts 2000]
         [--batches 16,256,1024] [--lease-batches 1,32] [--leases 20000]
         [--dists zipf,uniform] [--no-aof] [--no-real-check] [--src HEAD]
 
@@ -53,19 +53,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the code under test (--src) and the helpers every bench shares
-from crawl_bench import SRC, SRC_DESC, flush_sync, proc_cpu, scratch_server  # noqa: E402
-
 import msgpack  # noqa: E402
 import redis  # noqa: E402
+from crawl_bench import SRC, SRC_DESC, flush_sync, proc_cpu, scratch_server  # noqa: E402
 from scrapy import Request  # noqa: E402
 
 from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.frontier import codec  # noqa: E402
 from crawlproj.frontier.admission import admit  # noqa: E402
-from crawlproj.frontier.frontier import Batch, Frontier  # noqa: E402
+from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release  # noqa: E402
+from crawlproj.keyspace import Keyspace  # noqa: E402
 from crawlproj.prioritizers import load_prioritizer  # noqa: E402
 from crawlproj.simweb import SimWeb  # noqa: E402
 from crawlproj.spiders.web import WebSpider  # noqa: E402
+
 
 class _Crawler:
     """Just enough of a crawler for load_prioritizer (bfs reads request meta)."""
@@ -156,10 +157,11 @@ def real_payloads(n_pages: int = 40) -> dict:
         # the frontier keeps payloads in p:<host> hashes (fingerprint -> payload)
         # since 8206c2d; before that they were the q:<host> members themselves
         members = []
-        for key in r.scan_iter(match="cp:{payloads/0}:p:*", count=1000):
+        keyspace = Keyspace.existing(r, "payloads")
+        for key in r.scan_iter(match=keyspace.payloads_pattern(0), count=1000):
             members += r.hvals(key)
         if not members:
-            for key in r.scan_iter(match="cp:{payloads/0}:q:*", count=1000):
+            for key in r.scan_iter(match=keyspace.queues_pattern(0), count=1000):
                 members += r.zrange(key, 0, -1)
         for member in members:
             sizes.append(len(member))
@@ -182,12 +184,13 @@ def real_payloads(n_pages: int = 40) -> dict:
 # Memory by key pattern
 # ---------------------------------------------------------------------------
 
-def memory_by_pattern(r: redis.Redis, prefix: str) -> dict:
+def memory_by_pattern(r: redis.Redis, keyspace: Keyspace, partition: int) -> dict:
     """MEMORY USAGE (SAMPLES 0: exact) of every key of a partition, summed by
     kind: q:* (back queues), p:* (per-host payloads, if the frontier keeps
     them apart), seen:* (the DUE), and the rest; with their encodings."""
     groups, enc = Counter(), Counter()
-    keys = list(r.scan_iter(match=prefix + "*", count=2000))
+    prefix = keyspace.prefix(partition)
+    keys = list(r.scan_iter(match=keyspace.partition_pattern(partition), count=2000))
     pipe = r.pipeline(transaction=False)
     for k in keys:
         pipe.memory_usage(k, samples=0)
@@ -210,7 +213,8 @@ def concurrent_enqueue(r, entries: list, b: int, clients: int, dist: str, expect
     flush_sync(r)
     conns = [redis.Redis(connection_pool=redis.ConnectionPool(**r.connection_pool.connection_kwargs))
              for _ in range(clients)]
-    frs = [Frontier(c, crawl_id=f"fb-{dist}-{b}-c{clients}") for c in conns]
+    keyspace = Keyspace.open(r, f"fb-{dist}-{b}-c{clients}")
+    frs = [Frontier(c, keyspace) for c in conns]
     chunks = [entries[i:i + b] for i in range(0, len(entries), b)]
     frs[0].sync({0: Batch()})  # the crawl's DUE set up once, not raced
     barrier = threading.Barrier(clients + 1)
@@ -228,7 +232,7 @@ def concurrent_enqueue(r, entries: list, b: int, clients: int, dist: str, expect
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
-    added = int(r.hget(frs[0].prefix(0) + "stats", "enqueued") or 0)
+    added = int(r.hget(keyspace.stats(0), "enqueued") or 0)
     for c in conns:
         c.close()
     if added != expected:  # as many new URLs as one client found
@@ -250,7 +254,7 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
 
     # admission: client CPU
     flush_sync(r)
-    fr = Frontier(r, crawl_id=f"fb-{dist}-admit")
+    fr = Frontier(r, Keyspace.open(r, f"fb-{dist}-admit"))
     c0, t0 = time.process_time(), time.perf_counter()
     entries = [admit(fr, prioritizer, req, spider, 2083)[1] for req in requests]
     wall = time.perf_counter() - t0
@@ -261,8 +265,8 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
     payload_only = [codec.encode(req, spider) for req in requests[:2000]]
     out["admit"]["example_payload"] = jsonable(msgpack.unpackb(payload_only[-1], raw=False))
     # what admission spends its time on (same 5,000 requests each)
-    from crawlproj.due.fingerprint import url_fingerprint
     from crawlproj.due.canonical import canonicalize
+    from crawlproj.due.fingerprint import url_fingerprint
     from crawlproj.urls import host_of, refusal
 
     sample = requests[:5000]
@@ -288,14 +292,14 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
     # warm-up: the server's allocator gets the memory of one full enqueue once,
     # so that the first batch size measured does not pay for it alone
     flush_sync(r)
-    warm = Frontier(r, crawl_id=f"fb-{dist}-warm")
+    warm = Frontier(r, Keyspace.open(r, f"fb-{dist}-warm"))
     for i in range(0, len(entries), 1024):
         warm.sync({0: Batch(enqueue=entries[i:i + 1024])})
 
     out["enqueue"] = []
     for b in batches:
         flush_sync(r)
-        fr = Frontier(r, crawl_id=f"fb-{dist}-{b}")
+        fr = Frontier(r, Keyspace.open(r, f"fb-{dist}-{b}"))
         mem0 = r.info("memory")["used_memory"]
         rc0, c0, t0 = proc_cpu(rproc.pid), time.process_time(), time.perf_counter()
         added = 0
@@ -319,7 +323,7 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
                "duplicates": dups, "dup_urls_per_s": round(len(entries) / wall_d),
                "dup_redis_cpu_us_per_url": round(1e6 * rcpu_d / len(entries), 2)}
         if b == batches[-1] or len(batches) == 1:
-            mem = memory_by_pattern(r, fr.prefix(0))
+            mem = memory_by_pattern(r, fr.keyspace, 0)
             n = len(entries)
             row["memory"] = {
                 "used_memory_delta": mem1 - mem0,
@@ -337,14 +341,14 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
     out["lease_release"] = []
     for lb in lease_batches:
         flush_sync(r)
-        fr = Frontier(r, crawl_id=f"fb-{dist}-lease{lb}")
+        fr = Frontier(r, Keyspace.open(r, f"fb-{dist}-lease{lb}"))
         for i in range(0, len(entries), 1024):
             fr.sync({0: Batch(enqueue=entries[i:i + 1024])})
         held: list = []
         leased = released = syncs = 0
         rc0, c0, t0 = proc_cpu(rproc.pid), time.process_time(), time.perf_counter()
         while leased < n_leases:
-            batch = Batch(release=[(h, tok, 0, "ok") for h, tok in held], lease=lb)
+            batch = Batch(release=[Release(h, tok, Host.OK, URL.DONE) for h, tok in held], lease=lb)
             res = fr.sync({0: batch})[0]
             syncs += 1
             released += len(held)
@@ -352,7 +356,7 @@ def run_dist(r, rproc, dist: str, requests: list[Request], spider, batches: list
             leased += len(held)
             if not held and res.queued == 0:
                 break
-        fr.sync({0: Batch(release=[(h, tok, 0, "ok") for h, tok in held])})
+        fr.sync({0: Batch(release=[Release(h, tok, Host.OK, URL.DONE) for h, tok in held])})
         released += len(held)
         wall = time.perf_counter() - t0
         rcpu, ccpu = proc_cpu(rproc.pid) - rc0, time.process_time() - c0

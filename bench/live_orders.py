@@ -1,6 +1,6 @@
 """The live crawler orders as the virtual one does (issue #5, item 5).
 
-    /tmp/venv/bin/python bench/live_orders.py [--graph FILE] [--orders bfs,random,backlinks,pagerank,opic]
+    .venv/bin/python bench/live_orders.py [--graph FILE] [--orders bfs,random,backlinks,pagerank,opic]
         [--start NODE] [--concurrency 1[,8]] [--ranker-every N] [--ranker-tick S]
         [--random-seeds 200] [--tie-seeds 10] [--tol-pst 10] [--tol-avg 0.25]
         [--page-bytes 2000] [--timeout 900] [--out docs/img/ordering/live] [--keep DIR [--reuse]]
@@ -11,8 +11,9 @@ their real URLs; see docs/ordering.md, "Live crawler vs virtual crawler"):
 1. The virtual crawler (crawlproj.evaluate: the same graph reader, start rule,
    importance, hot pages and orders as `scrapy evaluate`) crawls the graph once
    per order.
-2. The same graph is served by the simulated web (SimWeb.from_graph in its own
-   process, latency 0, no Crawl-delay, no robots rules) and checked against the
+2. The same graph, read by the same reader (crawlproj.graphfile), is served by
+   the simulated web (SimWeb.from_graph in its own process, latency 0, no
+   Crawl-delay, no robots rules) and checked against the
    virtual crawler's graph: pages the simulated web cannot serve, link sets that
    differ, what the pages answer (HTML or binary), the reachable set.
 3. Per order, a live crawl: a fresh Redis-protocol server
@@ -93,7 +94,6 @@ from crawlproj.evaluate.run import CHO_G_IB, CHO_G_IR, evaluate  # noqa: E402
 from crawlproj.urls import host_of as frontier_host  # noqa: E402
 from crawlproj.ranker.pagerank import pagerank  # noqa: E402
 from crawlproj.simweb import SimWeb, checks  # noqa: E402
-from crawlproj.simweb.graphs import clean_url  # noqa: E402
 from crawlproj.simweb.model import K_BINARY, K_OK  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 
@@ -114,7 +114,9 @@ def loadavg() -> str:
 
 class Pairing:
     """The virtual crawler's graph (read_graph) and the simulated web over the same
-    file, with the page mapping between them and the checks that they agree."""
+    file, with the page mapping between them and the checks that they agree. Both
+    read the file with crawlproj.graphfile, so a page's URL is the same on both
+    sides and the mapping is by URL; the checks guard that."""
 
     def __init__(self, path: str, spec: dict, graph):
         self.graph = graph
@@ -127,8 +129,7 @@ class Pairing:
                 raise BenchError(f"{path}: the evaluator read URLs but the simulated web has "
                                  "synthetic hosts; give a graph both read the same way")
             for i, u in enumerate(g.urls):
-                c = clean_url(u) if u else None
-                node = w.node_of(c) if c else None
+                node = w.node_of(u)
                 if node is not None:
                     self.to_web[i] = node
         else:
@@ -719,7 +720,7 @@ def main(argv=None) -> int:
         f"{chk['binary_with_links']} binary pages with links), {chk['other_kinds']} errors or "
         f"redirects; no robots rules, no Crawl-delay, latency 0")
     for i, url, reach in chk["unservable"]:
-        say(f"  virtual page {i} ({url!r}) has no page on the simulated web (malformed URL); "
+        say(f"  virtual page {i} ({url!r}) has no page on the simulated web "
             f"{'reachable from the start, so the virtual crawl has it and the live one cannot' if reach else 'not reachable'}")
     differ = chk["link_sets_differ"]
     say(f"  link sets of the {int(pair.servable.sum()):,} paired pages: "

@@ -17,8 +17,8 @@ Phases, each timed:
 Peak RSS is the measuring process's high-water mark (ru_maxrss), so it counts
 the loaded edge list as well as the matrix and vectors.
 
-    /tmp/venv/bin/python bench/pagerank_bench.py [--nodes 1000000] [--edges 10000000]
-    /tmp/venv/bin/python bench/pagerank_bench.py --graph ../shared/data/graphs/cnr-2000.edges.tsv.gz
+    .venv/bin/python bench/pagerank_bench.py [--nodes 1000000] [--edges 10000000]
+    .venv/bin/python bench/pagerank_bench.py --graph ../shared/data/graphs/cnr-2000.edges.tsv.gz
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A politeness-bound crawl: pages/s against the most the politeness rule allows.
 
-    /tmp/venv/bin/python bench/politeness_bench.py [--hosts 500 --pages 10000 --latency-ms 100]
+    .venv/bin/python bench/politeness_bench.py [--hosts 500 --pages 10000 --latency-ms 100]
         [--concurrency 16] [--factor 2] [--workers 1] [--control] [--src HEAD]
 
 One real `scrapy crawl web` (this project's frontier) of a simulated web whose
@@ -52,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from crawl_bench import SRC_DESC, STORES_OFF, Bench, loadavg, machine  # noqa: E402  (sets up the code under test)
+from crawl_bench import SRC_DESC, STORES_OFF, Bench, loadavg, machine, tree  # noqa: E402  (sets up the code under test)
 
 from crawlproj.simweb import checks  # noqa: E402
 
@@ -199,6 +199,9 @@ def main() -> None:
                    help="extra Scrapy setting for every run")
     p.add_argument("--also", action="append", default=[], metavar="NAME=VALUE",
                    help="one more polite run with this setting, in the same invocation (A/B)")
+    p.add_argument("--base", default=None, metavar="REV",
+                   help="one more polite run on the code of git revision REV (before/after)")
+    p.add_argument("--repeat", type=int, default=1, help="rounds of all the runs, interleaved")
     a = p.parse_args()
     lat = [float(x) for x in a.latency_ms.split("-")] if "-" in a.latency_ms else float(a.latency_ms)
     spec = {"seed": a.seed, "hosts": a.hosts, "pages": a.pages, "host_zipf": a.host_zipf,
@@ -217,20 +220,24 @@ def main() -> None:
     bench = Bench(spec, workdir, a.seeds, common)
     out = {}
     try:
-        runs = [("polite", {}, a.factor)]
+        runs = [("polite", {}, a.factor, None)]
         for kv in a.also:
             k, _, v = kv.partition("=")
-            runs.append((f"polite {kv}", {k: v}, a.factor))
+            runs.append((f"polite {kv}", {k: v}, a.factor, None))
+        if a.base:
+            runs.append((f"polite @{a.base}", {}, a.factor, tree(a.base)[0]))
         if a.control:
             # the engine's own ceiling on this web: stock Scrapy, same concurrency,
             # no politeness rule at all (its bound is the concurrency cap alone)
             runs.append(("stock-control", {"SCHEDULER": "scrapy.core.scheduler.Scheduler",
                                            "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter"},
-                         0.0))
-        for name, settings, factor in runs:
+                         0.0, None))
+        runs = [(f"{name} #{r + 1}" if a.repeat > 1 else name, *rest)
+                for r in range(a.repeat) for name, *rest in runs]
+        for name, settings, factor, src in runs:
             polite = name.startswith("polite")
-            res = bench.run(name.replace(" ", "_").replace("=", "-"), a.workers if polite else 1,
-                            settings)
+            res = bench.run(name.replace(" ", "_").replace("=", "-").replace("@", "at-")
+                            .replace("#", ""), a.workers if polite else 1, settings, src=src)
             records = bench.last_records
             b = bound(records, bench.web, bench.seeds, a.concurrency, factor)
             if polite:

@@ -1,6 +1,6 @@
 """How long the ranker's bulk priority rewrite takes (Frontier.rescore).
 
-    /tmp/venv/bin/python bench/rescore_bench.py [--urls 1000000] [--hosts 10000]
+    .venv/bin/python bench/rescore_bench.py [--urls 1000000] [--hosts 10000]
         [--partitions 1]
 
 Fills a fresh server's frontier with --urls queued URLs over --hosts hosts
@@ -30,6 +30,7 @@ from crawlproj.due.fingerprint import url_fingerprint  # noqa: E402
 from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.frontier import codec  # noqa: E402
 from crawlproj.frontier.frontier import Batch, Frontier  # noqa: E402
+from crawlproj.keyspace import Keyspace  # noqa: E402
 
 
 def fill(f: Frontier, n: int, hosts: int, batch: int = 20_000) -> list[str]:
@@ -62,7 +63,7 @@ def main() -> None:
         server = spawn_server(port, tmp, appendonly=False)
         try:
             r = redis.Redis(port=port)
-            f = Frontier(r, crawl_id="bench", partitions=a.partitions)
+            f = Frontier(r, Keyspace.open(r, "bench", a.partitions))
             t0 = time.perf_counter()
             urls = fill(f, a.urls, a.hosts)
             t_fill = time.perf_counter() - t0

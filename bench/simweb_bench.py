@@ -1,6 +1,6 @@
 """How many requests per second the simulated web serves.
 
-    /tmp/venv/bin/python bench/simweb_bench.py [--hosts 300 --pages 3000 --page-bytes 1000]
+    .venv/bin/python bench/simweb_bench.py [--hosts 300 --pages 3000 --page-bytes 1000]
         [--connections 32] [--duration 10] [--requests 200000]
 
 The server runs in its own process (testing.SimWebServer); this process is the

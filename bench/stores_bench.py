@@ -1,7 +1,7 @@
 """What the stores cost: bytes per edge and per URL, records per second, and
 crawl throughput with the stores on and off.
 
-    /tmp/venv/bin/python bench/stores_bench.py [--hosts 100 --pages 3000 --page-bytes 2000]
+    .venv/bin/python bench/stores_bench.py [--hosts 100 --pages 3000 --page-bytes 2000]
         [--micro-pages 20000] [--skip-crawl] [--json]
 
 Three parts, each on a private Redis-protocol server (the embedded one's
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 import redis  # noqa: E402
 
 from crawlproj.embedded import free_port, spawn_server  # noqa: E402
-from crawlproj.frontier.frontier import Frontier  # noqa: E402
+from crawlproj.keyspace import Keyspace  # noqa: E402
 from crawlproj.simweb import SimWeb  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 from crawlproj.stores.exchange import Exchange  # noqa: E402
@@ -69,9 +69,9 @@ def micro(args, tmp: Path) -> dict:
     try:
         r = redis.Redis.from_url(url)
         web = SimWeb.generate(seed=5, hosts=args.hosts, pages=args.micro_pages, page_bytes=1000)
-        layout = Frontier(r, "bench", partitions=1)
-        links = LinkStore(r, layout, tmp / "segments", segment_pages=10**9)
-        meta = PageMetaStore(r, layout)
+        keyspace = Keyspace.open(r, "bench", 1)
+        links = LinkStore(r, keyspace, tmp / "segments", segment_pages=10**9)
+        meta = PageMetaStore(r, keyspace)
         pages = [(web.url(n), web.links(n)) for n in range(args.micro_pages)]
         edges = sum(len(ls) for _, ls in pages)
         base = r.info("memory")["used_memory"]
@@ -87,7 +87,7 @@ def micro(args, tmp: Path) -> dict:
             links.append(batch)
             batches += 1
         t_links = time.perf_counter() - t0
-        redis_bytes = int(r.memory_usage(links.key(0), samples=0))
+        redis_bytes = int(r.memory_usage(keyspace.links(0), samples=0))
         after_links = r.info("memory")["used_memory"]
         t0 = time.perf_counter()
         body = b"x" * 1000
@@ -173,10 +173,10 @@ def crawl(args, tmp: Path, stores: bool) -> dict:
 
             return {"stores": stores, "responses": pages, "seconds": round(elapsed, 2),
                     "responses_per_s": round(pages / elapsed, 1),
-                    "pagemeta_batches_per_response": round(stat("stores/pagemeta/redis_batches") / pages, 3),
-                    "links_batches_per_page": round(stat("stores/links/redis_batches")
+                    "pagemeta_batches_per_response": round(stat("stores/pagemeta/redis_writes") / pages, 3),
+                    "links_batches_per_page": round(stat("stores/links/redis_writes")
                                                     / max(1, stat("stores/links/pages")), 3),
-                    "frontier_syncs_per_response": round(stat("frontier/redis_syncs") / pages, 3)}
+                    "frontier_syncs_per_response": round(stat("frontier/redis_writes") / pages, 3)}
     finally:
         proc.terminate()
         proc.wait()

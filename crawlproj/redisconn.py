@@ -11,6 +11,7 @@ makes a new client, so each component (and each test) owns its connections.
 from __future__ import annotations
 
 import re
+from importlib import resources
 from urllib.parse import urlsplit
 
 import redis
@@ -25,6 +26,12 @@ DEFAULT_DATA_DIR = "./.crawlproj"
 
 class RedisUnavailable(CrawlprojError):
     """Redis could not be reached or refused us; the message is one line."""
+
+
+def lua_script(package: str, name: str) -> str:
+    """The text of a Lua script shipped in package's lua/ folder, read as
+    package data (so that it loads from a zipped egg under Scrapyd too)."""
+    return resources.files(package).joinpath("lua").joinpath(name).read_text(encoding="utf-8")
 
 
 def describe_url(url: str) -> str:

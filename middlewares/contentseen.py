@@ -24,7 +24,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
 from crawlproj.due.contentseen import ContentSeen, is_text
-from crawlproj.frontier.frontier import Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
 
 logger = logging.getLogger(__name__)
@@ -40,10 +40,8 @@ class ContentSeenMiddleware:
         s = crawler.settings
         if not s.getbool("CONTENTSEEN_ENABLED", True):
             raise NotConfigured
-        # The frontier's key layout only (its partitions and hash tags).
-        layout = Frontier(get_redis(s), crawl_id=s.get("CRAWL_ID", "default"),
-                          partitions=s.getint("FRONTIER_PARTITIONS", 1))
-        cs = ContentSeen(layout.redis, layout.prefix, layout.partitions,
+        redis = get_redis(s)
+        cs = ContentSeen(redis, Keyspace.from_settings(s, redis),
                          near=s.getbool("CONTENTSEEN_NEAR", False),
                          threshold=s.getfloat("CONTENTSEEN_NEAR_THRESHOLD", 0.9))
         return cls(cs, crawler.stats)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from scrapy import Request
 
-from crawlproj.frontier import engine
-
 
 class RecentLinksMiddleware:
     def __init__(self, crawler):
@@ -29,7 +27,7 @@ class RecentLinksMiddleware:
 
     def _filter(self):
         """A predicate that is True for a request to drop, or None."""
-        sent = getattr(engine.scheduler(self.crawler), "sent_lately", None)
+        sent = getattr(self.crawler.engine.scheduler, "sent_lately", None)
         if sent is None:
             return None
         stats = self.crawler.stats

@@ -169,6 +169,14 @@ FRONTIER_PREFETCH = None
 # links) leases no more hosts until it catches up, so that hosts it could not
 # serve soon go to another worker instead of queueing here.
 FRONTIER_MAX_BACKLOG = 4
+# At most CONCURRENT_REQUESTS transfers at a time, counted from the engine's
+# pull to the transfer's end: the next download starts when a transfer ends,
+# not when the downloader middlewares are done with its response.
+FRONTIER_REFILL_AT_TRANSFER_END = True
+# Runs (docs/frontier.md): when fewer hosts are ready than a worker has room
+# for, and its hosts may be contacted again at once, a leased host brings up
+# to this many of its URLs, fetched back to back on its lease (1: never).
+FRONTIER_HOST_RUN = 4
 
 # Close the worker when the frontier is empty and no leases are out anywhere;
 # False keeps waiting for new URLs (continuous crawls). [Mercator §2: background
@@ -279,9 +287,8 @@ SPIDER_MIDDLEWARES = {
     "middlewares.recentlinks.RecentLinksMiddleware": 940,
 }
 DOWNLOADER_MIDDLEWARES = {
-    # robots.txt as Scrapy does it, plus Crawl-delay handed to the frontier
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "middlewares.robots.CrawlDelayRobotsTxtMiddleware": 100,
+    # robots.txt as Scrapy does it (100), then its Crawl-delay handed to the frontier
+    "middlewares.robots.CrawlDelayMiddleware": 101,
     # the content-seen test: last before the spider, on decoded bodies of the
     # final (post-redirect) responses
     "middlewares.contentseen.ContentSeenMiddleware": 80,

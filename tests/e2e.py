@@ -24,14 +24,17 @@ class Workers:
         self.seeds_file.write_text("\n".join(seeds) + "\n")
         self.procs: list[subprocess.Popen] = []
 
-    def start(self, n: int = 1, seeds: bool = True, spider: str = "web") -> list[subprocess.Popen]:
+    def start(self, n: int = 1, seeds: bool = True, spider: str = "web",
+              settings: dict | None = None) -> list[subprocess.Popen]:
+        """Start n workers; settings add to or override the crawl's for these n."""
         started = []
+        settings = {**self.settings, **(settings or {})}
         for _ in range(n):
             i = len(self.procs)
             cmd = [sys.executable, "-m", "scrapy", "crawl", spider]
             if seeds:
                 cmd += ["-a", f"seeds={self.seeds_file}"]
-            for k, v in self.settings.items():
+            for k, v in settings.items():
                 cmd += ["-s", f"{k}={v}"]
             env = self.sw.env()
             env.update(REDIS_URL=self.redis_url, CRAWL_ID=self.crawl_id,
@@ -69,7 +72,9 @@ class Workers:
 
 
 def stat(log: str, name: str) -> int:
-    """A counter from the stats dump at the end of a worker's log."""
+    """A counter from the stats dump at the end of a worker's log; 0 when the
+    dump does not name it (Scrapy dumps only counters that were set)."""
+    assert "Dumping Scrapy stats" in log, "the worker did not dump its stats:\n" + log[-2000:]
     for line in log.splitlines():
         line = line.strip().lstrip("{")  # the first counter shares the dump's "{" line
         if line.startswith(f"'{name}':"):

@@ -15,12 +15,15 @@ import pytest
 import redis
 import redis.cluster
 
-from crawlproj.urls import host_of
-from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
+from crawlproj.keyspace import Keyspace
 from crawlproj.simweb.testing import SimWebServer
+from crawlproj.urls import host_of
+from tests.conftest import RedisServer
 from tests.e2e import Workers, stat
 from tests.test_crawl_e2e import WEB, assert_fetched_once_and_politely, expected
-from tests.conftest import RedisServer
+
+pytestmark = pytest.mark.cluster
 
 SLOTS = 16384
 
@@ -45,7 +48,8 @@ def cluster_ports(n: int) -> list[int]:
             out.append(port)
             if len(out) == n:
                 return out
-    pytest.skip("no free port pairs for a cluster")
+    pytest.fail(f"no {n} free ports with free bus ports among {start}-{start + 4999}: "
+                "loopback ports are exhausted", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +85,7 @@ def cluster_url(tmp_path_factory):
 def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
     rc = redis.cluster.RedisCluster.from_url(cluster_url)
     rc.flushall(target_nodes=redis.cluster.RedisCluster.PRIMARIES)
-    f = Frontier(rc, crawl_id="cl", partitions=16)
+    f = Frontier(rc, Keyspace.open(rc, "cl", 16))
     nodes = {rc.get_node_from_key(f.prefix(p)).name for p in range(16)}
     assert len(nodes) == 3  # the hash tags spread the partitions
     urls = [f"http://h{h}.ex/{i}" for h in range(60) for i in range(5)]
@@ -102,7 +106,7 @@ def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
         got += leased
         rel: dict[int, Batch] = {}
         for x in leased:
-            rel.setdefault(x.partition, Batch()).release.append((x.host, x.token, 0, "ok"))
+            rel.setdefault(x.partition, Batch()).release.append(Release(x.host, x.token, Host.OK, URL.DONE))
         f.sync(rel)
         rounds += 1
     assert sorted(x.payload.decode() for x in got) == sorted(urls)
@@ -110,6 +114,7 @@ def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
     assert (st["queued"], st["hosts_leased"]) == (0, 0)
 
 
+@pytest.mark.e2e
 def test_workers_crawl_on_a_cluster(cluster_url, tmp_path):
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)

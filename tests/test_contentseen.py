@@ -18,7 +18,7 @@ from crawlproj.due.contentseen import (
     sketch,
     words,
 )
-from crawlproj.frontier.frontier import Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
 
 VOCAB = [f"word{i}" for i in range(5000)]
@@ -38,9 +38,8 @@ def text(n, seed):
 
 
 def content_seen(redis_url, crawl="cs", **kw):
-    f = Frontier(redis.Redis.from_url(redis_url), crawl_id=crawl,
-                 partitions=kw.pop("partitions", 1))
-    return ContentSeen(f.redis, f.prefix, f.partitions, **kw)
+    r = redis.Redis.from_url(redis_url)
+    return ContentSeen(r, Keyspace.open(r, crawl, kw.pop("partitions", 1)), **kw)
 
 
 def test_text_fingerprints_ignore_whitespace_binary_ones_do_not():
@@ -64,9 +63,9 @@ def test_a_document_seen_under_another_url_names_the_first(redis_url):
     # the same URL fetched again (a retry, a recrawl) is not a duplicate of itself
     assert cs.test("http://a.ex/", body).duplicate_of is None
     assert cs.test("http://b.ex/", page(text(200, 2))).duplicate_of is None
-    # the sets live in the frontier's partitions, spread by fingerprint
-    r = redis.Redis.from_url(redis_url)
-    assert len({k.split(b"}")[0] for k in r.scan_iter("cp:{cs/*}:cs:*")}) >= 2
+    # the sets live in the crawl's partitions, spread by fingerprint
+    r, ks = cs.redis, cs.keyspace
+    assert sum(any(r.scan_iter(ks.content_pattern(p))) for p in range(ks.partitions)) >= 2
 
 
 def test_sketches_estimate_resemblance():
@@ -108,7 +107,7 @@ def test_near_duplicates_are_a_setting_away(redis_url):
 
 def test_threshold_is_checked():
     with pytest.raises(ValueError, match="CONTENTSEEN_NEAR_THRESHOLD"):
-        ContentSeen(None, str, 1, threshold=1.5)
+        ContentSeen(None, Keyspace("cs", 1), threshold=1.5)
 
 
 def test_spider_records_a_duplicate_without_following_its_links():

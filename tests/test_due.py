@@ -25,11 +25,21 @@ from crawlproj.due.fingerprint import fingerprint, url_fingerprint
 from crawlproj.due.urlseen import DueConfig, URLSeen
 from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.keyspace import Keyspace
 
 
 def seen_of(r, partitions=2, crawl="t", **config) -> URLSeen:
-    return URLSeen(r, f"cp:{{{crawl}}}:meta", lambda p: f"cp:{{{crawl}/{p}}}:", partitions,
-                   DueConfig(**config))
+    return URLSeen(r, Keyspace.open(r, crawl, partitions), DueConfig(**config))
+
+
+def seen_keys(due: URLSeen) -> list[bytes]:
+    """The exact mode's buckets, over all partitions."""
+    ks = due.keyspace
+    return [k for p in range(ks.partitions) for k in due.redis.scan_iter(ks.seen_pattern(p))]
+
+
+def frontier_of(r, crawl="t", partitions=1, **kw) -> Frontier:
+    return Frontier(r, Keyspace.open(r, crawl, partitions), **kw)
 
 
 def random_fps(n, bits=64, seed=1, extremes=True):
@@ -83,7 +93,7 @@ def test_exact_mode_marks_each_fingerprint_once_and_grows_its_buckets(redis_url)
     stats = due.stats()
     assert 5000 < stats["urls"] < 7000  # counted by sampling
     sizes, encodings = [], set()
-    for key in r.scan_iter("cp:{t/*}:seen:*"):
+    for key in seen_keys(due):
         sizes.append(r.scard(key))
         encodings.add(r.object("encoding", key))
     assert sum(sizes) == 6010
@@ -102,7 +112,7 @@ def test_exact_mode_with_128_bit_fingerprints(redis_url):
     # two fingerprints equal in their top 64 bits are still two URLs
     a = 5 << 64
     assert due.check({0: [a, a + 1, a]})[0] == [True, True, False]
-    assert {r.object("encoding", k) for k in r.scan_iter("cp:{t/*}:seen:*")} == {b"listpack"}
+    assert {r.object("encoding", k) for k in seen_keys(due)} == {b"listpack"}
 
 
 def test_sets_stay_compact_only_within_the_server_limit(redis_server_factory, caplog):
@@ -126,7 +136,8 @@ def test_bloom_mode_has_no_false_negatives_and_its_configured_rate(redis_url):
     assert 0.004 < rate < 0.02, rate  # configured 0.01 (expected ~0.01, +-0.0007)
     x = bloom.layer(20_000, 1e-2)
     # the whole first layer, allocated at once: capacity x bits per URL
-    assert r.strlen("cp:{t/0}:bloom:0:0") == x.bytes < 20_000 * 10 / 8 * 1.01
+    (bitmap,) = r.scan_iter(due.keyspace.bloom_pattern(0, 0))
+    assert r.strlen(bitmap) == x.bytes < 20_000 * 10 / 8 * 1.01
 
 
 def test_bloom_mode_adds_layers_past_its_capacity(redis_url):
@@ -187,9 +198,9 @@ def test_settings_reach_the_frontier(redis_url):
 
 def test_a_partition_without_its_configuration_fails_loudly(redis_url):
     r = redis.Redis.from_url(redis_url)
-    f = Frontier(r, crawl_id="t")
+    f = frontier_of(r)
     entry = f.entry("a.ex", "http://a.ex/", 0, b"x")
-    r.delete(f.prefix(0) + "due")
+    r.delete(f.keyspace.due(0))
     with pytest.raises(redis.ResponseError, match="DUE not configured"):
         f.sync({0: Batch(enqueue=[entry])})
 
@@ -207,8 +218,8 @@ def _enqueue(f: Frontier, urls):
 
 @pytest.mark.parametrize("mode", ["exact", "bloom"])
 def test_frontier_enqueues_spellings_of_one_url_once(redis_url, mode):
-    f = Frontier(redis.Redis.from_url(redis_url), crawl_id="t", partitions=2,
-                 due=DueConfig(mode=mode, capacity=1000))
+    f = frontier_of(redis.Redis.from_url(redis_url), partitions=2,
+                    due=DueConfig(mode=mode, capacity=1000))
     assert _enqueue(f, ["http://a.ex/p?x=1&y=2", "HTTP://A.ex:80/./p?y=2&x=1&utm_source=m#f",
                         "http://a.ex/%70?x=1&y=2", "http://b.ex/"]) == 2
     assert _enqueue(f, ["http://a.ex/p?y=2&x=1"]) == 0
@@ -218,13 +229,13 @@ def test_frontier_enqueues_spellings_of_one_url_once(redis_url, mode):
 
 
 def r_zscore(f, host, fp):
-    return f.redis.zscore(f.prefix(f.partition_of(host)) + "q:" + host, fp)
+    return f.redis.zscore(f.keyspace.queue(f.partition_of(host), host), fp)
 
 
 def _race_worker(redis_url, mode, urls, seed, start, out):
     rng = random.Random(seed)
-    f = Frontier(redis.Redis.from_url(redis_url), crawl_id="race", partitions=3,
-                 due=DueConfig(mode=mode, load=8, capacity=500, error_rate=1e-6))
+    f = frontier_of(redis.Redis.from_url(redis_url), "race", partitions=3,
+                    due=DueConfig(mode=mode, load=8, capacity=500, error_rate=1e-6))
     order = list(urls)
     rng.shuffle(order)
     start.wait(60)  # both set up: go together
@@ -250,9 +261,10 @@ def test_two_workers_racing_on_the_same_links_enqueue_each_once(redis_url, mode)
         p.join(30)
     assert sum(totals) == len(urls), totals
     assert all(t > 0 for t in totals)  # they really raced
-    f = Frontier(redis.Redis.from_url(redis_url), crawl_id="race")
-    queued = {int(m) for key in f.redis.scan_iter("cp:{race/*}:q:*")
-              for m in f.redis.zrange(key, 0, -1)}
+    r = redis.Redis.from_url(redis_url)
+    ks = Keyspace.existing(r, "race")
+    queued = {int(m) for p in range(ks.partitions) for key in r.scan_iter(ks.queues_pattern(p))
+              for m in r.zrange(key, 0, -1)}
     assert queued == {url_fingerprint(u) for u in urls}
 
 
@@ -262,7 +274,7 @@ def test_dupefilter_shares_the_frontiers_seen_sets(redis_url):
     crawler = get_crawler(settings_dict={"REDIS_URL": redis_url, "CRAWL_ID": "df",
                                          "FRONTIER_PARTITIONS": 4})
     df = RedisDupeFilter.from_crawler(crawler)
-    f = Frontier(redis.Redis.from_url(redis_url), crawl_id="df")
+    f = frontier_of(redis.Redis.from_url(redis_url), "df")
     assert _enqueue(f, ["http://a.ex/1"]) == 1
     assert df.request_seen(Request("http://A.ex/1#top"))        # the frontier's URL
     assert not df.request_seen(Request("http://a.ex/2"))
@@ -275,6 +287,7 @@ def test_dupefilter_shares_the_frontiers_seen_sets(redis_url):
 
 # -- restart ---------------------------------------------------------------------------
 
+@pytest.mark.faults
 def test_seen_sets_survive_a_killed_server(redis_server_factory):
     server = redis_server_factory(appendonly=True)
     due = seen_of(server.client(), load=16)

@@ -178,6 +178,7 @@ def test_status_and_stop_without_server(embedded_data_dir):
     assert server.stop() is False
 
 
+@pytest.mark.faults
 def test_dead_pid_in_state_is_replaced_and_aof_reused(embedded_data_dir):
     server = EmbeddedRedis(embedded_data_dir)
     old_url = server.ensure_running()
@@ -213,6 +214,7 @@ def test_damaged_or_foreign_state_is_replaced(embedded_data_dir, state):
     assert server.status()["pid"] != os.getpid()
 
 
+@pytest.mark.faults
 def test_hung_server_is_replaced(embedded_data_dir):
     server = EmbeddedRedis(embedded_data_dir)
     server.ensure_running()
@@ -229,6 +231,7 @@ def test_hung_server_is_replaced(embedded_data_dir):
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.faults
 def test_spawn_server_kill_and_restart(redis_server_factory):
     server = redis_server_factory()
     c = server.client()
@@ -283,6 +286,7 @@ def scrapy(project: Path, *args: str, data_dir: Path, redis_url: str | None = No
     )
 
 
+@pytest.mark.slow
 def test_scrapy_redis_command(project, embedded_data_dir):
     rdir = embedded_data_dir.resolve() / "redis"
     r = scrapy(project, "status", data_dir=embedded_data_dir)

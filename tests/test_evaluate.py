@@ -321,6 +321,7 @@ def web_file(tmp_path_factory):
     return path, urls
 
 
+@pytest.mark.slow
 def test_scrapy_evaluate_end_to_end(web_file, tmp_path):
     path, urls = web_file
     out = tmp_path / "out"

@@ -60,8 +60,9 @@ from crawlproj.extract import (
     mime_type,
     resolve_link,
 )
+from tests.data import SHARED_DATA, require
 
-HTML_DIR = Path("/work/shared/data/html")
+HTML_DIR = SHARED_DATA / "html"
 ZYTE = HTML_DIR / "zyte_article_extraction_benchmark"
 READABILITY = HTML_DIR / "mozilla_readability_test_pages"
 TRAFILATURA = HTML_DIR / "trafilatura_eval"
@@ -120,19 +121,20 @@ def _load_corpus() -> list[Page]:
 
 @pytest.fixture(scope="module")
 def corpus() -> list[Page]:
-    if not HTML_DIR.exists():
-        pytest.skip("shared HTML corpus not present")
+    require(HTML_DIR)
     pages = _load_corpus()
     for page in pages:
         page.result = extract_page(page.body, page.url or "http://unknown.invalid/")
     return pages
 
 
+@pytest.mark.slow
 def test_corpus_size(corpus):
     assert len(corpus) > 1400
     assert sum(p.url is not None and p.kind != "readability" for p in corpus) > 1100
 
 
+@pytest.mark.slow
 def test_every_page_extracts(corpus):
     empty_text = [p.path.name for p in corpus if not p.result.text]
     # Pages with no visible text at all: JavaScript-only shells and the like.
@@ -140,6 +142,7 @@ def test_every_page_extracts(corpus):
     assert sum(len(p.result.links) for p in corpus) > 100_000
 
 
+@pytest.mark.slow
 def test_links_are_absolute_http_without_fragments(corpus):
     for page in corpus:
         for url, anchor in page.result.links:
@@ -155,6 +158,7 @@ def test_links_are_absolute_http_without_fragments(corpus):
         assert len(urls) == len(set(urls)), page.path
 
 
+@pytest.mark.slow
 def test_root_relative_links_resolve_against_page_url(corpus):
     """On pages with a known URL and no <base>, every root-relative href
     becomes a link on the page's own scheme and host."""
@@ -178,6 +182,7 @@ def test_root_relative_links_resolve_against_page_url(corpus):
     assert checked > 40_000  # measured: 48,652
 
 
+@pytest.mark.slow
 def test_links_agree_with_scrapy_link_extractor(corpus):
     """Scrapy's own LinkExtractor as an oracle (every third page with a known
     URL, to keep the test fast). Both link sets are spelled by w3lib's
@@ -213,6 +218,7 @@ def test_links_agree_with_scrapy_link_extractor(corpus):
     assert only_scrapy <= ours_total * 0.001  # measured 12
 
 
+@pytest.mark.slow
 def test_zyte_article_text_recall(corpus):
     gold = json.loads(gzip.decompress((ZYTE / "ground-truth.json.gz").read_bytes()))
     recalls = []
@@ -227,6 +233,7 @@ def test_zyte_article_text_recall(corpus):
     assert sum(recalls) / len(recalls) >= 0.98  # measured 0.9996
 
 
+@pytest.mark.slow
 def test_trafilatura_snippets_found(corpus):
     evaldata = json.loads(gzip.decompress((TRAFILATURA / "evaldata.json.gz").read_bytes()))
     by_path = {p.path: p for p in corpus if p.kind == "trafilatura"}
@@ -247,6 +254,7 @@ def test_trafilatura_snippets_found(corpus):
     assert found / total >= 0.98  # measured 2,929 / 2,951 = 0.993
 
 
+@pytest.mark.slow
 def test_readability_expected_article_in_text(corpus):
     results = {}
     for page in corpus:

@@ -10,13 +10,15 @@ import redis
 
 from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.frontier.admission import Refused, admit
-from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
+from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
 from crawlproj.urls import host_of, refusal, valid_hostname
 
 
-def make(redis_url, **kw) -> Frontier:
-    return Frontier(redis.Redis.from_url(redis_url), crawl_id=kw.pop("crawl_id", "t"), **kw)
+def make(redis_url, crawl_id="t", partitions=1, **kw) -> Frontier:
+    r = redis.Redis.from_url(redis_url)
+    return Frontier(r, Keyspace.open(r, crawl_id, partitions), **kw)
 
 
 def add(f: Frontier, urls, scores=None, force=False) -> dict:
@@ -34,10 +36,11 @@ def lease(f: Frontier, n=100):
     return [x for r in res.values() for x in r.leased]
 
 
-def release(f: Frontier, leased, delay_ms=0, outcome="ok"):
+def release(f: Frontier, leased, delay_ms=0, host=Host.OK, url=URL.DONE, wait_ms=-1):
     batches: dict[int, Batch] = {}
     for x in leased:
-        batches.setdefault(x.partition, Batch()).release.append((x.host, x.token, delay_ms, outcome))
+        batches.setdefault(x.partition, Batch()).release.append(
+            Release(x.host, x.token, host, url, delay_ms, wait_ms))
     return f.sync(batches)
 
 
@@ -115,7 +118,7 @@ def test_return_puts_url_back_without_delay(redis_url):
     f = make(redis_url)
     add(f, ["http://a.ex/1"])
     (x,) = lease(f)
-    release(f, [x], delay_ms=10_000, outcome="return")
+    release(f, [x], host=Host.FREE, url=URL.RETURN)
     (y,) = lease(f)
     assert y.payload == x.payload
 
@@ -124,12 +127,12 @@ def test_host_released_at_download_end_url_pending_until_done(redis_url):
     f = make(redis_url, lease_ttl=0.3)
     add(f, ["http://a.ex/1", "http://a.ex/2"])
     (x,) = lease(f)
-    r = release(f, [x], outcome="left:ok")[0]
+    r = release(f, [x], url=URL.PENDING)[0]
     # the host is free for its next URL while the first page is still processed
     assert (r.leases, r.pending) == (0, 1) and not f.is_empty({0: r})
     (y,) = lease(f)
     assert y.payload == b"http://a.ex/2"
-    r = release(f, [x], outcome="done")[0]
+    r = release(f, [x], host=Host.NONE)[0]
     assert r.pending == 0 and r.stale == 0
     release(f, [y])
     time.sleep(0.35)  # nothing pending is left to expire
@@ -140,7 +143,7 @@ def test_pending_url_of_dead_worker_returns_to_its_host(redis_url):
     f = make(redis_url, lease_ttl=0.3)
     add(f, ["http://a.ex/1"])
     (x,) = lease(f)
-    release(f, [x], outcome="left:ok")
+    release(f, [x], url=URL.PENDING)
     for _ in range(2):  # renewals keep a pending URL too
         time.sleep(0.2)
         f.sync({x.partition: Batch(renew=[(x.host, x.token)])})
@@ -149,7 +152,7 @@ def test_pending_url_of_dead_worker_returns_to_its_host(redis_url):
     (y,) = lease(f)
     assert y.payload == x.payload and y.token != x.token
     assert f.status()["counters"]["expired"] == 1
-    r = release(f, [x], outcome="done")[0]  # too late: changes nothing
+    r = release(f, [x], host=Host.NONE)[0]  # too late: changes nothing
     assert (r.pending, r.leases) == (0, 1)
 
 
@@ -157,8 +160,8 @@ def test_pending_url_returned_on_shutdown(redis_url):
     f = make(redis_url)
     add(f, ["http://a.ex/1", "http://a.ex/2"])
     (x,) = lease(f)
-    release(f, [x], delay_ms=10_000, outcome="left:ok")
-    release(f, [x], outcome="return")  # Ctrl-C before the page was processed
+    release(f, [x], delay_ms=10_000, url=URL.PENDING)
+    release(f, [x], host=Host.NONE, url=URL.RETURN)  # Ctrl-C before the page was processed
     r = lease(f)
     assert r == []  # the host still waits out its politeness delay
     st = f.status()
@@ -195,9 +198,9 @@ def test_run_hold_keeps_host_and_release_ends_it(redis_url):
     first, second, third = lease_run(f, n=3, run=3)
     host = (first.partition, first.host)
     # first download ended, the run goes on: URL pending, host still leased
-    r = release(f, [first], outcome="hold")[0]
+    r = release(f, [first], host=Host.KEEP, url=URL.PENDING)[0]
     assert (r.leases, r.pending, r.stale) == (1, 3, 0)
-    release(f, [first], outcome="done")
+    release(f, [first], host=Host.NONE)
     # renewing the host's token keeps host and pending URLs alive
     for _ in range(2):
         time.sleep(0.2)
@@ -205,12 +208,12 @@ def test_run_hold_keeps_host_and_release_ends_it(redis_url):
                                       (host[1], third.token)])})
     assert lease_run(f) == []
     # the run ends early (say a 503): the host goes back, the unfetched URL too
-    batch = Batch(release=[(host[1], first.token, 0, "left:ok"),
-                           (host[1], third.token, 0, "return")])
+    batch = Batch(release=[Release(host[1], first.token, Host.OK),
+                           Release(host[1], third.token, Host.NONE, URL.RETURN)])
     r = f.sync({host[0]: batch})[0]
     assert (r.leases, r.pending, r.stale) == (0, 1, 0)
     assert [x.payload for x in lease(f)] == [b"http://a.ex/2"]  # the returned URL, best
-    release(f, [second], outcome="done")
+    release(f, [second], host=Host.NONE)
     assert f.status()["pages_pending"] == 0
 
 
@@ -218,7 +221,7 @@ def test_run_of_dead_worker_comes_back(redis_url):
     f = make(redis_url, lease_ttl=0.3)
     add(f, [f"http://a.ex/{i}" for i in range(3)])
     got = lease_run(f, n=3, run=3)
-    release(f, got[:1], outcome="hold")
+    release(f, got[:1], host=Host.KEEP, url=URL.PENDING)
     time.sleep(0.35)  # host lease and every URL of the run expire
     again = lease_run(f, n=3, run=3)
     assert sorted(x.payload for x in again) == sorted(x.payload for x in got)
@@ -229,9 +232,10 @@ def test_run_returned_on_shutdown(redis_url):
     f = make(redis_url)
     add(f, [f"http://a.ex/{i}" for i in range(3)])
     first, second, third = lease_run(f, n=3, run=3)
-    release(f, [first], outcome="hold")
+    release(f, [first], host=Host.KEEP, url=URL.PENDING)
     # Ctrl-C: every URL held goes back, and the host with the first's token
-    batch = Batch(release=[(x.host, x.token, 0, "return") for x in (first, second, third)])
+    batch = Batch(release=[Release(x.host, x.token, Host.FREE if x is first else Host.NONE,
+                                   URL.RETURN) for x in (first, second, third)])
     r = f.sync({first.partition: batch})[0]
     assert (r.leases, r.pending, r.stale, r.queued) == (0, 0, 0, 3)
     assert [x.payload for x in lease(f)] == [b"http://a.ex/0"]
@@ -241,13 +245,13 @@ def test_backoff_blocks_failing_host(redis_url):
     f = make(redis_url, backoff_base=0.3, backoff_after=2)
     add(f, [f"http://a.ex/{i}" for i in range(5)])
     (x,) = lease(f)
-    release(f, [x], outcome="fail")  # first failure: no block yet
+    release(f, [x], host=Host.FAIL)  # first failure: no block yet
     (x,) = lease(f)
-    r = release(f, [x], outcome="fail")[0]  # second: blocked for the base time
+    r = release(f, [x], host=Host.FAIL)[0]  # second: blocked for the base time
     assert r.next_ready_ms - r.now_ms == pytest.approx(300, abs=5)
     time.sleep(0.32)
     (x,) = lease(f)
-    r = release(f, [x], outcome="block:2000")[0]  # Retry-After: 2 s
+    r = release(f, [x], host=Host.BUSY, wait_ms=2000)[0]  # Retry-After: 2 s
     assert r.next_ready_ms - r.now_ms == pytest.approx(2000, abs=5)
     assert lease(f) == []
 
@@ -256,17 +260,13 @@ def test_partitions_are_hash_tagged(redis_url):
     f = make(redis_url, partitions=8)
     urls = [f"http://h{i}.ex/" for i in range(200)]
     add(f, urls)
-    keys = [k.decode() for k in f.redis.scan_iter("cp:*")]
+    keys = {k.decode() for k in f.redis.scan_iter()}
     # every key of a partition carries the same {crawl/p} hash tag
-    assert all(k.startswith("cp:{t/") or k == "cp:{t}:meta" for k in keys)
-    assert len({k.split("}")[0] for k in keys if "/" in k}) == 8
+    ks = f.keyspace
+    by_partition = [{k for k in keys if k.startswith(ks.prefix(p))} for p in range(8)]
+    assert keys == {ks.meta}.union(*by_partition)
+    assert all(by_partition)
     assert sum(len(r.leased) for r in f.sync({p: Batch(lease=100) for p in range(8)}).values()) == 200
-
-
-def test_partition_count_is_fixed_by_first_worker(redis_url):
-    assert make(redis_url, partitions=4).partitions == 4
-    assert make(redis_url, partitions=16).partitions == 4
-    assert make(redis_url, crawl_id="other", partitions=2).partitions == 2
 
 
 def test_crawls_do_not_share_keys(redis_url):
@@ -354,7 +354,7 @@ def test_rescore_of_ready_host_and_leased_member(redis_url):
     r = redis.Redis.from_url(redis_url)
     gone = url_fingerprint("http://a.ex/1")
     assert r.evalsha(f._rescore_sha, 1, f.prefix(0), "a.ex", 1, "7", gone) == 0
-    assert r.zscore(f.prefix(0) + "ready", "b.ex") == -5.0
+    assert r.zscore(f.keyspace.ready(0), "b.ex") == -5.0
     release(f, first)
     got = lease(f, 10)
     assert [(x.payload, x.score) for x in got] == [(b"http://b.ex/1", -5.0),

@@ -15,6 +15,8 @@ from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import Workers, stat
 from tests.spiders.hostile import BAD_URLS
 
+pytestmark = pytest.mark.e2e
+
 # No redirects, errors, robots exclusions or Crawl-delays: every page's depth
 # from the seeds is its shortest link distance, known from the graph.
 PLAIN = {"seed": 3, "hosts": 30, "pages": 300, "page_bytes": 500, "p_redirect": 0,
@@ -77,31 +79,6 @@ def test_unfetchable_requests_are_refused_and_the_crawl_goes_on(redis_url, tmp_p
         counts = checks.fetch_counts(sw.read_log())
         assert set(counts) == sw.web.reachable(seeds)
         assert "finish_reason': 'finished'" in log
-
-
-def test_next_download_starts_at_transfer_end_within_the_concurrency_cap(redis_url, tmp_path):
-    """A slot is refilled when its transfer ends (engine.start_freed), before
-    the engine lets go of the response; the web still never serves more than
-    CONCURRENT_REQUESTS of this worker's requests at once. With the refill off
-    the same crawl starts none that way (the stat counts only those)."""
-    web = {**PLAIN, "hosts": 60, "pages": 400, "latency_ms": [10, 30]}
-    for refill, crawl_id in ((True, "refill"), (False, "norefill")):
-        run = tmp_path / crawl_id
-        run.mkdir()
-        with SimWebServer(web, log_path=str(run / "web.jsonl")) as sw:
-            seeds = sw.web.seeds(3)
-            workers = Workers(sw, redis_url, run, seeds, crawl_id, {
-                "CONCURRENT_REQUESTS": 4, "FRONTIER_DELAY_FACTOR": 1,
-                "FRONTIER_REFILL_AT_TRANSFER_END": refill})
-            workers.start(1)
-            assert workers.wait() == [0]
-            records = sw.read_log()
-            assert set(checks.fetch_counts(records)) == sw.web.reachable(seeds)
-            assert max(checks.fetch_counts(records).values()) == 1
-            assert checks.max_in_flight(records) <= 4
-            assert checks.overlaps(records) == []
-            started = stat(workers.log(0), "frontier/started_at_transfer_end")
-            assert (started > 100) if refill else (started == 0), started
 
 
 @pytest.mark.parametrize("prioritizer", ["bfs", "backlinks"])

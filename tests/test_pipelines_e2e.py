@@ -14,18 +14,23 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import duckdb
+import networkx as nx
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import redis as redis_lib
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlproj.frontier.frontier import Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.crawllog import log_files, read_lines
 from crawlproj.stores.linkstore import node_id
 from crawlproj.stores.pagemeta import PageMetaStore
 from tests.e2e import ROOT, Workers
+
+pytestmark = pytest.mark.e2e
 
 # A few hundred pages with 404s, 500s, redirects, robots.txt exclusions and
 # binary resources: every kind of response the stores must keep.
@@ -88,12 +93,14 @@ def test_warc_holds_exactly_the_fetched_responses(crawl):
     assert got == want
     assert {s for _, s in want} >= {200, 404, 500}
     assert any(300 <= s < 400 for _, s in want)
-    # the stored payload is what the web served
+    # the stored payload is what the web served (its pages never change)
     web = crawl["web"]
-    for url, status, rtype, payload in recs[:50]:
-        if status == 200 and "/robots.txt" not in url and rtype == "response":
-            host, path = url[7:].split("/", 1)
-            assert payload == web.respond(host, "/" + path).body or web.change_rate
+    served = [(url, payload) for url, status, rtype, payload in recs
+              if status == 200 and rtype == "response"]
+    assert served
+    for url, payload in served:
+        host, path = url[7:].split("/", 1)
+        assert payload == web.respond(host, "/" + path).body, url
     # warcio's own checker agrees
     run = subprocess.run([sys.executable, "-m", "warcio.cli", "check", *map(str, files)],
                          capture_output=True, text=True)
@@ -146,8 +153,9 @@ def test_exported_graph_has_exactly_the_edges_of_the_pages_fetched(crawl):
     assert counts["edges"] == sum(expected.values())
     # segments were written as the working set grew
     r = redis_lib.Redis.from_url(crawl["redis_url"])
-    assert Frontier(r, "stores").partitions == 1
-    assert r.llen("cp:{stores/0}:links:segments") >= 2
+    keyspace = Keyspace.existing(r, "stores")
+    assert keyspace.partitions == 1
+    assert r.llen(keyspace.link_segments(0)) >= 2
     assert list((crawl["data"] / "links" / "stores").glob("*.edges.parquet"))
 
 
@@ -155,14 +163,11 @@ def test_exported_graph_loads_in_pandas_duckdb_networkx(crawl):
     out = crawl["tmp"] / "graph2"
     assert scrapy_cmd("export-graph", str(out), data_dir=crawl["data"], crawl_id="stores",
                       redis_url=crawl["redis_url"]).returncode == 0
-    pd = pytest.importorskip("pandas")
     edges = pd.read_parquet(out / "edges.parquet")
     urls = pd.read_parquet(out / "urls.parquet")
     assert list(edges.columns) == ["src", "dst", "anchor"] and len(edges) > 0
-    nx = pytest.importorskip("networkx")
     g = nx.from_pandas_edgelist(edges, "src", "dst", create_using=nx.DiGraph)
     assert set(g.nodes) <= set(urls["id"])
-    duckdb = pytest.importorskip("duckdb")
     n = duckdb.sql(f"SELECT count(*) FROM '{out}/edges.parquet' e "
                    f"JOIN '{out}/urls.parquet' u ON e.dst = u.id").fetchall()[0][0]
     assert n == len(edges)
@@ -170,7 +175,7 @@ def test_exported_graph_loads_in_pandas_duckdb_networkx(crawl):
 
 def test_page_metadata_agrees_with_the_web_log(crawl):
     r = redis_lib.Redis.from_url(crawl["redis_url"])
-    store = PageMetaStore(r, Frontier(r, "stores"))
+    store = PageMetaStore(r, Keyspace.existing(r, "stores"))
     by_url = defaultdict(list)
     for rec in crawl["records"]:
         by_url[checks.url_of(rec)].append(rec)
@@ -195,7 +200,8 @@ def test_crawl_log_and_report(crawl):
     assert answered == Counter((checks.url_of(r), r["status"]) for r in crawl["records"])
     excluded = [ln.url for ln in lines if ln.status == -9998]
     assert excluded and all(crawl["web"].is_disallowed(u) for u in excluded)
-    assert all(ln.hops == "P" for ln in lines if ln.url.endswith("/robots.txt"))
+    robots = [ln for ln in lines if ln.url.endswith("/robots.txt")]
+    assert robots and all(ln.hops == "P" for ln in robots)
     run = scrapy_cmd("report", "--json", "--png", str(crawl["tmp"] / "png"),
                      data_dir=crawl["data"], crawl_id="stores", redis_url=crawl["redis_url"])
     assert run.returncode == 0, run.stderr

@@ -19,6 +19,8 @@ from crawlproj.stores.warc import recover
 from tests.e2e import Workers
 from tests.test_pipelines_e2e import FAST, WEB, warc_records
 
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
 # -- stops and failures ----------------------------------------------------------
 
 def test_sigterm_closes_files_and_kill9_is_repaired(redis_url, tmp_path):

@@ -12,8 +12,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlproj.stores.crawllog import log_files, read_lines
-from tests.e2e import ROOT
+from tests.e2e import ROOT, stat
 from tests.test_pipelines_e2e import warc_records
+
+pytestmark = pytest.mark.e2e
 
 
 def test_body_over_download_maxsize_is_never_stored(redis_url, tmp_path):
@@ -117,14 +119,18 @@ def test_duplicate_content_is_written_as_a_revisit(redis_url, tmp_path):
         for rec in ArchiveIterator(f, check_digests="raise"):
             if rec.rec_type in ("response", "revisit"):
                 kinds[rec.rec_headers.get_header("WARC-Target-URI")[len(base):]] = (
-                    rec.rec_type, rec.rec_headers)
-    assert kinds["/c"][0] == "response"
-    pair = sorted((kinds["/a"][0], kinds["/b"][0]))
-    if "contentseen" not in run.stderr and pair == ["response", "response"]:
-        pytest.skip("no content-seen test in this build")
-    assert pair == ["response", "revisit"]
+                    rec.rec_type, rec.rec_headers, rec.content_stream().read())
+    assert kinds["/c"][0] == "response"  # other words: not a copy
+    # the content-seen test (Mercator §3 step 4) finds the second of /a and /b
+    # a copy of the first: a revisit record (WARC 1.1 §6.7.2) refers to it
+    assert sorted((kinds["/a"][0], kinds["/b"][0])) == ["response", "revisit"]
     first, copy = ("/a", "/b") if kinds["/b"][0] == "revisit" else ("/b", "/a")
+    assert kinds[first][2] == same
     h = kinds[copy][1]
+    assert h.get_header("WARC-Profile") == \
+        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
     assert h.get_header("WARC-Refers-To-Target-URI") == base + first
-    assert h.get_header("WARC-Refers-To-Date")
+    assert h.get_header("WARC-Refers-To-Date") <= h.get_header("WARC-Date")
     assert h.get_header("WARC-Payload-Digest") == kinds[first][1].get_header("WARC-Payload-Digest")
+    assert kinds[copy][2] == b""  # the payload is not stored twice
+    assert stat(run.stderr, "contentseen/duplicates") == 1

@@ -50,12 +50,14 @@ def crawl_order(redis_url, tmp_path, prioritizer, edges, nodes_per_host) -> list
         return [sw.web.node_of(u) for u in checks.arrival_order(sw.read_log())]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("prioritizer", sorted(EXPECTED))
 def test_order_on_a_hand_made_web(redis_url, tmp_path, prioritizer):
     order = crawl_order(redis_url, tmp_path, prioritizer, EDGES, nodes_per_host=1)
     assert "".join(NAMES[i] for i in order) == EXPECTED[prioritizer]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("prioritizer,expected", [("hostfirst", [0, 2, 4, 1, 3, 5]),
                                                   ("bfs", [0, 1, 2, 3, 4, 5])])
 def test_host_first(redis_url, tmp_path, prioritizer, expected):

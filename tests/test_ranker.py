@@ -14,8 +14,11 @@ import pytest
 import redis
 
 from crawlproj.due.fingerprint import url_fingerprint
+from crawlproj.due.urlseen import DueConfig
+from crawlproj.errors import CrawlprojError
 from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.ranker.loop import Ranker, RankerLock
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
@@ -31,8 +34,12 @@ def url(i: int) -> str:
 LINKS = {0: [1, 2, 4, 5], 1: [2, 6, 7], 2: [0, 6, 8], 3: [6, 9, 2]}
 
 
+def frontier_of(r, crawl, partitions=1, **kw) -> Frontier:
+    return Frontier(r, Keyspace.open(r, crawl, partitions), **kw)
+
+
 def store_links(r, f, tmp_path, links=LINKS) -> LinkStore:
-    store = LinkStore(r, f, tmp_path / "links")
+    store = LinkStore(r, f.keyspace, tmp_path / "links")
     entries = []
     for src, dsts in links.items():
         value, _ = encode_page(url(src), 1.0, [{"url": url(d), "anchor": ""} for d in dsts])
@@ -66,7 +73,7 @@ def expected_ranks(links=LINKS, d=0.9) -> dict[str, float]:
 
 def test_ranker_rewrites_queued_scores_with_pagerank(redis_url, tmp_path):
     r = redis.Redis.from_url(redis_url)
-    f = Frontier(r, crawl_id="rank", partitions=2)
+    f = frontier_of(r, "rank", partitions=2)
     store = store_links(r, f, tmp_path)
     queue(f, [4, 5, 6, 7, 8, 9])
     ranker = Ranker(f, store, damping=0.9, tol=1e-10)
@@ -76,7 +83,7 @@ def test_ranker_rewrites_queued_scores_with_pagerank(redis_url, tmp_path):
     got = {}
     for p in range(2):
         for h in f.queued_hosts(p):
-            for fp, score in r.zrange(f.prefix(p) + "q:" + h, 0, -1, withscores=True):
+            for fp, score in r.zrange(f.keyspace.queue(p, h), 0, -1, withscores=True):
                 got[int(fp)] = -score
     for i in [4, 5, 6, 7, 8, 9]:
         assert got[url_fingerprint(url(i))] == pytest.approx(want[url(i)], abs=1e-6)
@@ -87,15 +94,29 @@ def test_ranker_rewrites_queued_scores_with_pagerank(redis_url, tmp_path):
 
 def test_cross_host_only_ignores_links_within_a_host(redis_url, tmp_path):
     r = redis.Redis.from_url(redis_url)
-    f = Frontier(r, crawl_id="xhost")
+    f = frontier_of(r, "xhost")
     # url(i) is on host h(i mod 4): 0 -> 4 and 0 -> 8 stay on h0, 1 -> 4 crosses
     links = {0: [4, 8], 1: [4]}
     store = store_links(r, f, tmp_path, links)
     queue(f, [4, 8])
     Ranker(f, store, cross_host_only=True, tol=1e-10).run_once()
-    s = dict(r.zrange(f.prefix(0) + "q:h0.ex", 0, -1, withscores=True))
+    s = dict(r.zrange(f.keyspace.queue(0, "h0.ex"), 0, -1, withscores=True))
     # only 1 -> 4 counts: 4 ranks above 8, which only a same-host link reaches
     assert s[str(url_fingerprint(url(4))).encode()] < s[str(url_fingerprint(url(8))).encode()]
+
+
+def test_the_ranker_reads_the_crawls_fingerprint_width_and_fixes_nothing(redis_url, tmp_path):
+    r = redis.Redis.from_url(redis_url)
+    keyspace = Keyspace.open(r, "width")
+    # a ranker started before any worker leaves the DUE's configuration to them
+    ranker = Ranker(Frontier(r, keyspace), LinkStore(r, keyspace, tmp_path / "links"))
+    assert r.hget(keyspace.meta, "due") is None
+    # a worker then fixes 128-bit fingerprints, which are not the link store's node ids
+    Frontier(r, keyspace, due=DueConfig(bits=128))
+    with pytest.raises(CrawlprojError, match="64-bit"):
+        ranker.run_once()
+    with pytest.raises(CrawlprojError, match="64-bit"):
+        Ranker(Frontier(r, keyspace), LinkStore(r, keyspace, tmp_path / "links"))
 
 
 def rank_process(redis_url, crawl_id, log_path, ttl="2"):
@@ -116,11 +137,12 @@ def wait_for(predicate, timeout=60.0):
     return False
 
 
+@pytest.mark.faults
 def test_lock_passes_to_another_ranker_when_its_holder_is_killed(redis_url, tmp_path):
     r = redis.Redis.from_url(redis_url)
-    f = Frontier(r, crawl_id="lock")
+    f = frontier_of(r, "lock")
     queue(f, [4])
-    lock = RankerLock(r, "lock")
+    lock = RankerLock(r, f.keyspace)
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     a = rank_process(redis_url, "lock", logs[0])
     try:
@@ -143,6 +165,7 @@ def test_lock_passes_to_another_ranker_when_its_holder_is_killed(redis_url, tmp_
             a.kill()
 
 
+@pytest.mark.e2e
 def test_ranker_runs_inside_a_pagerank_crawl(redis_url, tmp_path):
     web = {"seed": 4, "hosts": 40, "pages": 600, "page_bytes": 500, "latency_ms": 2}
     with SimWebServer(web, log_path=str(tmp_path / "web.jsonl")) as sw:

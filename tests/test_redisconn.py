@@ -113,6 +113,7 @@ def test_embedded_default(embedded_data_dir):
     assert get_redis({"CRAWL_DATA_DIR": str(embedded_data_dir)}).get(b"k") == b"v"
 
 
+@pytest.mark.cluster
 def test_cluster_client(redis_server_factory):
     node = redis_server_factory(
         appendonly=False,

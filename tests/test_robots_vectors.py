@@ -7,7 +7,7 @@ does not are listed in KNOWN_DEVIATIONS with the reason, and the test checks
 that Protego still answers the *opposite* of Google there, so a Protego upgrade
 that changes behaviour in either direction fails here and gets looked at.
 
-    /tmp/venv/bin/python -m pytest tests/test_robots_vectors.py -q
+    .venv/bin/python -m pytest tests/test_robots_vectors.py -q
 """
 
 from __future__ import annotations
@@ -15,17 +15,16 @@ from __future__ import annotations
 import json
 import re
 import tarfile
-from pathlib import Path
 
 import pytest
 from protego import Protego
 from scrapy.robotstxt import decode_robotstxt
 
-DATA = Path("/work/shared/data/robots")
+from tests.data import SHARED_DATA, require
+
+DATA = SHARED_DATA / "robots"
 VECTORS = DATA / "robots_test_vectors.json"
 REAL_WORLD = DATA / "real_world" / "protego_robots_txt_4231_hosts.tar.gz"
-
-pytestmark = pytest.mark.skipif(not VECTORS.exists(), reason="shared robots data not present")
 
 # robots_test.cc line -> why Protego differs from Google's reference parser.
 KNOWN_DEVIATIONS = {
@@ -63,14 +62,14 @@ KNOWN_DEVIATIONS = {
 
 
 def _cases():
-    return json.loads(VECTORS.read_text(encoding="utf-8"))["cases"]
+    return json.loads(require(VECTORS).read_text(encoding="utf-8"))["cases"]
 
 
 def _case_id(case) -> str:
     return f"{case['line']}-{case['test'].split('.')[-1]}"
 
 
-CASES = _cases() if VECTORS.exists() else []
+CASES = _cases()
 
 
 def test_vector_file_shape():
@@ -102,12 +101,12 @@ def test_agreement_count():
 _CRAWL_DELAY_LINE = re.compile(r"(?im)^[ \t]*crawl-delay[ \t]*:")
 
 
+@pytest.mark.slow
 def test_real_world_robots_files_parse():
     """Every one of the 4,231 real robots.txt files parses and answers, decoded
     the way Scrapy's ProtegoRobotParser decodes them. Also the Crawl-delay
     figures the frontier will see (FRONTIER_OBEY_CRAWL_DELAY)."""
-    if not REAL_WORLD.exists():
-        pytest.skip("real-world robots.txt archive not present")
+    require(REAL_WORLD)
     files = with_delay_line = delay_for_us = over_cap = 0
     delays: list[float] = []
     with tarfile.open(REAL_WORLD) as tar:  # read in place, nothing extracted

@@ -176,6 +176,7 @@ def test_empty_inputs(tmp_path):
     assert read_seeds(" , ,") == ([], [" , ,".strip() + ": no URLs"])
 
 
+@pytest.mark.slow
 def test_large_file_is_quick(tmp_path):
     import time
 

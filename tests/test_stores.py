@@ -10,7 +10,7 @@ import pytest
 import redis as redis_lib
 from scrapy.http import HtmlResponse, Request
 
-from crawlproj.frontier.frontier import Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.stores.crawllog import format_line, parse_line
 from crawlproj.stores.exchange import Exchange, FailedAttempt
 from crawlproj.stores.graph import export_graph
@@ -35,7 +35,7 @@ def r(redis_url):
 
 
 def test_page_metadata_history(r):
-    store = PageMetaStore(r, Frontier(r, "meta", partitions=4), buckets=64)
+    store = PageMetaStore(r, Keyspace.open(r, "meta", 4), buckets=64)
     url = "http://h1.example/a.html"
     t0 = 1_700_000_000.0
     bodies = [b"A", b"A", b"B", b"B", b"A"]
@@ -54,16 +54,16 @@ def test_page_metadata_history(r):
 
 
 def test_page_metadata_batch_across_partitions_counts_every_fetch(r):
-    layout = Frontier(r, "meta2", partitions=4)
-    store = PageMetaStore(r, layout, buckets=16)
+    keyspace = Keyspace.open(r, "meta2", 4)
+    store = PageMetaStore(r, keyspace, buckets=16)
     urls = [f"http://h{i}.example/p{j}.html" for i in range(20) for j in range(5)]
     created = store.write([store.entry(fetch(u)) for u in urls] + [store.entry(fetch(urls[0]))])
     assert created == len(urls)
     assert store.get(urls[0]).fetches == 2
     assert sum(1 for _ in store.scan()) == len(urls)
-    # keys are hash-tagged by the frontier partition of the URL's host
+    # keys are hash-tagged by the partition of the URL's host
     key, _ = store.key(urls[7])
-    assert key.startswith(layout.prefix(layout.partition_of("h1.example")))
+    assert key.startswith(keyspace.prefix(keyspace.partition_of("h1.example")))
 
 
 def _page(i, n_links=5):
@@ -72,8 +72,7 @@ def _page(i, n_links=5):
 
 
 def test_link_store_working_set_segments_and_export(r, tmp_path):
-    layout = Frontier(r, "links", partitions=2)
-    store = LinkStore(r, layout, tmp_path / "segments", segment_pages=10)
+    store = LinkStore(r, Keyspace.open(r, "links", 2), tmp_path / "segments", segment_pages=10)
     expected = set()
     due = set()
     for i in range(45):
@@ -108,30 +107,30 @@ def test_link_store_working_set_segments_and_export(r, tmp_path):
 
 
 def test_compaction_waits_for_the_lock_holder(r, tmp_path):
-    layout = Frontier(r, "lock", partitions=1)
-    store = LinkStore(r, layout, tmp_path / "seg", segment_pages=3)
+    keyspace = Keyspace.open(r, "lock", 1)
+    store = LinkStore(r, keyspace, tmp_path / "seg", segment_pages=3)
     for i in range(5):
         src = f"http://h1.example/p{i}.html"
         store.append([(0, encode_page(src, 1.0, _page(i))[0])])
-    r.set(layout.prefix(0) + "links:lock", "someone-else", px=60000)
+    r.set(keyspace.links_lock(0), "someone-else", px=60000)
     assert store.compact(0) == 0
-    assert r.llen(store.key(0)) == 5 and store.segments(0) == []
-    r.delete(layout.prefix(0) + "links:lock")
+    assert r.llen(keyspace.links(0)) == 5 and store.segments(0) == []
+    r.delete(keyspace.links_lock(0))
     assert store.compact(0) == 3
-    assert r.llen(store.key(0)) == 2 and store.segments(0)[0]["pages"] == 3
+    assert r.llen(keyspace.links(0)) == 2 and store.segments(0)[0]["pages"] == 3
 
 
 def test_unwritable_segment_directory_keeps_pages_in_redis(r, tmp_path):
-    layout = Frontier(r, "nodisk", partitions=1)
+    keyspace = Keyspace.open(r, "nodisk", 1)
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    store = LinkStore(r, layout, blocker / "seg", segment_pages=2)
+    store = LinkStore(r, keyspace, blocker / "seg", segment_pages=2)
     for i in range(3):
         store.append([(0, encode_page(f"http://h1.example/p{i}.html", 1.0, _page(i))[0])])
     with pytest.raises(OSError):
         store.compact(0)
-    assert r.llen(store.key(0)) == 3 and store.segments(0) == []
-    assert not r.exists(layout.prefix(0) + "links:lock")  # released
+    assert r.llen(keyspace.links(0)) == 3 and store.segments(0) == []
+    assert not r.exists(keyspace.links_lock(0))  # released
 
 
 def test_crawl_log_line_round_trip():

@@ -15,14 +15,13 @@ http(s) URL. For each:
   as its politeness key (host_of), is a valid seed as it is, and keeps that
   host through Scrapy's Request (what admission sees).
 
-These tests need ../shared/data/url and fail when it is missing.
+These tests need ../shared/data/url and fail when it is missing (tests/data.py).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -33,21 +32,16 @@ from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.extract import extract_page, resolve_link
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
 from crawlproj.scope import Scope
 from crawlproj.seeds import check_seed
 from crawlproj.stores.report import CrawlReport
 from crawlproj.urls import host_of, refusal
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "url"
-if not DATA.exists():
-    DATA = Path("/work/shared/data/url")
-
+from tests.data import SHARED_DATA, require
 
 def _load(name: str) -> list[dict]:
-    path = DATA / name
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: the WHATWG URL test data (shared/data/url) is missing")
+    path = require(SHARED_DATA / "url" / name)
     return [e for e in json.loads(path.read_text(encoding="utf-8")) if isinstance(e, dict)]
 
 
@@ -178,6 +172,11 @@ def test_host_rule_is_the_standards_on_toascii_data():
 # -- one host, one answer -------------------------------------------------------
 
 
+def _frontier(redis_url) -> Frontier:
+    r = redis.Redis.from_url(redis_url)
+    return Frontier(r, Keyspace.open(r, "t", 1))
+
+
 @pytest.mark.parametrize("link, host", [
     ("http://my_host.example/", "my_host.example"),       # not LDH; browsers fetch it
     ("http://-x-.example/", "-x-.example"),
@@ -196,7 +195,7 @@ def test_one_link_one_answer_everywhere(redis_url, link, host):
     assert check_seed(link) == (url, None)
     assert Scope("host", [link]).allows(page, url)
     assert Scope("host").allows(url, url + "next")
-    frontier = Frontier(redis.Redis.from_url(redis_url), crawl_id="t")
+    frontier = _frontier(redis_url)
     request = Request(url)
     partition, entry = admit(frontier, BreadthFirst(), request, None, 2083)
     assert partition == frontier.partition_of(host)
@@ -207,7 +206,7 @@ def test_one_link_one_answer_everywhere(redis_url, link, host):
     "http://[::1/", "http://xn--ls8h.123/", "http://a.example:99999/",
 ])
 def test_a_refused_host_is_never_yielded(redis_url, link):
-    frontier = Frontier(redis.Redis.from_url(redis_url), crawl_id="t")
+    frontier = _frontier(redis_url)
     assert refusal(link, 2083) is not None
     assert extract_page(f'<a href="{link}">x</a>'.encode(), "http://page.example/").links == []
     assert check_seed(link)[0] is None

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from scrapy.http import HtmlResponse, Request
 from warcio.archiveiterator import ArchiveIterator
 
@@ -150,6 +151,7 @@ while True:
 """
 
 
+@pytest.mark.faults
 def test_kill9_leaves_a_file_the_next_start_repairs(tmp_path):
     p = subprocess.Popen([sys.executable, "-c", WRITER % {"root": str(ROOT), "dir": str(tmp_path)}],
                          stdout=subprocess.PIPE)
@@ -217,6 +219,7 @@ print(json.dumps({{"ok": ok, "errno": err, "again": again, "path": str(w.current
     return json.loads(out.stdout)
 
 
+@pytest.mark.faults
 def test_full_file_limit_never_leaves_half_a_record(tmp_path):
     import errno
     res = _limited_writer(tmp_path, 60_000)

@@ -19,7 +19,15 @@ from scrapy.commands import ScrapyCommand
 
 from crawlproj.evaluate.crawler import ORDERS
 from crawlproj.evaluate.graph import GraphFormatError, read_graph
-from crawlproj.evaluate.run import CHO_G_IB, CHO_G_IR, evaluate, format_summary, parse_orders, plot, write_csv
+from crawlproj.evaluate.run import (
+    CHO_G_IB,
+    CHO_G_IR,
+    evaluate,
+    format_summary,
+    parse_orders,
+    plot,
+    write_csv,
+)
 from crawlproj.ranker.pagerank import CHO_DAMPING
 
 

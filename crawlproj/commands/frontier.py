@@ -9,15 +9,8 @@ from scrapy.commands import ScrapyCommand
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
-
-
-def crawl_ids(redis) -> list[str]:
-    ids = set()
-    for key in redis.scan_iter(match="cp:{*}:meta", count=1000):
-        key = key.decode()
-        ids.add(key[key.index("{") + 1:key.rindex("}")])
-    return sorted(ids)
 
 
 class Command(ScrapyCommand):
@@ -40,18 +33,20 @@ class Command(ScrapyCommand):
     def run(self, args, opts):
         try:
             redis = get_redis(self.settings)
+            ids = Keyspace.crawl_ids(redis) if opts.all \
+                else [opts.crawl_id or self.settings.get("CRAWL_ID")]
+            keyspaces = [(crawl_id, Keyspace.existing(redis, crawl_id)) for crawl_id in ids]
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
             self.exitcode = 2
             return
-        ids = crawl_ids(redis) if opts.all else [opts.crawl_id or self.settings.get("CRAWL_ID")]
         out = []
-        for crawl_id in ids:
-            if not redis.exists(f"cp:{{{crawl_id}}}:meta"):
+        for crawl_id, keyspace in keyspaces:
+            if keyspace is None:
                 print(f"no crawl {crawl_id!r} on this server", file=sys.stderr)
                 self.exitcode = 1
                 continue
-            out.append(Frontier(redis, crawl_id).status())
+            out.append(Frontier(redis, keyspace).status())
         if opts.json:
             print(json.dumps(out, indent=2))
             return

@@ -16,8 +16,9 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawlproj.simweb.graphs import GRAPH_DEFAULTS
-from crawlproj.simweb.model import GENERATE_DEFAULTS, GENERATE_HELP, SimWeb
+from crawlproj.errors import CrawlprojError
+from crawlproj.graphfile import FORMATS
+from crawlproj.simweb.model import GENERATE_DEFAULTS, GENERATE_HELP, GRAPH_DEFAULTS, SimWeb
 
 
 def _latency(text: str) -> float | list[float]:
@@ -56,7 +57,7 @@ class Command(ScrapyCommand):
         w = parser.add_argument_group("Web")
         w.add_argument("--spec", help="whole spec as JSON text or @file.json; flags override it")
         w.add_argument("--graph", metavar="PATH", help="serve this link graph file instead of a generated web")
-        w.add_argument("--graph-format", choices=["edges", "dat", "kleinberg", "gml", "tsaparas", "hostgraph"])
+        w.add_argument("--graph-format", choices=FORMATS)
         w.add_argument("--edges-path", metavar="PATH", help="edge file of two-file graph formats")
         w.add_argument("--nodes-per-host", type=int, help="graph without URLs: consecutive ids per host")
         for name, default in GENERATE_DEFAULTS.items():
@@ -95,7 +96,10 @@ class Command(ScrapyCommand):
         if stray:
             raise UsageError(f"unknown arguments: {' '.join(stray)}")
         t = time.monotonic()
-        web = SimWeb.from_spec(self._spec(opts))
+        try:
+            web = SimWeb.from_spec(self._spec(opts))
+        except CrawlprojError as exc:  # a graph file we cannot read
+            raise UsageError(str(exc), print_help=False) from exc
         built = time.monotonic() - t
         seeds = web.seeds(opts.num_seeds)
         what = (f"graph {web.spec['graph']} ({web.format})" if web.kind == "graph"

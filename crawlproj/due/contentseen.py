@@ -8,10 +8,11 @@ processed again, so its links are not extracted a second time.
 Exact test: a 64-bit mmh3 fingerprint of the body, with runs of whitespace
 collapsed for text, and whitespace next to markup dropped (re-indented or
 re-wrapped HTML is the same document).
-Redis: ``SET <partition>cs:<fp> <url> NX GET``, one command per page: it
+Redis: ``SET <content key of fp> <url> NX GET``, one command per page: it
 records the URL if the fingerprint is new and returns the first URL if not.
-The key's partition is the fingerprint modulo the frontier's partition count,
-so on a cluster the content-seen sets spread over the nodes like the frontier.
+The key's partition is the fingerprint modulo the crawl's partition count
+(crawlproj.keyspace), so on a cluster the content-seen sets spread over the
+nodes like the frontier.
 
 Near-duplicates (CONTENTSEEN_NEAR), after Broder, Glassman, Manasse & Zweig
 1997 ("Syntactic clustering of the Web"): a document is the set of its
@@ -23,7 +24,7 @@ resemblance. Candidates are found as Broder's super-shingles are, by banding
 the sketch (K/r bands of r bins, each band a key); a candidate is a near
 duplicate when the sketches agree in at least CONTENTSEEN_NEAR_THRESHOLD of
 their bins. Redis, in one pipelined round trip: the exact SET above,
-``SET <p>nd:<band> <doc> NX GET`` per band, and ``SET <p>sk:<doc> <sketch url> NX``;
+``SET <band key> <doc> NX GET`` per band, and ``SET <sketch key> <sketch url> NX``;
 a second round trip (GET of the candidates' sketches) only when a band matched.
 """
 
@@ -118,38 +119,33 @@ class Verdict:
 
 
 class ContentSeen:
-    """The content-seen sets of one crawl; keys live in the frontier's partitions."""
+    """The content-seen sets of one crawl, in the partitions of its keyspace."""
 
-    def __init__(self, redis, prefix, partitions: int, near: bool = False,
-                 threshold: float = 0.9, bins: int = 60, rows: int = 6, shingle: int = 4):
+    def __init__(self, redis, keyspace, near: bool = False, threshold: float = 0.9,
+                 bins: int = 60, rows: int = 6, shingle: int = 4):
         if not 0 < threshold <= 1:
             raise ValueError(f"CONTENTSEEN_NEAR_THRESHOLD must be in (0, 1], not {threshold!r}")
         if bins < rows or bins % rows:
             raise ValueError(f"sketch bins ({bins}) must be a multiple of band rows ({rows})")
         self.redis = redis
-        self.prefix = prefix
-        self.partitions = partitions
+        self.keyspace = keyspace
         self.near = near
         self.threshold = threshold
         self.bins, self.rows, self.shingle = bins, rows, shingle
-
-    def _key(self, kind: str, h: int) -> str:
-        h &= 0xFFFFFFFFFFFFFFFF
-        return f"{self.prefix(h % self.partitions)}{kind}:{h:016x}"
 
     def test(self, url: str, body: bytes, text: bool = True) -> Verdict:
         """Record url's document; say whether another URL had it first."""
         fp = content_fingerprint(body, text)
         v = Verdict(fp)
         pipe = self.redis.pipeline(transaction=False)
-        pipe.set(self._key("cs", fp), url, nx=True, get=True)
+        pipe.set(self.keyspace.content(fp), url, nx=True, get=True)
         sk, doc = None, fp & 0xFFFFFFFFFFFFFFFF
         if self.near and text:
             sk = sketch(words(body), self.bins, self.shingle)
             band_keys = bands(sk, self.rows)
             for b in band_keys:
-                pipe.set(self._key("nd", b), doc, nx=True, get=True)
-            pipe.set(self._key("sk", fp), array("I", sk).tobytes() + url.encode(), nx=True)
+                pipe.set(self.keyspace.near_band(b), doc, nx=True, get=True)
+            pipe.set(self.keyspace.sketch(fp), array("I", sk).tobytes() + url.encode(), nx=True)
         replies = pipe.execute()
         v.commands, v.round_trips = len(replies), 1
         first = replies[0]
@@ -164,7 +160,7 @@ class ContentSeen:
         cand = sorted(candidates)
         pipe = self.redis.pipeline(transaction=False)
         for c in cand:
-            pipe.get(self._key("sk", c))
+            pipe.get(self.keyspace.sketch(c))
         stored = pipe.execute()
         v.commands += len(cand)
         v.round_trips += 1

@@ -18,25 +18,26 @@ from collections.abc import Iterable
 from scrapy.dupefilters import BaseDupeFilter
 
 from crawlproj.due.canonical import InvalidURL
-from crawlproj.urls import host_of
-from crawlproj.frontier.frontier import Frontier
+from crawlproj.due.urlseen import DueConfig, URLSeen
+from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
+from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
 
 
 class RedisDupeFilter(BaseDupeFilter):
-    def __init__(self, frontier: Frontier, debug: bool = False, stats=None):
-        self.frontier = frontier
-        self.due = frontier.due
+    def __init__(self, due: URLSeen, debug: bool = False, stats=None):
+        self.due = due
         self.debug = debug
         self.stats = stats
 
     @classmethod
     def from_crawler(cls, crawler):
         s = crawler.settings
-        return cls(Frontier.from_settings(s, get_redis(s)), s.getbool("DUPEFILTER_DEBUG"),
-                   crawler.stats)
+        redis = get_redis(s)
+        due = URLSeen(redis, Keyspace.from_settings(s, redis), DueConfig.from_settings(s))
+        return cls(due, s.getbool("DUPEFILTER_DEBUG"), crawler.stats)
 
     def urls_seen(self, urls: Iterable[str], mark: bool = True) -> list[bool]:
         """For each URL, whether it was seen before (marking the new ones seen,
@@ -52,7 +53,7 @@ class RedisDupeFilter(BaseDupeFilter):
                 logger.debug("DUE: %s refused: %s", url[:200], exc)
                 where.append(None)
                 continue
-            p = self.frontier.partition_of(host_of(url))
+            p = self.due.keyspace.partition_of(host_of(url))
             group = fps.setdefault(p, [])
             where.append((p, len(group)))
             group.append(fp)

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import mmh3
 from redis.exceptions import NoScriptError
@@ -31,13 +30,14 @@ from redis.exceptions import NoScriptError
 from crawlproj.due import bloom
 from crawlproj.due.canonical import STRIP_PARAMS, STRIP_PREFIXES, Canonicalizer
 from crawlproj.due.fingerprint import BITS, fingerprint
+from crawlproj.keyspace import Keyspace
+from crawlproj.redisconn import lua_script
 
 logger = logging.getLogger(__name__)
 
-LUA_DIR = Path(__file__).parent / "lua"
 #: The DUE's Lua functions; scripts that test URLs are prepended with it.
-SEEN_LUA = (LUA_DIR / "seen.lua").read_text()
-CHECK_LUA = SEEN_LUA + (LUA_DIR / "check.lua").read_text()
+SEEN_LUA = lua_script("crawlproj.due", "seen.lua")
+CHECK_LUA = SEEN_LUA + lua_script("crawlproj.due", "check.lua")
 
 MODES = ("exact", "bloom")
 # Seeds of the hashes that derive the bloom mode's positions from a fingerprint,
@@ -103,16 +103,13 @@ class DueConfig:
 class URLSeen:
     """The URL-seen sets of one crawl on one Redis server or cluster.
 
-    ``prefix(p)`` gives partition p's key prefix (the frontier's), and the
-    configuration agreed for the crawl is kept in the hash ``meta_key``.
+    They live in the partitions of the crawl's keyspace (crawlproj.keyspace);
+    the configuration agreed for the crawl is kept in its meta hash.
     """
 
-    def __init__(self, redis, meta_key: str, prefix: Callable[[int], str], partitions: int,
-                 config: DueConfig | None = None):
+    def __init__(self, redis, keyspace: Keyspace, config: DueConfig | None = None):
         self.redis = redis
-        self.meta_key = meta_key
-        self.prefix = prefix
-        self.partitions = partitions
+        self.keyspace = keyspace
         self._wanted = config
         self._config: DueConfig | None = None
         self._sha = None
@@ -124,11 +121,16 @@ class URLSeen:
     @property
     def config(self) -> DueConfig:
         """The crawl's configuration. Without one given, the crawl's agreed one is
-        adopted when first needed (the defaults if none is agreed yet): a
-        component that only borrows the frontier's key layout never fixes it."""
+        adopted when first needed (the defaults, fixed for the crawl, if none is
+        agreed yet)."""
         if self._config is None:
             self._setup()
         return self._config
+
+    def agreed(self) -> DueConfig | None:
+        """The crawl's configuration if a worker has fixed it; fixes nothing."""
+        text = self.redis.hget(self.keyspace.meta, "due")
+        return None if text is None else DueConfig.from_json(text)
 
     def _setup(self):
         self._config = self._agree(self._wanted or DueConfig())
@@ -138,9 +140,9 @@ class URLSeen:
 
     def _agree(self, wanted: DueConfig) -> DueConfig:
         """The first worker fixes the crawl's DUE configuration; others adopt it."""
-        self.redis.hsetnx(self.meta_key, "due", wanted.to_json())
-        agreed = DueConfig.from_json(self.redis.hget(self.meta_key, "due"))
-        if agreed != wanted:
+        self.redis.hsetnx(self.keyspace.meta, "due", wanted.to_json())
+        agreed = self.agreed()
+        if agreed != wanted and self._wanted is not None:
             diff = {k: v for k, v in asdict(agreed).items() if asdict(wanted)[k] != v}
             logger.warning("DUE: this crawl was started with other DUE settings; using "
                            "the crawl's: %s", diff)
@@ -154,12 +156,12 @@ class URLSeen:
         if c.mode == "exact":
             fields["load"] = c.load
         else:
-            per_partition = -(-c.capacity // self.partitions)
+            per_partition = -(-c.capacity // self.keyspace.partitions)
             fields["spec"] = bloom.spec(per_partition, c.error_rate)
         pipe = self.redis.pipeline(transaction=False)
-        for p in range(self.partitions):
+        for p in range(self.keyspace.partitions):
             for k, v in fields.items():
-                pipe.hsetnx(self.prefix(p) + "due", k, v)
+                pipe.hsetnx(self.keyspace.due(p), k, v)
         pipe.execute()
 
     def _check_server(self):
@@ -235,13 +237,14 @@ class URLSeen:
         for p, args in calls:
             # a raw EVALSHA: a cluster pipeline routes it by its key (pipe.evalsha
             # is refused there)
-            pipe.execute_command("EVALSHA", self._sha, 1, self.prefix(p), *args)
+            pipe.execute_command("EVALSHA", self._sha, 1, self.keyspace.prefix(p), *args)
         replies = pipe.execute(raise_on_error=False)
         out: dict[int, list[bool]] = {p: [] for p in batches}
         for (p, args), reply in zip(calls, replies):
             if isinstance(reply, NoScriptError):  # the server restarted: load it again
                 self._sha = self.redis.script_load(CHECK_LUA)
-                reply = self.redis.execute_command("EVALSHA", self._sha, 1, self.prefix(p), *args)
+                reply = self.redis.execute_command("EVALSHA", self._sha, 1, self.keyspace.prefix(p),
+                                                   *args)
             elif isinstance(reply, Exception):
                 raise reply
             out[p].extend(c == 49 for c in reply)  # b'1'
@@ -252,8 +255,8 @@ class URLSeen:
     def stats(self) -> dict:
         """Entries and buckets (exact) or layers (bloom) over all partitions."""
         pipe = self.redis.pipeline(transaction=False)
-        for p in range(self.partitions):
-            pipe.hgetall(self.prefix(p) + "due")
+        for p in range(self.keyspace.partitions):
+            pipe.hgetall(self.keyspace.due(p))
         total = {"mode": self.config.mode, "bits": self.config.bits, "urls": 0}
         buckets = layers = 0
         for h in pipe.execute():

@@ -1,32 +1,60 @@
-"""The shared frontier in Redis: key layout and the one round trip per sync.
+"""The shared frontier in Redis: the one round trip per sync.
 
 Every change to the frontier is one call of lua/sync.lua on one partition;
 a worker sends the calls for all partitions it needs in one pipeline, so one
 network round trip carries a batch of pages' links, the releases of the hosts
 those pages came from, lease renewals and the next leases.
 
-Keys (see lua/sync.lua for each one's meaning):
-    cp:{<crawl>}:meta                 HASH  partitions, created
-    cp:{<crawl>/<p>}:heap|ready|...   partition p's state; the hash tag puts
-                                      them in one Redis Cluster slot
+The keys, their partitions and hash tags are crawlproj.keyspace's (the layout
+is listed there; lua/sync.lua says what each key holds).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import NamedTuple
 
-import mmh3
 import msgpack
 from redis.exceptions import NoScriptError
 
 from crawlproj.due.urlseen import SEEN_LUA, DueConfig, URLSeen
+from crawlproj.keyspace import Keyspace
+from crawlproj.redisconn import lua_script
 
 # The DUE's seen test (crawlproj/due/lua/seen.lua) runs inside the sync script.
-SYNC_LUA = SEEN_LUA + (Path(__file__).parent / "lua" / "sync.lua").read_text()
-RESCORE_LUA = (Path(__file__).parent / "lua" / "rescore.lua").read_text()
+SYNC_LUA = SEEN_LUA + lua_script("crawlproj.frontier", "sync.lua")
+RESCORE_LUA = lua_script("crawlproj.frontier", "rescore.lua")
+
+
+class Host:
+    """What a release does to its host (lua/sync.lua, section 2). The host's
+    lease is touched only if the release's token holds it."""
+
+    NONE = ""      # nothing: the token does not hold the host
+    KEEP = "keep"  # the host stays this worker's for the next URL of its run
+    OK = "ok"      # downloaded: contact again after delay_ms; failures forgotten
+    FAIL = "fail"  # connection failure: counted; blocked with backoff after a few
+    BUSY = "busy"  # 429/503: counted; blocked for wait_ms (Retry-After) or backoff
+    FREE = "free"  # nothing was downloaded (given back, unreadable): after delay_ms
+
+
+class URL:
+    """What a release does to the URL of its token."""
+
+    NONE = ""
+    PENDING = "pending"  # stays leased by itself until its page is done
+    DONE = "done"        # its page is done: the lease ends
+    RETURN = "return"    # back to its host's queue, unfetched
+
+
+class Release(NamedTuple):
+    host: str
+    token: str
+    host_fate: str = Host.NONE
+    url_fate: str = URL.NONE
+    delay_ms: int = 0    # the host's politeness wait
+    wait_ms: int = -1    # BUSY: the server's Retry-After; -1: none, back off
 
 
 @dataclass
@@ -34,7 +62,7 @@ class Batch:
     """What one worker sends to one partition in one sync."""
 
     enqueue: list = field(default_factory=list)   # Frontier.entry() tuples
-    release: list = field(default_factory=list)   # (host, token, delay_ms, outcome)
+    release: list = field(default_factory=list)   # Release tuples
     renew: list = field(default_factory=list)     # (host, token)
     lease: int = 0
     run: int = 1      # URLs of one host at most (lua/sync.lua, section 4)
@@ -74,41 +102,41 @@ class Leased:
 
 @dataclass
 class Result:
-    """A partition's answer to one sync."""
+    """A partition's answer to one sync (lua/sync.lua returns the counts by name)."""
 
     now_ms: int
     leased: list
-    added: int
-    duplicates: int
-    stale: int
-    expired: int
-    next_ready_ms: int    # earliest time a host may be ready here; -1 = none queued
-    heap: int
-    ready: int
-    leases: int
-    queued: int
+    added: int = 0
+    duplicates: int = 0
     bumped: int = 0      # queued URLs whose score a duplicate link changed
+    stale: int = 0       # releases of leases that had expired
+    expired: int = 0     # expired leases put back in their queues
+    next_ready_ms: int = -1  # earliest time a host may be ready here; -1 = nothing queued
+    heap: int = 0
+    ready: int = 0
+    leases: int = 0
+    queued: int = 0
     pending: int = 0     # URLs downloaded, host released, page not yet done
 
 
 class Frontier:
     """One crawl's frontier on one Redis server or cluster."""
 
-    def __init__(self, redis, crawl_id: str = "default", partitions: int = 1,
-                 lease_ttl: float = 30.0, backoff_base: float = 5.0,
-                 backoff_max: float = 3600.0, backoff_after: int = 3,
-                 due: DueConfig | None = None):
-        if "{" in crawl_id or "}" in crawl_id:
-            raise ValueError("CRAWL_ID must not contain { or }")
+    def __init__(self, redis, keyspace: Keyspace, lease_ttl: float = 30.0,
+                 backoff_base: float = 5.0, backoff_max: float = 3600.0,
+                 backoff_after: int = 3, due: DueConfig | None = None):
         self.redis = redis
-        self.crawl_id = crawl_id
+        self.keyspace = keyspace
+        self.crawl_id = keyspace.crawl_id
+        self.partitions = keyspace.partitions
+        self.partition_of = keyspace.partition_of
+        self.prefix = keyspace.prefix
         self.lease_ttl_ms = int(lease_ttl * 1000)
         self.backoff_base_ms = int(backoff_base * 1000)
         self.backoff_max_ms = int(backoff_max * 1000)
         self.backoff_after = int(backoff_after)
-        self.partitions = self._agree_partitions(partitions)
         # the URL-seen test [Mercator §3.2], in the same partitions (docs/due.md)
-        self.due = URLSeen(redis, self.meta_key, self.prefix, self.partitions, due)
+        self.due = URLSeen(redis, keyspace, due)
         self._sha = None
         self._rescore_sha = None
 
@@ -116,33 +144,13 @@ class Frontier:
     def from_settings(cls, settings, redis):
         return cls(
             redis,
-            crawl_id=settings.get("CRAWL_ID", "default"),
-            partitions=settings.getint("FRONTIER_PARTITIONS", 1),
+            Keyspace.from_settings(settings, redis),
             lease_ttl=settings.getfloat("FRONTIER_LEASE_TTL", 30.0),
             backoff_base=settings.getfloat("FRONTIER_BACKOFF_BASE", 5.0),
             backoff_max=settings.getfloat("FRONTIER_BACKOFF_MAX", 3600.0),
             backoff_after=settings.getint("FRONTIER_BACKOFF_AFTER", 3),
             due=DueConfig.from_settings(settings),
         )
-
-    # -- key layout -------------------------------------------------------
-
-    @property
-    def meta_key(self) -> str:
-        return f"cp:{{{self.crawl_id}}}:meta"
-
-    def prefix(self, partition: int) -> str:
-        return f"cp:{{{self.crawl_id}/{partition}}}:"
-
-    def partition_of(self, host: str) -> int:
-        # Mercator's host splitter: all URLs of a host live in one partition.
-        return mmh3.hash(host, signed=False) % self.partitions
-
-    def _agree_partitions(self, wanted: int) -> int:
-        """The first worker fixes the crawl's partition count; others adopt it."""
-        self.redis.hsetnx(self.meta_key, "partitions", int(wanted))
-        self.redis.hsetnx(self.meta_key, "created", f"{time.time():.3f}")
-        return int(self.redis.hget(self.meta_key, "partitions"))
 
     # -- building entries -------------------------------------------------
 
@@ -188,10 +196,11 @@ class Frontier:
 
     @staticmethod
     def _result(p: int, reply) -> Result:
-        now, flat, c = reply
+        now, flat, counts = reply
         leased = [Leased(flat[i].decode(), flat[i + 1].decode(), float(flat[i + 2]),
                          flat[i + 3], p) for i in range(0, len(flat), 4)]
-        return Result(int(now), leased, *(int(x) for x in c))
+        named = {counts[i].decode(): int(counts[i + 1]) for i in range(0, len(counts), 2)}
+        return Result(int(now), leased, **named)
 
     # -- bulk priority rewrite (the ranker) ---------------------------------
 
@@ -199,8 +208,8 @@ class Frontier:
         """Hosts of a partition that may have queued URLs: on the heap, ready
         or leased (an idle host has an empty queue, see lua/sync.lua)."""
         pipe = self.redis.pipeline(transaction=False)
-        for state in ("heap", "ready", "leases"):
-            pipe.zrange(self.prefix(partition) + state, 0, -1)
+        for state in (self.keyspace.heap, self.keyspace.ready, self.keyspace.leases):
+            pipe.zrange(state(partition), 0, -1)
         return sorted({h.decode() for members in pipe.execute() for h in members})
 
     def rescore(self, score, partitions=None, hosts_per_round: int = 512,
@@ -225,7 +234,7 @@ class Frontier:
                 chunk = hosts[start:start + hosts_per_round]
                 pipe = self.redis.pipeline(transaction=False)
                 for host in chunk:
-                    pipe.zrange(self.prefix(p) + "q:" + host, 0, -1, withscores=True)
+                    pipe.zrange(self.keyspace.queue(p, host), 0, -1, withscores=True)
                 queues = pipe.execute()
                 fps = [int(m) for q in queues for m, _ in q]
                 scores = list(score(fps)) if fps else []
@@ -266,9 +275,9 @@ class Frontier:
         results = self.sync({p: Batch() for p in range(self.partitions)})
         pipe = self.redis.pipeline(transaction=False)
         for p in range(self.partitions):
-            pipe.zrange(self.prefix(p) + "leases", 0, 0, withscores=True)
-            pipe.zrange(self.prefix(p) + "pending", 0, 0, withscores=True)
-            pipe.hgetall(self.prefix(p) + "stats")
+            pipe.zrange(self.keyspace.leases(p), 0, 0, withscores=True)
+            pipe.zrange(self.keyspace.pending(p), 0, 0, withscores=True)
+            pipe.hgetall(self.keyspace.stats(p))
         replies = pipe.execute()
         now = max(r.now_ms for r in results.values())
         oldest = None

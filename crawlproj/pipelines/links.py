@@ -18,9 +18,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
-from crawlproj.pipelines._redis import open_layout
+from crawlproj.groupcommit import GroupCommit
+from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import StoreGuard
-from crawlproj.stores.batcher import GroupCommit
+from crawlproj.redisconn import get_redis
 from crawlproj.stores.common import data_dir
 from crawlproj.stores.linkstore import LinkStore, encode_page
 
@@ -48,9 +49,11 @@ class LinkStorePipeline:
         return cls(crawler)
 
     def open_spider(self, spider=None):
-        layout = open_layout(self.crawler.settings)
-        self.store = LinkStore(layout.redis, layout, self.directory, self.segment_pages)
-        self.batch = GroupCommit(self.store.append, "links", self.stats,
+        s = self.crawler.settings
+        redis = get_redis(s)
+        self.store = LinkStore(redis, Keyspace.from_settings(s, redis), self.directory,
+                               self.segment_pages)
+        self.batch = GroupCommit(self.store.append, "stores/links", self.stats,
                                  on_result=self._maybe_compact)
 
     async def process_item(self, item, spider=None):
@@ -60,7 +63,7 @@ class LinkStorePipeline:
         value, edges = encode_page(source, item.get("fetch_time") or 0.0, item["outlinks"])
         self.stats.inc_value("stores/links/pages")
         self.stats.inc_value("stores/links/edges", edges)
-        await maybe_deferred_to_future(self.batch.add((self.store.partition_of(source), value)))
+        await maybe_deferred_to_future(self.batch.add_confirmed((self.store.partition_of(source), value)))
         return item
 
     def _maybe_compact(self, due: list[int]) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawlproj.pipelines._redis import open_layout
+from crawlproj.groupcommit import GroupCommit
+from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import warn_without_recorder
-from crawlproj.stores.batcher import GroupCommit
+from crawlproj.redisconn import get_redis
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.stores.signals import exchange_recorded
 
@@ -35,9 +36,10 @@ class PageMetaPipeline:
 
     def open_spider(self, spider=None):
         warn_without_recorder(self.crawler, "page metadata")
-        layout = open_layout(self.crawler.settings)
-        self.store = PageMetaStore(layout.redis, layout, self.buckets)
-        self.batch = GroupCommit(self._write, "pagemeta", self.crawler.stats)
+        s = self.crawler.settings
+        redis = get_redis(s)
+        self.store = PageMetaStore(redis, Keyspace.from_settings(s, redis), self.buckets)
+        self.batch = GroupCommit(self._write, "stores/pagemeta", self.crawler.stats)
 
     def _write(self, entries):
         return self.store.write(entries)
@@ -46,7 +48,7 @@ class PageMetaPipeline:
         if self.batch is None:
             return
         self.crawler.stats.inc_value("stores/pagemeta/fetches")
-        await maybe_deferred_to_future(self.batch.add(self.store.entry(exchange)))
+        await maybe_deferred_to_future(self.batch.add_confirmed(self.store.entry(exchange)))
 
     def process_item(self, item, spider=None):
         return item

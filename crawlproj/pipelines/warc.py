@@ -104,12 +104,14 @@ class WarcPipeline:
                          STORE, self.storage.spool, exc.strerror or exc, FINISH_REASON)
             self.stats.inc_value(f"stores/{STORE}/write_errors")
             raise CloseSpider(FINISH_REASON) from None
-        if self.crawler.settings.getbool("PAGEMETA_ENABLED", True):
-            from crawlproj.pipelines._redis import open_layout
+        s = self.crawler.settings
+        if s.getbool("PAGEMETA_ENABLED", True):
+            from crawlproj.keyspace import Keyspace
+            from crawlproj.redisconn import get_redis
             from crawlproj.stores.pagemeta import PageMetaStore
-            layout = open_layout(self.crawler.settings)
-            self.pagemeta = PageMetaStore(layout.redis, layout,
-                                          self.crawler.settings.getint("PAGEMETA_BUCKETS", 4096))
+            redis = get_redis(s)
+            self.pagemeta = PageMetaStore(redis, Keyspace.from_settings(s, redis),
+                                          s.getint("PAGEMETA_BUCKETS", 4096))
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="warc-writer")
         self.pool.start()
         self._sweeper = task.LoopingCall(self._sweep)

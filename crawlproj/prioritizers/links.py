@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import time
 
-from crawlproj.urls import host_of
 from crawlproj.prioritizers import importance
 from crawlproj.prioritizers.basic import Prioritizer
+from crawlproj.urls import host_of
 
 
 class LinkPrioritizer(Prioritizer):

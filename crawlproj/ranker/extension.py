@@ -20,6 +20,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task, threads
 
 from crawlproj.frontier.frontier import Frontier
+from crawlproj.keyspace import Keyspace
 from crawlproj.ranker.loop import Ranker, RankerLock
 from crawlproj.redisconn import get_redis
 from crawlproj.stores.common import data_dir
@@ -101,11 +102,12 @@ class RankerExtension:
 def build(settings):
     """(Ranker, RankerLock) of the crawl the settings name."""
     redis = get_redis(settings)
-    frontier = Frontier.from_settings(settings, redis)
-    crawl = settings.get("CRAWL_ID", "default")
-    links = LinkStore(redis, frontier,
-                      settings.get("LINKSTORE_DIR") or LinkStore.directory_for(data_dir(settings),
-                                                                                crawl))
+    keyspace = Keyspace.from_settings(settings, redis)
+    # The frontier for its bulk rewrite of queued scores (Frontier.rescore), the
+    # ranker's one use of it; the DUE's configuration is the workers' to fix.
+    frontier = Frontier(redis, keyspace)
+    links = LinkStore(redis, keyspace, settings.get("LINKSTORE_DIR")
+                      or LinkStore.directory_for(data_dir(settings), keyspace.crawl_id))
     ranker = Ranker(frontier, links, damping=settings.getfloat("PAGERANK_DAMPING", 0.9),
                     cross_host_only=settings.getbool("PRIORITIZER_CROSS_HOST_ONLY"))
-    return ranker, RankerLock(redis, crawl, settings.getfloat("RANKER_LOCK_TTL", 60.0))
+    return ranker, RankerLock(redis, keyspace, settings.getfloat("RANKER_LOCK_TTL", 60.0))

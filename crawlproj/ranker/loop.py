@@ -29,7 +29,12 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.ranker.pagerank import CHO_DAMPING, TransitionMatrix, build_adjacency, pagerank
+from crawlproj.ranker.pagerank import (
+    CHO_DAMPING,
+    TransitionMatrix,
+    build_adjacency,
+    pagerank,
+)
 from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
@@ -50,9 +55,9 @@ return 0
 class RankerLock:
     """At most one ranker per crawl (the key lives in the crawl's meta slot)."""
 
-    def __init__(self, redis, crawl_id: str, ttl: float = 60.0):
+    def __init__(self, redis, keyspace, ttl: float = 60.0):
         self.redis = redis
-        self.key = f"cp:{{{crawl_id}}}:ranker"
+        self.key = keyspace.ranker_lock
         self.ttl_ms = int(ttl * 1000)
         self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -89,9 +94,6 @@ class RankRun:
 class Ranker:
     def __init__(self, frontier, links, damping: float = CHO_DAMPING,
                  cross_host_only: bool = False, tol: float = 1e-6):
-        if frontier.due.config.bits != 64:
-            raise CrawlprojError("the ranker needs 64-bit URL fingerprints "
-                                 "(DUE_FINGERPRINT_BITS = 64): the link store's node ids")
         self.frontier = frontier
         self.links = links
         self.damping = damping
@@ -100,6 +102,16 @@ class Ranker:
         self._nodes: np.ndarray | None = None   # sorted fingerprints of the last run
         self._scores: np.ndarray | None = None
         self._factor = 1.0
+        self._check_fingerprints()
+
+    def _check_fingerprints(self):
+        """The queues hold the DUE's fingerprints; the link store's node ids are
+        64-bit ones. Read, not fixed: the crawl's workers fix the DUE's
+        configuration, and one may do so after the ranker started."""
+        agreed = self.frontier.due.agreed()
+        if agreed is not None and agreed.bits != 64:
+            raise CrawlprojError("the ranker needs 64-bit URL fingerprints "
+                                 "(DUE_FINGERPRINT_BITS = 64): the link store's node ids")
 
     def gather(self):
         """(src, dst) int64 fingerprints of every link stored so far, and
@@ -126,6 +138,7 @@ class Ranker:
         return cat(src), cat(dst), hosts
 
     def run_once(self) -> RankRun:
+        self._check_fingerprints()
         t0 = time.perf_counter()
         src, dst, hosts = self.gather()
         nodes, ids = np.unique(np.concatenate([src, dst]), return_inverse=True)

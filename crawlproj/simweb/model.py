@@ -12,8 +12,9 @@ Two kinds of web share this interface:
 
 * ``GeneratedWeb`` (``SimWeb.generate``): synthetic hosts ``h0001.example`` ...
   with Zipf page counts, mostly-local links and heavy-tailed in-degree.
-* ``GraphWeb`` (``SimWeb.from_graph``, in graphs.py): a real link graph loaded
-  from a file, on synthetic hosts or on the file's own URLs.
+* ``GraphWeb`` (``SimWeb.from_graph``): a real link graph read from a file by
+  crawlproj.graphfile (the virtual crawler's reader too), on synthetic hosts or
+  on the file's own URLs.
 
 Node ids are the HTML-ish pages (including pages answering 500 or a redirect);
 404 targets and generated binary resources are URLs without node ids.
@@ -29,11 +30,14 @@ import random
 import re
 import time
 import zlib
-from collections import Counter
 from array import array
+from collections import Counter
 from typing import Any, Iterable, NamedTuple
 
-__all__ = ["SimWeb", "GeneratedWeb", "Response", "from_spec", "GENERATE_DEFAULTS", "GENERATE_HELP"]
+from crawlproj import graphfile
+
+__all__ = ["SimWeb", "GeneratedWeb", "GraphWeb", "Response", "from_spec", "GENERATE_DEFAULTS",
+           "GENERATE_HELP", "GRAPH_DEFAULTS"]
 
 # --------------------------------------------------------------------------
 # Deterministic hashing.  Python's hash() is salted per process, so it cannot
@@ -220,9 +224,7 @@ class SimWeb:
 
     @staticmethod
     def from_graph(path: str, **options: Any) -> "SimWeb":
-        """A web over the link graph in a file; see graphs.GRAPH_DEFAULTS."""
-        from .graphs import GraphWeb  # noqa: PLC0415  (graphs imports this module)
-
+        """A web over the link graph in a file; see GRAPH_DEFAULTS."""
         return GraphWeb(path, **options)
 
     @staticmethod
@@ -811,3 +813,175 @@ class GeneratedWeb(SimWeb):
         """Every binary resource URL that answers 200."""
         return [f"http://{name}/{d}/{j}.{e}" for h, name in enumerate(self.hosts)
                 for j in range(self._n_resources(h)) for d, e in (("img", "png"), ("doc", "pdf"))]
+
+
+# --------------------------------------------------------------------------
+# A web over a link-graph file (crawlproj.graphfile reads it).
+# --------------------------------------------------------------------------
+GRAPH_DEFAULTS: dict[str, Any] = {
+    "format": None,             # None = detect
+    "edges_path": None,         # second file of two-file formats; None = sibling
+    "seed": 1,
+    "hosts": None,              # synthetic hosts for plain edge lists ...
+    "nodes_per_host": 1000,     # ... or this many consecutive ids per host
+    "page_bytes": 10000,
+    "binary_bytes": 4096,
+    "crawl_delay_fraction": 0.0,
+    "crawl_delay": 0.5,
+    "latency_ms": 0,
+    "change_rate": 0.0,
+    "change_period": 60.0,
+    "base_rate": 0.05,
+}
+
+
+class GraphWeb(SimWeb):
+    """A SimWeb over a link graph file.  Every node answers 200: HTML with its
+    out-links, or binary bytes when its URL ends in .pdf/.png/.jpg/.gif and it
+    has no out-links.  Host-level options (latency, Crawl-delay) apply as in
+    generated webs; there are no robots-disallowed paths."""
+
+    kind = "graph"
+
+    def __init__(self, path: str, **options: Any):
+        unknown = set(options) - set(GRAPH_DEFAULTS)
+        if unknown:
+            raise TypeError(f"unknown SimWeb.from_graph options: {sorted(unknown)}")
+        o = dict(GRAPH_DEFAULTS, **options)
+        self.spec = dict(o, graph=path)
+        self.seed = int(o["seed"])
+        self._page_bytes = int(o["page_bytes"])
+        self._binary_bytes = int(o["binary_bytes"])
+        self._change_rate = float(o["change_rate"])
+        self._change_period = float(o["change_period"])
+        self._base_rate = float(o["base_rate"])
+        g = graphfile.read(path, format=o["format"], edges_path=o["edges_path"])
+        self.format = g.format
+        self.load_stats = g.stats
+        self.n_nodes = g.n
+        self._csr = (g.offsets, g.targets)
+        self._titles = g.titles
+        self._urls = g.urls
+        if g.urls is None:
+            # Synthetic hosts over consecutive id ranges.
+            if o["hosts"]:
+                per = max(1, -(-g.n // int(o["hosts"])))
+            else:
+                per = int(o["nodes_per_host"])
+            n_hosts = max(1, -(-g.n // per))
+            self._host_off = array("q", [min(g.n, h * per) for h in range(n_hosts + 1)])
+            width = max(4, len(str(n_hosts)))
+            names = [f"h{i + 1:0{width}d}.example" for i in range(n_hosts)]
+            self._url_index = None
+        else:
+            names, hidx = [], {}
+            self._node_host = array("i")
+            for u in g.urls:
+                h = split_url(u)[0]
+                if h not in hidx:
+                    hidx[h] = len(names)
+                    names.append(h)
+                self._node_host.append(hidx[h])
+            self._url_index = {u: i for i, u in enumerate(g.urls)}
+            self._canon_index = None
+        self._init_hosts(names, o, disallow=False)
+
+    # ---- structure --------------------------------------------------------
+    def host_of(self, node: int) -> int:
+        if self._urls is None:
+            return bisect.bisect_right(self._host_off, node) - 1
+        return self._node_host[node]
+
+    def url(self, node: int) -> str:
+        if self._urls is not None:
+            return self._urls[node]
+        return super().url(node)
+
+    def host_path(self, node: int) -> tuple[str, str]:
+        if not 0 <= node < self.n_nodes:
+            raise IndexError(node)
+        if self._urls is not None:
+            host = self.hosts[self._node_host[node]]
+            return host, self._urls[node][7 + len(host):]
+        h = bisect.bisect_right(self._host_off, node) - 1
+        return self.hosts[h], ("/" if node == self._host_off[h] else f"/n{node}.html")
+
+    def _locate(self, h: int, path: str) -> int | None:
+        if self._urls is None:
+            lo = self._host_off[h]
+            if path == "/":
+                return lo
+            if path.startswith("/n") and path.endswith(".html") and path[2:-5].isdigit():
+                node = int(path[2:-5])
+                if lo < node < self._host_off[h + 1] and path == f"/n{node}.html":
+                    return node
+            return None
+        url = f"http://{self.hosts[h]}{path}"
+        node = self._url_index.get(url)
+        if node is None:
+            # A crawler may canonicalise (sort query args, re-case escapes):
+            # fall back to w3lib's canonical form.
+            from w3lib.url import canonicalize_url  # noqa: PLC0415
+
+            if self._canon_index is None:
+                self._canon_index = {canonicalize_url(u): i for i, u in enumerate(self._urls)}
+            node = self._canon_index.get(canonicalize_url(url))
+        return node
+
+    def _kind(self, node: int) -> int:
+        if self._urls is not None:
+            off = self._csr[0]
+            if off[node] == off[node + 1]:
+                path = self._urls[node].split("?", 1)[0].lower()
+                if path[path.rfind("."):] in BINARY_TYPES:
+                    return K_BINARY
+        return K_OK
+
+    def _targets(self, node: int) -> array:
+        off, dst = self._csr
+        return dst[off[node]:off[node + 1]]
+
+    def _redirect_target(self, node: int) -> int:
+        raise ValueError("graph webs have no redirects")
+
+    def out_links(self, node: int) -> list[int]:
+        return list(self._targets(node))
+
+    def _make_title(self, node: int) -> str:
+        if self._titles and self._titles[node]:
+            return self._titles[node]
+        return super()._make_title(node)
+
+    # ---- queries ----------------------------------------------------------
+    def in_degrees(self) -> array:
+        deg = array("i", [0]) * self.n_nodes
+        for v, c in Counter(self._csr[1]).items():
+            deg[v] = c
+        return deg
+
+    def seeds(self, k: int = 1) -> list[str]:
+        """Greedy coverage: repeatedly the node of highest in-degree (with
+        out-links) not yet reachable from the seeds chosen so far."""
+        if getattr(self, "_seed_order", None) is None or len(self._seed_order) < k:
+            off, dst = self._csr
+            indeg = self.in_degrees()
+            cands = sorted((v for v in range(self.n_nodes) if off[v + 1] > off[v]),
+                           key=lambda v: (-indeg[v], v))
+            seen = bytearray(self.n_nodes)
+            chosen = []
+            for c in cands:
+                if len(chosen) >= k:
+                    break
+                if seen[c]:
+                    continue
+                chosen.append(c)
+                seen[c] = 1
+                stack = [c]
+                while stack:
+                    u = stack.pop()
+                    for v in dst[off[u]:off[u + 1]]:
+                        if not seen[v]:
+                            seen[v] = 1
+                            stack.append(v)
+            self._seed_order = chosen
+        return [self.url(v) for v in self._seed_order[:k]]

@@ -8,6 +8,7 @@ databases; WebCrawler §3: the link database kept apart from the index].
     pagemeta.py   per-URL fetch history in Redis (the recrawl model's input)
     linkstore.py  the link graph: working set in Redis, segments on disk
     graph.py      the Parquet export (edge list + URL table)
+    graph_command.py  `scrapy export-graph`, registered by entry point (pyproject.toml)
     report.py     Mercator §4's crawl statistics from the crawl logs
     exchange.py   what the record middleware captures of one download
 

@@ -28,7 +28,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.stores.linkstore import EDGE_SCHEMA, URL_SCHEMA, LinkStore, pages_table, pages_to_tables
+from crawlproj.stores.linkstore import (
+    EDGE_SCHEMA,
+    URL_SCHEMA,
+    LinkStore,
+    pages_table,
+    pages_to_tables,
+)
 from crawlproj.urls import host_of
 
 
@@ -39,7 +45,7 @@ class GraphExportError(CrawlprojError):
 def collect(store: LinkStore, chunk_pages: int = 20000) -> tuple[pa.Table, pa.Table, pa.Table]:
     """(edges, urls, pages) of the whole crawl: segments plus the working set."""
     edges, urls, pages = [], [], []
-    for p in range(store.frontier.partitions):
+    for p in range(store.keyspace.partitions):
         for seg in store.segments(p):
             files = seg["files"]
             missing = [f for f in files.values() if not os.path.exists(f)]

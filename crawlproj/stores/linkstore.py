@@ -6,17 +6,14 @@ database]. Node ids are URL fingerprints, the DUE's 64-bit mmh3 of the
 canonical URL (crawlproj.due.fingerprint), so the ranker's scores map
 straight onto queued URLs (Frontier.rescore).
 
-Working set, in Redis (where every worker and the ranker reach it):
-
-    cp:{<crawl>/<p>}:links           LIST, one element per parsed page
-    cp:{<crawl>/<p>}:links:segments  LIST of segment descriptors (msgpack)
-    cp:{<crawl>/<p>}:links:lock      compaction lock (SET NX PX)
-
-p is the frontier partition of the page's host (Redis Cluster: one hash tag
-per partition). A page element is msgpack ``[src_fp, fetch_ms, dst_fps,
-text]``: dst_fps the targets' fingerprints packed as little-endian int64
-(8 bytes an edge, read by the ranker without decompressing anything), text
-the zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
+Working set, in Redis (where every worker and the ranker reach it), in the
+partition of the page's host (crawlproj.keyspace): Keyspace.links, a LIST
+of one element per parsed page; Keyspace.link_segments, a LIST of segment
+descriptors (msgpack); Keyspace.links_lock, the compaction lock (SET NX PX).
+A page element is msgpack ``[src_fp, fetch_ms, dst_fps, text]``: dst_fps
+the targets' fingerprints packed as little-endian int64 (8 bytes an edge,
+read by the ranker without decompressing anything), text the
+zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
 (URLs of one page share most of their bytes, so they compress well). A batch
 of pages is one RPUSH per partition, pipelined with nothing else: one round
 trip per batch.
@@ -43,19 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import mmh3
 import msgpack
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import mmh3
-
 from crawlproj.due.fingerprint import url_fingerprint
-from crawlproj.urls import host_of
+from crawlproj.redisconn import lua_script
 from crawlproj.stores.common import safe_name
+from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
 
-COMMIT_LUA = (Path(__file__).parent / "lua" / "linkcommit.lua").read_text()
+COMMIT_LUA = lua_script("crawlproj.stores", "linkcommit.lua")
 
 EDGE_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("anchor", pa.string()),
                          ("fetch_ms", pa.int64())])
@@ -139,12 +136,12 @@ def pages_table(pages: list[Page]) -> pa.Table:
 
 
 class LinkStore:
-    def __init__(self, redis, frontier, directory: Path, segment_pages: int = 20000,
+    def __init__(self, redis, keyspace, directory: Path, segment_pages: int = 20000,
                  lock_ttl: float = 300.0):
-        """frontier: a crawlproj Frontier (key prefix and partition_of);
+        """keyspace: the crawl's crawlproj.keyspace.Keyspace;
         directory: where segments go (CRAWL_DATA_DIR/links/<crawl>)."""
         self.redis = redis
-        self.frontier = frontier
+        self.keyspace = keyspace
         self.directory = Path(directory)
         self.segment_pages = segment_pages
         self.lock_ttl_ms = int(lock_ttl * 1000)
@@ -154,11 +151,8 @@ class LinkStore:
     def directory_for(cls, data_dir: Path, crawl_id: str) -> Path:
         return Path(data_dir) / "links" / safe_name(crawl_id)
 
-    def key(self, p: int) -> str:
-        return self.frontier.prefix(p) + "links"
-
     def partition_of(self, url: str) -> int:
-        return self.frontier.partition_of(host_of(url))
+        return self.keyspace.partition_of(host_of(url))
 
     # -- writing ---------------------------------------------------------------
 
@@ -171,7 +165,7 @@ class LinkStore:
         pipe = self.redis.pipeline(transaction=False)
         parts = list(per)
         for p in parts:
-            pipe.rpush(self.key(p), *per[p])
+            pipe.rpush(self.keyspace.links(p), *per[p])
         lengths = pipe.execute()
         return [p for p, n in zip(parts, lengths) if int(n) >= self.segment_pages]
 
@@ -180,15 +174,15 @@ class LinkStore:
         segment; returns how many pages moved (0 if another worker holds the
         lock, or fewer than segment_pages are there and not force). Raises OSError if the segment cannot be written (nothing is
         trimmed then) and redis errors."""
-        prefix = self.frontier.prefix(p)
+        ks = self.keyspace
         token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        if not self.redis.set(prefix + "links:lock", token, nx=True, px=self.lock_ttl_ms):
+        if not self.redis.set(ks.links_lock(p), token, nx=True, px=self.lock_ttl_ms):
             return 0
         try:
-            values = self.redis.lrange(self.key(p), 0, self.segment_pages - 1)
+            values = self.redis.lrange(ks.links(p), 0, self.segment_pages - 1)
             if not values or (len(values) < self.segment_pages and not force):
                 return 0
-            seq = int(self.redis.llen(prefix + "links:segments"))
+            seq = int(self.redis.llen(ks.link_segments(p)))
             pages = [decode_page(v) for v in values]
             edges, urls = pages_to_tables(pages)
             base = self.directory / f"p{p}-{seq:06d}"
@@ -207,7 +201,7 @@ class LinkStore:
                                   "created": time.time()})
             if self._sha is None:
                 self._sha = self.redis.script_load(COMMIT_LUA)
-            if not self.redis.evalsha(self._sha, 1, prefix, token, len(values), desc):
+            if not self.redis.evalsha(self._sha, 1, ks.prefix(p), token, len(values), desc):
                 logger.warning("Link store: compaction lock of partition %d expired; "
                                "segment %s discarded", p, base.name)
                 return 0
@@ -218,19 +212,19 @@ class LinkStore:
             # release only our own lock (a no-op after a commit)
             self.redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then "
                             "return redis.call('DEL', KEYS[1]) end return 0",
-                            1, prefix + "links:lock", token)
+                            1, ks.links_lock(p), token)
 
     # -- reading ---------------------------------------------------------------
 
     def segments(self, p: int) -> list[dict]:
         return [msgpack.unpackb(v, raw=False)
-                for v in self.redis.lrange(self.frontier.prefix(p) + "links:segments", 0, -1)]
+                for v in self.redis.lrange(self.keyspace.link_segments(p), 0, -1)]
 
     def working_set(self, p: int, with_text: bool = True, chunk: int = 5000) -> Iterator[Page]:
         """Pages of partition p still in Redis, oldest first."""
         start = 0
         while True:
-            values = self.redis.lrange(self.key(p), start, start + chunk - 1)
+            values = self.redis.lrange(self.keyspace.links(p), start, start + chunk - 1)
             for v in values:
                 yield decode_page(v, with_text)
             if len(values) < chunk:
@@ -241,11 +235,12 @@ class LinkStore:
         """Pages, edges and bytes in Redis and on disk (for benchmarks)."""
         out = {"redis_pages": 0, "redis_edges": 0, "redis_bytes": 0,
                "segment_pages": 0, "segment_edges": 0, "segment_bytes": 0}
-        for p in range(self.frontier.partitions):
+        for p in range(self.keyspace.partitions):
             for page in self.working_set(p, with_text=False):
                 out["redis_pages"] += 1
                 out["redis_edges"] += len(page.dsts)
-            out["redis_bytes"] += int(self.redis.memory_usage(self.key(p), samples=0) or 0)
+            out["redis_bytes"] += int(self.redis.memory_usage(self.keyspace.links(p),
+                                                              samples=0) or 0)
             for seg in self.segments(p):
                 out["segment_pages"] += seg["pages"]
                 out["segment_edges"] += seg["edges"]

@@ -7,31 +7,31 @@ many fetches, and at how many of them the content had changed. This is the
 input of the recrawl model [WebFountain §4-5], which also keeps the page's
 change-rate class in one byte of it (``rate_bucket``, kept by this store).
 
-Layout: ``cp:{<crawl>/<p>}:pm:<b>`` hashes, p the frontier partition of the
-URL's host (so the metadata of a host lives with its back queue on one
+Layout: hashes Keyspace.pagemeta(p, b) (crawlproj.keyspace), p the partition
+of the URL's host (so the metadata of a host lives with its back queue on one
 Redis Cluster node), b the fingerprint's high bits; field = the 8-byte
 fingerprint, value = a msgpack array of 9 numbers and short strings (about
 40 bytes). Small hashes stay listpack-encoded (hash-max-listpack-entries),
 which is what keeps this near 60 bytes per URL.
 
 Writes: a batch of fetches is one EVALSHA of lua/pagemeta.lua per partition
-touched, all in one pipeline (one round trip per batch, see batcher.py).
+touched, all in one pipeline (one round trip per batch, see crawlproj/groupcommit.py).
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 import msgpack
 from redis.exceptions import NoScriptError
 
-from crawlproj.urls import host_of
+from crawlproj.redisconn import lua_script
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.linkstore import node_id as url_fingerprint
+from crawlproj.urls import host_of
 
-PAGEMETA_LUA = (Path(__file__).parent / "lua" / "pagemeta.lua").read_text()
+PAGEMETA_LUA = lua_script("crawlproj.stores", "pagemeta.lua")
 FIELDS = ("first_fetch", "last_fetch", "status", "content_type", "length", "digest",
           "fetches", "changes", "rate_bucket")
 
@@ -67,23 +67,23 @@ class PageMeta:
 
 
 class PageMetaStore:
-    def __init__(self, redis, frontier, buckets: int = 4096):
-        """frontier: a crawlproj Frontier (its key prefix and partition_of)."""
+    def __init__(self, redis, keyspace, buckets: int = 4096):
+        """keyspace: the crawl's crawlproj.keyspace.Keyspace."""
         self.redis = redis
-        self.frontier = frontier
+        self.keyspace = keyspace
         self.buckets = buckets
         self._sha = None
 
     def key(self, url: str) -> tuple[str, int]:
         """(hash key, fingerprint) of a URL's metadata."""
         fp = url_fingerprint(url)
-        p = self.frontier.partition_of(host_of(url))
-        return f"{self.frontier.prefix(p)}pm:{bucket_of(fp, self.buckets)}", fp
+        p = self.keyspace.partition_of(host_of(url))
+        return self.keyspace.pagemeta(p, bucket_of(fp, self.buckets)), fp
 
     def entry(self, ex: Exchange) -> tuple[int, list]:
         """(partition, script args) of one fetch."""
         fp = url_fingerprint(ex.url)
-        p = self.frontier.partition_of(host_of(ex.url))
+        p = self.keyspace.partition_of(host_of(ex.url))
         content = 200 <= ex.status < 300
         return p, [fp_bytes(fp), bucket_of(fp, self.buckets), int(ex.started * 1000), ex.status,
                    ex.content_type, len(ex.body), ex.digest64 if content else b"",
@@ -103,13 +103,14 @@ class PageMetaStore:
             flat = [len(per[p])]
             for args in per[p]:
                 flat.extend(args)
-            pipe.execute_command("EVALSHA", self._sha, 1, self.frontier.prefix(p), *flat)  # cluster-safe
+            # a raw EVALSHA: a cluster pipeline routes it by its key
+            pipe.execute_command("EVALSHA", self._sha, 1, self.keyspace.prefix(p), *flat)
         created = 0
         for p, reply in zip(parts, pipe.execute(raise_on_error=False)):
             if isinstance(reply, NoScriptError):  # server restarted or flushed
                 self._sha = self.redis.script_load(PAGEMETA_LUA)
                 flat = [len(per[p])] + [a for args in per[p] for a in args]
-                reply = self.redis.evalsha(self._sha, 1, self.frontier.prefix(p), *flat)
+                reply = self.redis.evalsha(self._sha, 1, self.keyspace.prefix(p), *flat)
             elif isinstance(reply, Exception):
                 raise reply
             created += int(reply)
@@ -122,7 +123,7 @@ class PageMetaStore:
 
     def scan(self):
         """Every PageMeta of the crawl (for exports and the recrawl planner)."""
-        for p in range(self.frontier.partitions):
-            for key in self.redis.scan_iter(match=f"{self.frontier.prefix(p)}pm:*", count=1000):
+        for p in range(self.keyspace.partitions):
+            for key in self.redis.scan_iter(match=self.keyspace.pagemeta_pattern(p), count=1000):
                 for field, value in self.redis.hscan_iter(key, count=1000):
                     yield PageMeta.decode(struct.unpack(">q", field)[0], value)

@@ -45,21 +45,26 @@
 --            (a duplicate link to it); '0' = leave it
 --            first: the score instead, if this is the first URL of a host the
 --            crawl never saw (WebCrawler's host-first order); '' = no such rule
---   release: a count, then host, token, delay_ms, outcome        (4 each)
---            outcome: ok | fail | block:<ms>: the download ended and the
---            page is done; left:ok | left:fail | left:block:<ms>: the download
---            ended, the URL stays pending until its page is done; done: the
---            pending URL's page is done; return: give the URL back unfetched
---            (and the host, if this token holds its lease); hold: the
---            download ended, the host stays leased to this worker for the
---            next URL of its run, the URL stays pending until done
+--   release: a count, then host, token, host_fate, url_fate, delay_ms,
+--            wait_ms (6 each; crawlproj/frontier/frontier.py names them).
+--            host_fate, applied only if token holds the host's lease:
+--              '' nothing; keep: the host stays leased to token (a run's next
+--              URL comes), its URL having left the lease; ok: downloaded,
+--              contact again after delay_ms, failures forgotten; fail: a
+--              connection failure, counted, backoff after backoff_after of
+--              them; busy: 429/503, counted, blocked wait_ms (Retry-After)
+--              or with backoff when wait_ms < 0; free: nothing downloaded,
+--              back after delay_ms, counts unchanged
+--            url_fate, for the URL of token (in the host's lease or pending):
+--              '' nothing; pending: leased by itself until done; done: the
+--              page is done, the lease ends; return: back to its queue
 --   renew:   a count, then host, token                            (2 each)
 --   lease:   n (how many URLs to lease), run (how many URLs of one host at
 --            most: the URLs beyond one host each go to hosts already leased
 --            by this call, only when fewer than n hosts are ready)
--- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts being
---   added, duplicates, stale, expired, next_ready_ms, heap, ready, leases, queued,
---   bumped, pending
+-- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts a
+--   flat list of name, value: added, duplicates, bumped, stale, expired,
+--   next_ready_ms, heap, ready, leases, queued, pending
 
 local P = KEYS[1]
 local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .. 'lease'
@@ -200,55 +205,62 @@ end
 for host, best in pairs(touched) do offer(host, best) end
 
 -- 2. release: the download ended; schedule the host's next contact
---    (strong politeness, Mercator §3.1; backoff for failing hosts).
+--    (strong politeness, Mercator §3.1; backoff for failing hosts), and end,
+--    keep or give back the URL.
 local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
-  local host, token, delay, outcome = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
-  i = i + 4
-  local keep = string.sub(outcome, 1, 5) == 'left:'
-  if keep then outcome = string.sub(outcome, 6) end
+  local host, token, host_fate, url_fate = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local delay, wait = tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
+  i = i + 6
   local lease = redis.call('HGET', LEASE, host)
   local mine = lease and cmsgpack.unpack(lease)
   if mine and mine[1] ~= token then mine = nil end
-  if outcome == 'done' then
-    -- the page's links came in section 1 of this or an earlier call; a URL no
-    -- longer pending expired meanwhile and went back to its queue
-    if redis.call('HDEL', PEND, token) == 1 then redis.call('ZREM', PENDING, token) end
-  elseif outcome == 'return' then
-    local held = redis.call('HGET', PEND, token)
-    if mine then
-      requeue(host, mine)
-      unlease(host, 0)
-    end
-    if held then requeue_pending(token, held) end
-    if not (mine or held) then stale = stale + 1 end
-  elseif not mine then
-    stale = stale + 1  -- our lease had expired; whoever holds it now keeps it
-  elseif outcome == 'hold' then
-    if mine[4] then
+  -- the URL: in the host's lease (mine[4] set) or pending by itself
+  local found = true
+  if url_fate == 'pending' then
+    if mine and mine[4] then
       to_pending(host, mine)
       redis.call('HSET', LEASE, host, cmsgpack.pack({token}))
-    end
-  else
-    if outcome == 'ok' then
-      redis.call('HDEL', FAILS, host)
     else
-      -- fail: a connection failure; block:<ms>: 429/503 (Retry-After or not)
-      local fails = redis.call('HINCRBY', FAILS, host, 1)
-      local wait = 0
-      local block = string.match(outcome, '^block:(%d+)$')
-      if block and tonumber(block) > 0 then
-        wait = tonumber(block)
-      elseif block or fails >= backoff_after then
-        local k = block and fails or (fails - backoff_after + 1)
-        wait = backoff_base * 2 ^ (k - 1)
-      end
-      if wait > backoff_max then wait = backoff_max end
-      if wait > delay then delay = wait end
+      found = redis.call('ZSCORE', PENDING, token) ~= false
     end
-    if keep and mine[4] then to_pending(host, mine) end
+  elseif url_fate == 'done' then
+    if redis.call('HDEL', PEND, token) == 1 then redis.call('ZREM', PENDING, token) end
+    -- a URL no longer pending expired meanwhile and went back to its queue
+  elseif url_fate == 'return' then
+    local held = redis.call('HGET', PEND, token)
+    if mine and mine[4] then
+      requeue(host, mine)
+      redis.call('HSET', LEASE, host, cmsgpack.pack({token}))
+    elseif held then
+      requeue_pending(token, held)
+    else
+      found = false
+    end
+  end
+  -- the host
+  if host_fate ~= '' and not mine then
+    found = false  -- our lease had expired; whoever holds it now keeps it
+  elseif host_fate == 'keep' then
+    redis.call('HSET', LEASE, host, cmsgpack.pack({token}))
+  elseif host_fate ~= '' then
+    if host_fate == 'ok' then
+      redis.call('HDEL', FAILS, host)
+    elseif host_fate == 'fail' or host_fate == 'busy' then
+      local fails = redis.call('HINCRBY', FAILS, host, 1)
+      local block = 0
+      if host_fate == 'busy' and wait >= 0 then
+        block = wait
+      elseif host_fate == 'busy' or fails >= backoff_after then
+        local k = host_fate == 'busy' and fails or (fails - backoff_after + 1)
+        block = backoff_base * 2 ^ (k - 1)
+      end
+      if block > backoff_max then block = backoff_max end
+      if block > delay then delay = block end
+    end
     unlease(host, delay)
   end
+  if not found then stale = stale + 1 end
 end
 
 -- 3. renew the leases of downloads still running.
@@ -339,7 +351,8 @@ for _, held in ipairs({LEASES, PENDING}) do
   end
 end
 
-return {now, out, {added, dups, stale, expired, next_ready,
-                   redis.call('ZCARD', HEAP), redis.call('ZCARD', READY),
-                   redis.call('ZCARD', LEASES), queued, bumped,
-                   redis.call('ZCARD', PENDING)}}
+return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale', stale,
+                   'expired', expired, 'next_ready_ms', next_ready,
+                   'heap', redis.call('ZCARD', HEAP), 'ready', redis.call('ZCARD', READY),
+                   'leases', redis.call('ZCARD', LEASES), 'queued', queued,
+                   'pending', redis.call('ZCARD', PENDING)}}

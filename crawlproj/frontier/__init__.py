@@ -1,0 +1,21 @@
+"""The URL frontier (Mercator §3.1): per-host back queues, a heap of the times
+each host may next be contacted, and leases, shared by every worker in Redis.
+
+Here:
+    scheduler.py   FrontierScheduler, Scrapy's SCHEDULER on the shared frontier
+    frontier.py    the Redis side: one sync round trip per batch, per partition
+    lua/           sync.lua (every change to a partition, in one script call);
+                   rescore.lua (the ranker's bulk rewrite of queued priorities)
+    admission.py   the worker's side of a URL's entry: refusals, recent-URL cache
+    codec.py       requests to and from msgpack payloads (never pickle)
+    engine.py      the Scrapy engine internals the frontier relies on
+
+Elsewhere:
+    crawlproj/due/           the DUE (Mercator §3.2): canonical URLs, fingerprints,
+                             the seen sets tested inside sync.lua
+    crawlproj/prioritizers/  each URL's score: the order the frontier serves them in
+                             (FRONTIER_PRIORITIZER)
+    crawlproj/ranker/        PageRank on the crawled graph, rewriting queued priorities
+    crawlproj/urls.py        the URL rule: which URLs may enter, and each one's host
+    crawlproj/keyspace.py    the key layout: crawl id, partitions, every key name
+"""

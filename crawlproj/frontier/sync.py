@@ -1,0 +1,218 @@
+"""The worker's side of the frontier's one round trip.
+
+Everything a worker has to tell the frontier (new links, finished downloads,
+lease renewals) goes through one group commit (crawlproj/groupcommit.py):
+one sync, a pipelined call of lua/sync.lua per partition, runs at a time in
+a thread, and whatever arrives meanwhile goes in the next, so under load one
+round trip carries many pages' work. Each sync also asks for leases where a
+host may be ready and the lease book has room; the answer says when the next
+host of each partition may be ready, and the next sync is timed by it. Knows
+Redis, not Scrapy.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Callable
+
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+
+from crawlproj.frontier.frontier import Batch, Frontier, Host, Release, Result
+from crawlproj.frontier.leases import SOON_MS, LeaseBook
+from crawlproj.groupcommit import GroupCommit
+
+logger = logging.getLogger(__name__)
+
+# How long new links wait for more before they are sent: a page's links
+# arrive one by one within a few ms (seconds).
+GATHER = 0.005
+# How often a worker with nothing to do asks again while leases are out
+# anywhere (their pages may bring new URLs), seconds.
+POLL_INTERVAL = 0.25
+
+ENQUEUE, RELEASE, RENEW = 0, 1, 2
+
+
+class FrontierSync:
+    def __init__(self, frontier: Frontier, book: LeaseBook, stats, target: int,
+                 run: int, idle_close: bool, wake: Callable[[], None]):
+        self.frontier = frontier
+        self.book = book
+        self.stats = stats
+        self.target = target          # leases to hold (prefetch)
+        self.run = run                # a host's URLs per lease at most, when hosts are few
+        self.idle_close = idle_close
+        self.wake = wake              # the engine should pull: new work, or none left
+        self.results: dict[int, Result] = {}
+        self._received: dict[int, float] = {}  # partition -> monotonic time of its result
+        self._commit = GroupCommit(frontier.sync, "frontier", stats, prepare=self._batches,
+                                   on_result=self._synced)
+        self._poll = False
+        self._timer = None
+        self._renewal = None
+        self._was_empty = False
+
+    # -- what the worker says ----------------------------------------------
+
+    def enqueue(self, partition: int, entry) -> None:
+        self._commit.add((ENQUEUE, partition, entry), GATHER)
+
+    def release(self, releases: list[Release], partition: int) -> None:
+        """Send releases now if one frees a host with (almost) no wait, when
+        another lease may take it; else with the page's links, within GATHER."""
+        now = False
+        for r in releases:
+            self._commit.add((RELEASE, partition, r), GATHER)
+            now = now or (r.host_fate not in (Host.NONE, Host.KEEP) and r.delay_ms <= SOON_MS)
+        if now:
+            self._commit.flush()
+
+    def ask(self) -> None:
+        """Sync now (next reactor turn): the book has room."""
+        self._commit.flush()
+
+    # -- the frontier as last seen -----------------------------------------
+
+    def known(self) -> bool:
+        """Every partition has answered, and nothing is under way."""
+        return len(self.results) == self.frontier.partitions and self._commit.idle
+
+    def is_empty(self) -> bool:
+        return self.frontier.is_empty(self.results)
+
+    def _due_in(self, p: int) -> float | None:
+        """Seconds until partition p may have a ready host, by its last answer
+        aged on our own clock (server clocks are only compared with
+        themselves); None when it had nothing queued nor leased."""
+        r = self.results[p]
+        if r.next_ready_ms < 0:
+            return None
+        return (r.next_ready_ms - r.now_ms) / 1000.0 - (time.monotonic() - self._received[p])
+
+    # -- the sync ----------------------------------------------------------
+
+    def _batches(self, entries: list) -> dict[int, Batch] | None:
+        """One sync's batches, from the entries gathered and the leases the
+        book has room for."""
+        batches: dict[int, Batch] = {}
+        for kind, p, item in entries:
+            batch = batches.get(p)
+            if batch is None:
+                batch = batches[p] = Batch()
+            (batch.enqueue, batch.release, batch.renew)[kind].append(item)
+        run = self.run if self.book.runs_pay() else 1
+        for p, n in self._wanted(batches).items():
+            batch = batches.get(p)
+            if batch is None:
+                batch = batches[p] = Batch()
+            batch.lease, batch.run = n, run
+        self._poll = False
+        if not batches:
+            self._arm_timer()
+            return None
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        return batches
+
+    def _wanted(self, batches: dict[int, Batch]) -> dict[int, int]:
+        """How many leases to ask of which partitions.
+
+        Ask a partition when a host there may be ready: unknown, just given
+        URLs, a host released there with (almost) no wait, or its earliest
+        next-contact time has come. A poll asks every partition: one believed
+        empty may have been filled by another worker.
+
+        The release rule matters where a crawl is host-bound (its last big
+        hosts, or no politeness wait): the call that hands a host back also
+        leases its next URL (sync.lua releases before it leases), instead of
+        the host waiting for a second round trip.
+        """
+        # pages still being processed count: their links may change what is
+        # best; and a worker behind on its pages leaves hosts to others
+        want = 0 if self.book.closing or self.book.behind() else self.target - self.book.holding
+        if want <= 0:
+            return {}
+        parts = range(self.frontier.partitions)
+        if not self._poll:
+            def may_be_ready(p):
+                batch = batches.get(p)
+                if p not in self.results or (batch and batch.enqueue):
+                    return True
+                if batch and any(r.host_fate not in (Host.NONE, Host.KEEP)
+                                 and r.delay_ms <= SOON_MS for r in batch.release):
+                    return True
+                due = self._due_in(p)
+                return due is not None and due <= SOON_MS / 1000.0
+
+            parts = [p for p in parts if may_be_ready(p)]
+        if not parts:
+            return {}
+        share = max(1, math.ceil(want / len(parts)))
+        return {p: share for p in parts}
+
+    def _synced(self, results: dict[int, Result]) -> None:
+        received = time.monotonic()
+        got = 0
+        for p, r in results.items():
+            self.results[p] = r
+            self._received[p] = received
+            back = self.book.add(r.leased)  # closing: given back at once
+            for release in back:
+                self._commit.add((RELEASE, p, release))
+            got += len(r.leased) - len(back)
+            for key, value in (("added", r.added), ("duplicates", r.duplicates),
+                               ("bumped", r.bumped), ("stale_releases", r.stale),
+                               ("expired_leases", r.expired)):
+                if value:
+                    self.stats.inc_value(f"frontier/{key}", value)
+        self.stats.inc_value("frontier/leased", got)
+        self.stats.inc_value("frontier/redis_commands", len(results))
+        empty = self.is_empty()
+        if got or (empty and not self._was_empty):
+            self.wake()  # new work, or time to see that there is none
+        self._was_empty = empty
+        if got and self.book.queued < self.target // 2:
+            self._commit.flush()
+        else:
+            self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        """Look again when the earliest waiting host may be ready."""
+        if self.book.closing or (self._timer is not None and self._timer.active()):
+            return
+        delays = [d for d in map(self._due_in, self.results) if d is not None]
+        if delays:
+            delay = min(max(0.001, min(delays)), POLL_INTERVAL * 4)
+        elif self.idle_close and self.is_empty() and not self.book.holding:
+            return  # nothing anywhere: the engine will close us
+        else:
+            delay = POLL_INTERVAL
+        self._timer = reactor.callLater(delay, self._poll_now)
+
+    def _poll_now(self) -> None:
+        self._poll = True
+        self._commit.flush()
+
+    def _renew(self) -> None:
+        for lease in self.book:
+            self._commit.add((RENEW, lease.partition, (lease.host, lease.token)))
+        self._renewal = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
+
+    # -- open and close ----------------------------------------------------
+
+    def open(self) -> None:
+        self._renewal = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
+        self._commit.flush()
+
+    def close(self, releases: list[Release]) -> Deferred:
+        """Send the last releases (the book is closing: no more leases)."""
+        for call in (self._timer, self._renewal):
+            if call is not None and call.active():
+                call.cancel()
+        for r in releases:
+            p = self.frontier.partition_of(r.host)
+            self._commit.add((RELEASE, p, r))
+        return self._commit.close()

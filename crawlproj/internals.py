@@ -1,0 +1,61 @@
+"""Every Scrapy internal the project relies on, and only here.
+
+Scrapy has no public API for these; tests/test_internals.py checks each one
+against the installed Scrapy, with behaviour, so that a Scrapy release that
+changes one fails there, loudly, and not in a crawl.
+
+1. wake(): the engine stops pulling from the scheduler at the first None
+   and otherwise looks again only on its 5 s heartbeat
+   (../shared/scrapy-notes.md §2). When leases arrive, or a host's
+   politeness wait ends, the frontier schedules the engine's next pull.
+2. on_request_done(): a request is done for the frontier when the engine
+   has downloaded it AND the scraper has finished with its output (links
+   enqueued, items through the pipelines): that is when the engine removes
+   it from its slot. A URL's lease ends only then, so a worker that dies
+   mid-page has its URL crawled again, never its links lost.
+3. raise_download_limit(): the engine stops pulling while the downloader
+   holds CONCURRENT_REQUESTS requests, counting a request until its response
+   has come back up through the downloader middlewares, three or four
+   reactor turns after its transfer ended. The frontier caps transfers
+   itself (FRONTIER_REFILL_AT_TRANSFER_END) and lifts the engine's count
+   above its cap so that the next transfer can start when one ends.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+def _slot(crawler):
+    engine = getattr(crawler, "engine", None)
+    return getattr(engine, "_slot", None) if engine is not None else None
+
+
+def wake(crawler) -> None:
+    """Have the engine pull from its scheduler in the next reactor turn."""
+    slot = _slot(crawler)
+    if slot is not None and slot.closing is None:
+        slot.nextcall.schedule()
+
+
+def on_request_done(crawler, callback: Callable) -> None:
+    """Call callback(request) whenever the engine is done with a request.
+    Call it from the scheduler's open(): the engine's slot exists by then."""
+    slot = _slot(crawler)
+    if slot is None:
+        raise RuntimeError("the engine has no slot yet: call on_request_done from open()")
+    remove = slot.remove_request
+
+    def remove_request(request):
+        try:
+            callback(request)
+        finally:
+            remove(request)
+
+    slot.remove_request = remove_request
+
+
+def raise_download_limit(crawler, limit: int) -> None:
+    """Let the engine pull while its downloader holds fewer than limit requests."""
+    downloader = crawler.engine.downloader
+    downloader.total_concurrency = max(downloader.total_concurrency, limit)

@@ -1,0 +1,220 @@
+"""The Redis keys of one crawl: the one place their names are made.
+
+Every component that keeps state in Redis (the frontier, the DUE, the
+content-seen test, the link store, page metadata, the ranker) names its keys
+through a :class:`Keyspace`, so the layout below is written once.
+
+A crawl (``CRAWL_ID``) is split into host partitions, Mercator's host
+splitter (§3.1, §5): a host's partition is mmh3(host) mod the partition
+count, so that all state of a host lives in one partition. The partition is
+a Redis Cluster hash tag, ``{<crawl>/<p>}``: every key of a partition sits in
+one hash slot, on one node, where one Lua script may touch them all
+atomically. The crawl-wide keys carry the tag ``{<crawl>}``.
+
+Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`)::
+
+    cp:{<crawl>}:meta       HASH   partitions, created; due (the DUE's configuration)
+    cp:{<crawl>}:ranker     STRING the ranker's lock (crawlproj/ranker/loop.py)
+
+Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
+
+    heap ready leases idle  ZSETs  the frontier's host states  (frontier/lua/sync.lua)
+    lease pending pend      the host and URL leases             (frontier/lua/sync.lua)
+    q:<host> p:<host>       a host's back queue and payloads    (frontier/lua/sync.lua)
+    hosts fails stats       hosts seen, backoff counts, counters (frontier/lua/sync.lua)
+    due                     HASH   the DUE's configuration and state (due/lua/seen.lua)
+    seen:<L>:<a>            SET    exact mode: a bucket of URL fingerprints
+    bloom:<j>:<b>           STRING bloom mode: bitmap b of layer j
+    cs:<fp> nd:<band> sk:<fp>      content-seen (crawlproj/due/contentseen.py), the
+                                   partition being the fingerprint's, not a host's
+    links links:segments links:lock  the link store (crawlproj/stores/linkstore.py)
+    pm:<b>                  HASH   page metadata bucket b (crawlproj/stores/pagemeta.py)
+
+Lua scripts get the partition prefix as KEYS[1] and name the keys under it
+themselves; the methods here give Python the same names (tests/test_keyspace.py
+checks that they agree).
+"""
+
+from __future__ import annotations
+
+import time
+
+import mmh3
+
+from crawlproj.errors import CrawlprojError
+from crawlproj.urls import host_of
+
+__all__ = ["CrawlIdError", "Keyspace", "host_of"]
+
+_ROOT = "cp:"
+_GLOB_SPECIAL = "\\*?[]"
+
+
+class CrawlIdError(CrawlprojError, ValueError):
+    """A crawl id (or partition count) that cannot name a crawl's keys."""
+
+
+def _glob_literal(text: str) -> str:
+    """text as a SCAN pattern that matches itself only."""
+    return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in text)
+
+
+def _key(name: str, doc: str):
+    """The method naming a partition's key `name`."""
+    def key(self, partition: int) -> str:
+        return self._prefixes[partition] + name
+    key.__doc__ = doc
+    return key
+
+
+def _member_key(name: str, doc: str):
+    """The method naming a partition's key `name` + member (a host, a bucket)."""
+    def key(self, partition: int, member) -> str:
+        return f"{self._prefixes[partition]}{name}{member}"
+    key.__doc__ = doc
+    return key
+
+
+def _pattern(name: str):
+    """The method giving the SCAN pattern of a partition's keys that start with `name`."""
+    def pattern(self, partition: int) -> str:
+        return _glob_literal(self._prefixes[partition] + name) + "*"
+    pattern.__doc__ = f"SCAN pattern of a partition's {name or 'keys'}* keys."
+    return pattern
+
+
+class Keyspace:
+    """The key names of one crawl with a given partition count.
+
+    Building one talks to no server; :meth:`open` and :meth:`from_settings`
+    agree the partition count with the crawl first.
+    """
+
+    __slots__ = ("crawl_id", "partitions", "meta", "ranker_lock", "_prefixes")
+
+    def __init__(self, crawl_id: str, partitions: int):
+        if not isinstance(crawl_id, str) or not crawl_id:
+            raise CrawlIdError(f"CRAWL_ID must be a non-empty string, not {crawl_id!r}")
+        if "{" in crawl_id or "}" in crawl_id:
+            # the id sits inside the keys' hash tag, which a brace would end
+            raise CrawlIdError(f"CRAWL_ID must not contain {{ or }}: {crawl_id!r}")
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise CrawlIdError(f"the partition count must be a positive integer, "
+                               f"not {partitions!r}")
+        self.crawl_id = crawl_id
+        self.partitions = partitions
+        self.meta = f"{_ROOT}{{{crawl_id}}}:meta"
+        self.ranker_lock = f"{_ROOT}{{{crawl_id}}}:ranker"
+        self._prefixes = [f"{_ROOT}{{{crawl_id}/{p}}}:" for p in range(partitions)]
+
+    def __repr__(self):
+        return f"Keyspace({self.crawl_id!r}, {self.partitions})"
+
+    def __eq__(self, other):
+        return isinstance(other, Keyspace) and (self.crawl_id, self.partitions) == \
+            (other.crawl_id, other.partitions)
+
+    def __hash__(self):
+        return hash((self.crawl_id, self.partitions))
+
+    # -- agreement with the crawl ---------------------------------------------
+
+    @classmethod
+    def open(cls, redis, crawl_id: str = "default", partitions: int = 1) -> "Keyspace":
+        """The crawl's keyspace. The first process of a crawl fixes its
+        partition count in the meta hash; every later one adopts it, whatever
+        it asked for: a host must fall in the same partition for every worker."""
+        wanted = cls(crawl_id, partitions)
+        pipe = redis.pipeline(transaction=False)
+        pipe.hsetnx(wanted.meta, "partitions", partitions)
+        pipe.hsetnx(wanted.meta, "created", f"{time.time():.3f}")
+        pipe.hget(wanted.meta, "partitions")
+        agreed = int(pipe.execute()[-1])
+        return wanted if agreed == partitions else cls(crawl_id, agreed)
+
+    @classmethod
+    def from_settings(cls, settings, redis) -> "Keyspace":
+        """:meth:`open` for CRAWL_ID with FRONTIER_PARTITIONS."""
+        return cls.open(redis, settings.get("CRAWL_ID", "default"),
+                        settings.getint("FRONTIER_PARTITIONS", 1))
+
+    @classmethod
+    def existing(cls, redis, crawl_id: str) -> "Keyspace | None":
+        """The keyspace of a crawl already on this server, or None; fixes nothing."""
+        n = redis.hget(cls(crawl_id, 1).meta, "partitions")
+        return None if n is None else cls(crawl_id, int(n))
+
+    @staticmethod
+    def crawl_ids(redis) -> list[str]:
+        """The ids of every crawl on this server (those with a meta hash)."""
+        ids = set()
+        for key in redis.scan_iter(match=_ROOT + "{*}:meta", count=1000):
+            key = key.decode()
+            ids.add(key[key.index("{") + 1:key.rindex("}")])
+        return sorted(ids)
+
+    # -- partitions --------------------------------------------------------------
+
+    def partition_of(self, host: str) -> int:
+        """Mercator's host splitter: all URLs of a host live in one partition."""
+        return mmh3.hash(host, signed=False) % self.partitions
+
+    def prefix(self, partition: int) -> str:
+        """Every key of partition p starts with this (KEYS[1] of the Lua scripts)."""
+        return self._prefixes[partition]
+
+    def partitions_pattern(self) -> str:
+        """SCAN pattern of every partition key of the crawl."""
+        return _glob_literal(f"{_ROOT}{{{self.crawl_id}/") + "*"
+
+    # -- the frontier (frontier/lua/sync.lua) -----------------------------------
+
+    heap = _key("heap", "Hosts with queued URLs, by the time each may next be contacted.")
+    ready = _key("ready", "Hosts whose time has come, by the score of their best URL.")
+    leases = _key("leases", "Leased hosts, by lease deadline.")
+    pending = _key("pending", "Leased URLs that do not hold their host's lease (a page "
+                              "not done yet, a run's next URLs), by deadline.")
+    stats = _key("stats", "The partition's counters.")
+    queue = _member_key("q:", "A host's back queue: fingerprint -> score.")
+    payloads = _member_key("p:", "A host's queued requests: fingerprint -> payload.")
+    queues_pattern = _pattern("q:")
+    payloads_pattern = _pattern("p:")
+
+    # -- the DUE (due/lua/seen.lua) ---------------------------------------------
+
+    due = _key("due", "The partition's copy of the DUE's configuration, and its state.")
+    seen_pattern = _pattern("seen:")  # the exact mode's buckets
+
+    def bloom_pattern(self, partition: int, layer: int) -> str:
+        """SCAN pattern of the bloom mode's bitmaps of one layer."""
+        return _glob_literal(f"{self.prefix(partition)}bloom:{layer}:") + "*"
+
+    # -- the content-seen test (due/contentseen.py) --------------------------------
+
+    def _by_hash(self, kind: str, h: int) -> str:
+        # spread over the partitions (and a cluster's nodes) by the hash itself
+        h &= 0xFFFFFFFFFFFFFFFF
+        return f"{self.prefix(h % self.partitions)}{kind}:{h:016x}"
+
+    def content(self, fp: int) -> str:
+        """The first URL seen with the document of fingerprint fp."""
+        return self._by_hash("cs", fp)
+
+    def near_band(self, band: int) -> str:
+        """The first document whose sketch had this band."""
+        return self._by_hash("nd", band)
+
+    def sketch(self, fp: int) -> str:
+        """The sketch and URL of document fp."""
+        return self._by_hash("sk", fp)
+
+    content_pattern = _pattern("cs:")
+
+    # -- the link store (stores/linkstore.py) and page metadata (stores/pagemeta.py)
+
+    links = _key("links", "The link store's working set: one element per parsed page.")
+    link_segments = _key("links:segments", "The link store's segment descriptors.")
+    links_lock = _key("links:lock", "The link store's compaction lock.")
+    pagemeta = _member_key("pm:", "A bucket of page metadata: fingerprint -> history.")
+    pagemeta_pattern = _pattern("pm:")
+    partition_pattern = _pattern("")  # every key of one partition

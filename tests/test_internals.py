@@ -1,0 +1,119 @@
+"""crawlproj/internals.py leans on Scrapy internals: check each one's behaviour
+against the installed Scrapy's real engine, so that a Scrapy release that
+changes one fails here, loudly (../shared/scrapy-notes.md §2).
+
+The engine runs in a child process (a reactor starts once per process), over
+the simulated web on loopback, with Scrapy's own scheduler extended by the
+two hooks the frontier uses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from crawlproj.simweb.testing import SimWebServer
+from tests.e2e import ROOT
+
+pytestmark = pytest.mark.e2e  # a real crawl in a child process
+
+PROBE = r'''
+import json, sys
+import scrapy
+from scrapy.core.scheduler import Scheduler
+from scrapy.crawler import CrawlerProcess
+
+from crawlproj import internals
+
+events = []
+seeds = json.loads(sys.argv[1])
+
+
+class HookedScheduler(Scheduler):
+    """Scrapy's scheduler, holding back one request until it wakes the engine."""
+
+    held = None
+
+    def open(self, spider):
+        internals.on_request_done(self.crawler, lambda r: events.append(("done", r.url)))
+        return super().open(spider)
+
+    def enqueue_request(self, request):
+        if request.url == seeds[-1] and self.held is None:
+            from twisted.internet import reactor  # the crawler installed it
+            self.held = request  # handed out only after wake(), 2 s later
+            reactor.callLater(2.0, self.release)
+            return True
+        return super().enqueue_request(request)
+
+    def release(self):
+        from twisted.internet import reactor
+        super().enqueue_request(self.held)
+        events.append(("wake",))
+        internals.wake(self.crawler)
+        # the engine's heartbeat pulls every 5 s: a pull before this timer
+        # fires is wake()'s doing
+        reactor.callLater(1.0, events.append, ("timer",))
+
+    def next_request(self):
+        request = super().next_request()
+        if request is not None:
+            events.append(("pulled", request.url))
+        return request
+
+    def has_pending_requests(self):
+        return super().has_pending_requests() or not any(e[0] == "timer" for e in events)
+
+
+class Pages(scrapy.Spider):
+    name = "pages"
+    custom_settings = {"SCHEDULER": "__main__.HookedScheduler", "LOG_LEVEL": "ERROR",
+                       "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False,
+                       "ITEM_PIPELINES": {"__main__.Record": 100}}
+
+    async def start(self):
+        for url in seeds:
+            yield scrapy.Request(url, dont_filter=True)
+
+    def parse(self, response):
+        yield {"url": response.url}
+
+
+class Record:
+    def process_item(self, item):
+        events.append(("item", item["url"]))
+        return item
+
+
+process = CrawlerProcess()
+process.crawl(Pages)
+process.start()
+print(json.dumps(events))
+'''
+
+
+def run_probe(tmp_path, seeds):
+    with SimWebServer({"seed": 3, "hosts": 3, "pages": 12}) as sw:
+        run = subprocess.run([sys.executable, "-c", PROBE, json.dumps(seeds(sw))], cwd=ROOT,
+                             env=sw.env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_done_hook_fires_once_per_request_after_its_items(tmp_path):
+    urls = []
+    events = run_probe(tmp_path, lambda sw: urls.extend(sw.web.seeds(3)) or urls)
+    done = [e[1] for e in events if e[0] == "done"]
+    assert sorted(done) == sorted(urls)  # once each
+    for url in urls:
+        # the request is done only after its page's item went through the pipelines
+        assert events.index(["item", url]) < events.index(["done", url])
+
+
+def test_wake_makes_the_engine_pull_at_once_not_on_its_heartbeat(tmp_path):
+    urls = []
+    events = run_probe(tmp_path, lambda sw: urls.extend(sw.web.seeds(3)) or urls)
+    order = [e for e in events if e[0] in ("wake", "timer") or e == ["pulled", urls[-1]]]
+    assert order == [["wake"], ["pulled", urls[-1]], ["timer"]]
