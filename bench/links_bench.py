@@ -1,7 +1,7 @@
 """How long link extraction takes per page, on real pages.
 
-    python bench/links_bench.py [--html ../shared/data/html] [--repeat 7]
-        [--baseline OTHER/extract.py]
+    .venv/bin/python bench/links_bench.py [--html ../shared/data/html] [--repeat 7]
+        [--base REV]
 
 Pages: the HTML corpus's pages with a known http(s) URL (Zyte article
 benchmark and Trafilatura evaluation set, ~1,100 pages). Each page is decoded
@@ -17,25 +17,27 @@ least disturbed. Reported:
 * admit check: refusal() and host_of() on every link found, µs per link (the
   URL rule's part of admission).
 
---baseline times another extract.py (e.g. `git show main:crawlproj/extract.py
-> /tmp/extract_main.py`) in the same passes, page by page, alternating which
-goes first, so that both see the same load; its links/page and resolve
-figures are printed beside.
+--base REV times crawlproj/extract.py and crawlproj/urls.py of git revision
+REV (read with git show; the only crawlproj module extract.py imports is
+urls.py) in the same passes as the work tree's, page by page, alternating
+which goes first, so that both see the same load.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
 
 from lxml import etree  # noqa: E402
 
@@ -74,19 +76,36 @@ def prepared(url: str, body: bytes):
     return root, base, enc
 
 
-def load(path: str):
-    spec = importlib.util.spec_from_file_location("baseline_extract", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+def module(name: str, source: str) -> types.ModuleType:
+    m = types.ModuleType(name)
+    sys.modules[name] = m  # dataclasses look their module up
+    exec(compile(source, f"{name}.py", "exec"), m.__dict__)  # noqa: S102 - the repository's own code
+    return m
+
+
+def at_revision(rev: str) -> tuple[types.ModuleType, types.ModuleType | None]:
+    """(extract, urls) modules of git revision rev; urls None if rev has none."""
+    def show(path: str) -> str | None:
+        run = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{path}"],
+                             capture_output=True, text=True)
+        return run.stdout if run.returncode == 0 else None
+
+    urls_src = show("crawlproj/urls.py")
+    urls = module(f"urls_at_{rev}", urls_src) if urls_src else None
+    saved = sys.modules.get("crawlproj.urls")
+    if urls is not None:
+        sys.modules["crawlproj.urls"] = urls
+    try:
+        return module(f"extract_at_{rev}", show("crawlproj/extract.py")), urls
+    finally:
+        sys.modules["crawlproj.urls"] = saved
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--html", default=str(Path(__file__).resolve().parents[2] / "shared/data/html"))
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--baseline", help="another extract.py, timed in the same passes")
+    ap.add_argument("--base", metavar="REV", help="git revision timed in the same passes")
     args = ap.parse_args()
     html_dir = Path(args.html)
     if not html_dir.exists():
@@ -94,9 +113,13 @@ def main() -> None:
     docs = [p for p in (prepared(u, b) for u, b in pages(html_dir)) if p is not None]
     pairs = [(base, a.get("href"), enc) for root, base, enc in docs
              for a in root.iter("a", "area") if a.get("href") is not None]
-    impls = {"this": extract}
-    if args.baseline:
-        impls["baseline"] = load(args.baseline)
+    impls = {"worktree": extract}
+    rules = {"worktree": (refusal, host_of)}
+    if args.base:
+        base_extract, base_urls = at_revision(args.base)
+        impls[f"@{args.base}"] = base_extract
+        if base_urls is not None:
+            rules[f"@{args.base}"] = (base_urls.refusal, base_urls.host_of)
 
     best = {name: [float("inf")] * len(docs) for name in impls}
     resolve_best = dict.fromkeys(impls, float("inf"))
@@ -111,24 +134,26 @@ def main() -> None:
                 got, _ = module._extract_links(root, base, enc, extract.DEFAULT_MAX_LINKS,
                                                extract.DEFAULT_MAX_ANCHOR_CHARS)
                 best[name][i] = min(best[name][i], time.perf_counter() - t0)
-                if rep == 0 and name == "this":
+                if rep == 0 and name == "worktree":
                     links.extend(u for u, _ in got)
         for name in order:
             resolve_link = impls[name].resolve_link
             resolve_best[name] = min(resolve_best[name],
                                      _timed(lambda: [resolve_link(b, h, e) for b, h, e in pairs]))
-    admit_best = min(_timed(lambda: [(refusal(u, 2083), host_of(u)) for u in links])
-                     for _ in range(args.repeat))
+    admit_best = {name: min(_timed(lambda: [(ref(u, 2083), host(u)) for u in links])
+                            for _ in range(args.repeat))
+                  for name, (ref, host) in rules.items()}
 
-    print(f"crawlproj from {os.path.dirname(crawlproj.__file__)}; baseline {args.baseline}")
+    print(f"crawlproj from {os.path.dirname(crawlproj.__file__)}; base {args.base}")
     print(f"pages {len(docs)}, links found {len(links)} ({len(links) / len(docs):.0f}/page), "
           f"hrefs {len(pairs)}")
     for name in impls:
         us = [t * 1e6 for t in best[name]]
-        print(f"{name:8}  links/page median {statistics.median(us):6.0f} us  mean "
+        print(f"{name:10}  links/page median {statistics.median(us):6.0f} us  mean "
               f"{statistics.mean(us):6.0f} us  per link {sum(us) / len(links):5.2f} us;  "
               f"resolve {resolve_best[name] * 1e6 / len(pairs):5.2f} us per href")
-    print(f"admit check {admit_best * 1e6 / len(links):5.2f} us per link (refusal + host_of)")
+    for name, t in admit_best.items():
+        print(f"{name:10}  admit check {t * 1e6 / len(links):5.2f} us per link (refusal + host_of)")
 
 
 def _timed(fn) -> float:

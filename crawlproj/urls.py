@@ -105,7 +105,10 @@ def _href(url: str, base: str | None = None) -> str | None:
     """The URL Standard's serialisation of url (against base), or None."""
     obj = _new(url, base)
     try:
-        return _string(_lib.ada_get_href(obj)) if _lib.ada_is_valid(obj) else None
+        if not _lib.ada_is_valid(obj):
+            return None
+        s = _lib.ada_get_href(obj)  # never empty for a valid URL
+        return _ffi.unpack(s.data, s.length).decode("utf-8")
     finally:
         _lib.ada_free(obj)
 
@@ -247,6 +250,10 @@ def resolve(href: str, base: str | None = None, encoding: str | None = None) -> 
         enc = _query_encoding(encoding)
         if enc is not None:
             href = _encode_query(href, enc)
+    if href.startswith(("http://", "https://")):
+        # "http://" then the authority, whatever the base (URL Standard, special
+        # authority slashes): no parse of the base (half of all links)
+        base = None
     url = _href(href, base)
     if url is None or not url.startswith(_SCHEMES):
         return None
