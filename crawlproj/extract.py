@@ -22,15 +22,14 @@ Content-Type, a body that sniffs as HTML and not binary.
 from __future__ import annotations
 
 import codecs
-import ipaddress
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 from w3lib.encoding import html_to_unicode, read_bom, to_unicode
-from w3lib.url import safe_url_string
+
+from crawlproj.urls import resolve
 
 __all__ = [
     "Extracted",
@@ -63,8 +62,6 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # Content types that carry no information: the body is sniffed instead
 # (WHATWG MIME Sniffing §7.1 treats these like a missing header).
 _UNKNOWN_TYPES = frozenset({"", "unknown/unknown", "application/unknown", "*/*"})
-
-_FOLLOW_SCHEMES = ("http", "https")
 
 # Elements whose content is never rendered. Scripts and styles hold no links.
 # <template> content is inert until a script copies it into the page, which
@@ -318,108 +315,30 @@ def _norm_ws(s: str) -> str:
 # --------------------------------------------------------------------------
 
 
-_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
-_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-# URLs that safe_url_string() returns unchanged: http(s), a lower-case LDH
-# host without port, a path starting with "/" and only characters it never
-# escapes. Most links take this path and skip the (slower) w3lib parser.
-_ALREADY_SAFE_RE = re.compile(
-    r"https?://[a-z0-9_\-]+(?:\.[a-z0-9_\-]+)*\.?"
-    r"/[A-Za-z0-9\-._~!$&()*+,;=:@/%]*(?:\?[A-Za-z0-9\-._~!$&()*+,;=:@/?%]+)?\Z"
-)
-_HOST_LABELS_RE = re.compile(r"(?:[a-z0-9_\-]{1,63}\.)*[a-z0-9_\-]{1,63}\.?\Z")
-
-
-def _valid_host(host: str | None) -> bool:
-    if not host or len(host) > 253:
-        return False
-    if ":" in host:  # an IPv6 literal (urlsplit drops the brackets)
-        try:
-            ipaddress.IPv6Address(host.split("%", 1)[0])
-        except ValueError:
-            return False
-        return True
-    return _HOST_LABELS_RE.match(host) is not None
-
-
-def _finish(url: str, encoding: str) -> str | None:
-    """Escape a joined, fragment-less URL as browsers send it, and check it."""
-    if _ALREADY_SAFE_RE.match(url):
-        return url
-    try:
-        try:
-            # Non-ASCII path as UTF-8, query in the page's encoding, IDNA host:
-            # the URL a browser would request, so that the URL-seen test
-            # fingerprints what Scrapy actually fetches.
-            url = safe_url_string(url, encoding=encoding)
-        except UnicodeEncodeError:
-            # A query character the page's encoding cannot express (browsers
-            # send a numeric character reference; UTF-8 is as good a choice).
-            url = safe_url_string(url, encoding="utf-8")
-        parts = urlsplit(url)
-        if parts.scheme not in _FOLLOW_SCHEMES or not _valid_host(parts.hostname):
-            return None
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except (ValueError, UnicodeError, LookupError):
-        return None
-    return url
-
-
-def _join(base: str, href: str) -> str:
-    """urljoin() with shortcuts for the two commonest link forms, giving the
-    same result once the fragment is cut (checked on the corpus's 1.2 million
-    href/base pairs): an absolute http(s) URL is returned as is (urljoin only
-    re-assembles it), and a root-relative path without dot segments is
-    appended to the base's scheme and authority."""
-    if href[-1] == "?" or "?#" in href:
-        return urljoin(base, href)  # urljoin drops an empty query; so do we
-    if href.startswith(("http://", "https://")):
-        return href
-    if href[0] == "/" and not href.startswith("//") and "/." not in href:
-        scheme_end = base.find("://")
-        if scheme_end > 0:
-            path_at = base.find("/", scheme_end + 3)
-            for sep in "?#":
-                i = base.find(sep, scheme_end + 3)
-                if i >= 0 and (path_at < 0 or i < path_at):
-                    path_at = i
-            origin = base if path_at < 0 else base[:path_at]
-            return origin + href
-    return urljoin(base, href)
+# What the URL parser strips from the start of an href: C0 controls and space.
+_C0_SPACE = "".join(map(chr, range(0x21)))
 
 
 def resolve_link(base: str, href: str, encoding: str = "utf-8") -> str | None:
-    """Resolve an ``href`` against ``base`` into a followable URL, or None.
+    """The URL a link ``href`` leads to from a page whose base URL is ``base``,
+    or None.
 
-    None for: empty or fragment-only hrefs; any scheme but http(s)
-    (javascript:, mailto:, data:, tel:, ftp:, ...); URLs without a valid host
-    name or IP; URLs that do not parse (``http://[broken``, a bad port). HTML
-    whitespace around the href is stripped; tabs and newlines inside are
-    removed and backslashes before the query become slashes, as the WHATWG URL
-    parser does for http(s). The fragment is removed and the result is
-    percent-escaped with :func:`w3lib.url.safe_url_string` (query in the
-    page's ``encoding``). ``..`` segments are resolved by
-    :func:`urllib.parse.urljoin`. Never raises.
+    The crawl's URL rule resolves it (:func:`crawlproj.urls.resolve`: the
+    WHATWG URL Standard, as a browser does; the query in the page's
+    ``encoding``; the fragment removed); None when the result is not an
+    http(s) URL or does not parse. None also for hrefs that lead to no other
+    resource: an empty or fragment-only href (the page itself, fetched
+    already) and a client-side template placeholder such as ``{{link}}``.
+    Never raises.
     """
-    href = href.strip(_HTML5_WS)
-    if "\t" in href or "\n" in href or "\r" in href:
-        href = href.translate(_TAB_NEWLINE)
-    if not href or href[0] == "#" or "{{" in href:
-        return None  # fragment-only, or a client-side template placeholder
-    m = _SCHEME_RE.match(href)
-    if m is not None and m.group(1).lower() not in _FOLLOW_SCHEMES:
-        return None  # javascript:, mailto:, data:, tel:, ... : never joined
-    if "\\" in href:
-        path, sep, query = href.partition("?")
-        href = path.replace("\\", "/") + sep + query
-    try:
-        url = _join(base, href)
-    except ValueError:
+    first = href[:1]
+    if first <= " " or first == "#":  # ("" <= " ")
+        start = href.lstrip(_C0_SPACE)
+        if not start or start[0] == "#":
+            return None
+    if "{{" in href:
         return None
-    hash_at = url.find("#")
-    if hash_at >= 0:
-        url = url[:hash_at]
-    return _finish(url, encoding)
+    return resolve(href, base, encoding)
 
 
 def _base_url(root: etree._Element, page_url: str) -> str:
@@ -429,22 +348,8 @@ def _base_url(root: etree._Element, page_url: str) -> str:
     page URL itself is the base."""
     for base in root.iter("base"):
         href = base.get("href")
-        if href is None:
-            continue
-        href = href.strip(_HTML5_WS)
-        if not href or _SCHEME_RE.match(href) and not href.lower().startswith(
-            ("http:", "https:")
-        ):
-            return page_url
-        try:
-            resolved = urljoin(page_url, href)
-            parts = urlsplit(resolved)
-            if parts.scheme in _FOLLOW_SCHEMES and _valid_host(parts.hostname):
-                parts.port  # noqa: B018 - raises ValueError on a bad port
-                return resolved
-        except ValueError:
-            pass
-        return page_url
+        if href is not None:
+            return resolve(href, page_url) or page_url
     return page_url
 
 

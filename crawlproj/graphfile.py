@@ -25,12 +25,14 @@ A node file (``urls``) of ``n ID URL`` or ``ID URL`` lines (a count line at the
 top is skipped) gives URLs to an edge list.
 
 Pages with URLs are the pages a crawler following the links would fetch: the
-frontier's URL rule (crawlproj.urls.refusal) must admit the URL, it must be
-``http://`` (what the simulated web serves), and it is kept as Scrapy's Request
-holds it (w3lib's safe_url_string) with a lower-case host without userinfo or
-``:80``, ``/`` for an empty path and no fragment. A URL the rule refuses is
-left out with its links; URLs that become equal are one page. Pages are
-numbered densely in the file's id order; the counts are in ``stats``.
+frontier's URL rule (crawlproj.urls) must admit the URL, it must be written
+``http://`` (what the simulated web serves), and it is kept as the rule reads
+it (the URL Standard's serialisation: lower-case IDNA host, IPv4 in
+dotted-decimal form, no ``:80``, ``/`` for an empty path, no fragment),
+without userinfo, in Scrapy's spelling of it (w3lib's safe_url_string, which
+Scrapy's Request applies). A URL the rule refuses is left out with its links;
+URLs that become equal are one page. Pages are numbered densely in the file's
+id order; the counts are in ``stats``.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from w3lib.url import safe_url_string
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.seeds import MAX_URL_LENGTH
-from crawlproj.urls import refusal
+from crawlproj.urls import parse_host, refusal, resolve
 
 FORMATS = ("edges", "dat", "kleinberg", "gml", "tsaparas", "hostgraph")
 
@@ -84,12 +86,9 @@ def page_url(raw: str) -> str | None:
     raw = raw.strip()
     if raw[:7].lower() != "http://" or refusal(raw, MAX_URL_LENGTH) is not None:
         return None
-    parts = urlsplit(safe_url_string(raw))
-    netloc = parts.netloc.rpartition("@")[2].lower()
-    if netloc.endswith(":80"):
-        netloc = netloc[:-3]
+    parts = urlsplit(safe_url_string(resolve(raw)))
     query = "?" + parts.query if parts.query else ""
-    return f"http://{netloc.rstrip(':')}{parts.path or '/'}{query}"
+    return f"http://{parts.netloc.rpartition('@')[2]}{parts.path}{query}"
 
 
 # ---------------------------------------------------------------------------
@@ -353,7 +352,10 @@ def _read_hostgraph(path: str):
         else:
             src.append(a)
             dst.append(b)
-    return {i: f"http://{h}/" for h, i in ids.items()}, src, dst, None, loops
+    # A name the host rule rejects is no host ("www\\pac.ac.uk" would be the
+    # page /pac.ac.uk/ of host www): no URL, so no page (counted as skipped).
+    return {i: f"http://{h}/" if parse_host(h) is not None else "" for h, i in ids.items()}, \
+        src, dst, None, loops
 
 
 def read_url_file(path: str) -> dict[int, str]:

@@ -5,8 +5,9 @@ filter before the duplicate URL eliminator. Here that filter is the
 ``CRAWL_SCOPE`` setting:
 
 * ``any``: every http(s) link is followed;
-* ``host``: only links to one of the seeds' host names (compared
-  case-insensitively, without the port and a trailing dot);
+* ``host``: only links to one of the seeds' host names (as the crawl's URL
+  rule, crawlproj.urls, gives them: lower-case, IDNA; compared without the
+  port and a trailing dot);
 * ``domain``: only links to one of the seeds' registered domains, so
   ``a.example.co.uk`` and ``b.example.co.uk`` share a scope. IP addresses,
   and hosts under no known public suffix (``localhost``, intranet names), are
@@ -18,14 +19,14 @@ never the network (see :func:`registered_domain`).
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
 from functools import lru_cache
-from urllib.parse import urlsplit
 
 import tldextract
 
-__all__ = ["MODES", "Scope", "host_of", "registered_domain"]
+from crawlproj.urls import hostname, parse_host
+
+__all__ = ["MODES", "Scope", "registered_domain"]
 
 MODES = ("host", "domain", "any")
 
@@ -44,36 +45,10 @@ _EXTRACT = tldextract.TLDExtract(
 )
 
 
-def _normalise_host(host: str) -> str:
-    host = host.lower().rstrip(".")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            pass
-    return host
-
-
-def host_of(url: str) -> str | None:
-    """The lower-cased host name (IDNA, no port, no trailing dot) of ``url``,
-    or None when it has none or does not parse."""
-    try:
-        host = urlsplit(url).hostname
-    except ValueError:
-        return None
-    if not host:
-        return None
-    return _normalise_host(host) or None
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
+def _site(host: str) -> str:
+    """A host of the URL rule as the scope compares it: ``example.com.`` is
+    the same site as ``example.com``; IPv6 without its brackets."""
+    return host.rstrip(".") if host[0] != "[" else host[1:-1]
 
 
 @lru_cache(maxsize=65_536)
@@ -82,12 +57,16 @@ def registered_domain(host: str) -> str:
 
     The host itself for IP addresses and for hosts under no known public
     suffix (``localhost``, ``intranet.corp``), and for a host that is itself a
-    public suffix (``co.uk``). Cached: a broad crawl asks about the same hosts
-    again and again.
+    public suffix (``co.uk``); "" for a string that is not a host (by the
+    URL rule, :func:`crawlproj.urls.parse_host`). Cached: a broad crawl asks
+    about the same hosts again and again.
     """
-    host = _normalise_host(host)
-    if not host or _is_ip(host):
-        return host
+    parsed = parse_host(host)
+    if parsed is None:
+        return ""
+    host = _site(parsed)
+    if parsed[0] == "[" or host.rsplit(".", 1)[-1].isdigit():
+        return host  # an IP address: the URL rule writes IPv4 as dotted decimal
     # The Public Suffix List's own algorithm, offline (see _EXTRACT).
     return _EXTRACT.extract_str(host).top_domain_under_public_suffix or host
 
@@ -119,9 +98,11 @@ class Scope:
     def key(self, url: str) -> str | None:
         """The host (mode host) or registered domain (mode domain) of ``url``;
         None when ``url`` has no host. In mode any, the host."""
-        host = host_of(url)
-        if host is None or self.mode != "domain":
-            return host
+        host = hostname(url)
+        if not host:
+            return None
+        if self.mode != "domain":
+            return _site(host)
         return registered_domain(host)
 
     def add_seeds(self, seeds: Iterable[str]) -> None:

@@ -19,19 +19,20 @@ as ``example.com`` or ``example.com:8080/path`` is accepted as ``http://`` +
 the entry (the usual result of pasting a domain list); ``//host/`` likewise.
 An empty path becomes ``/``, fragments are removed and exact duplicates
 dropped (the frontier's URL-seen test would drop them anyway). A URL that
-contains a comma must be given in a file. Host names must be LDH names (after
-IDNA) or IP literals, the rule the frontier's admission check applies, so a
-seed the frontier would refuse is reported here with its line number.
+contains a comma must be given in a file. Every entry goes through the crawl's
+URL rule (crawlproj.urls), the one the frontier's admission applies: a seed is
+the URL a browser fetches for it (the WHATWG URL Standard's serialisation:
+host lower-cased and in IDNA, "/" for an empty path), and a seed the frontier
+would refuse is reported here with its line number.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
-from urllib.parse import urlsplit, urlunsplit
 
 from crawlproj.errors import CrawlprojError
+from crawlproj.urls import diagnose, resolve
 
 __all__ = ["SeedsError", "read_seeds", "check_seed", "looks_like_path", "MAX_URL_LENGTH"]
 
@@ -42,7 +43,6 @@ MAX_URL_LENGTH = 2083
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 # "host:8080" is a host and port, not a URL with scheme "host".
 _HOST_PORT_RE = re.compile(r"[^/:?#]+:\d*(?:[/?#]|\Z)")
-_LABEL_RE = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)\Z")
 _WHITESPACE_RE = re.compile(r"\s")
 
 
@@ -61,63 +61,39 @@ def looks_like_path(arg: str) -> bool:
     )
 
 
-def _valid_hostname(host: str) -> bool:
-    """LDH labels after IDNA, last label not all digits; or an IP literal.
-    (The rule the frontier's admission check applies.)"""
-    if not host or len(host) > 253:
-        return False
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        pass
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            return False
-    labels = host.rstrip(".").split(".")
-    return all(_LABEL_RE.match(label) for label in labels) and not labels[-1].isdigit()
-
-
 def check_seed(entry: str, max_length: int = MAX_URL_LENGTH) -> tuple[str | None, str | None]:
     """``(url, None)`` for a usable seed, ``(None, reason)`` otherwise.
 
     ``entry`` is stripped of surrounding whitespace first. The URL returned
-    has ``http://`` prefixed to a bare host name and no fragment.
+    has ``http://`` prefixed to a bare host name, no fragment, and the URL
+    Standard's spelling.
     """
     url = entry.strip()
     if not url:
         return None, "empty"
     if _WHITESPACE_RE.search(url):
         return None, f"contains whitespace: {url!r}"
-    if len(url) > max_length:
-        return None, f"URL longer than {max_length} characters: {url[:60]!r}..."
     if url.startswith("//"):
         url = "http:" + url
     elif "://" not in url:
-        if _SCHEME_RE.match(url) and not _HOST_PORT_RE.match(url):
-            return None, f"not an http(s) URL: {url!r}"  # mailto:, javascript:, ...
-        url = "http://" + url
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
+        m = _SCHEME_RE.match(url)
+        if m is None or m.group().lower() not in ("http:", "https:"):
+            if m is not None and not _HOST_PORT_RE.match(url):
+                return None, f"not an http(s) URL: {url!r}"  # mailto:, javascript:, ...
+            url = "http://" + url
+    seed = resolve(url)
+    if seed is None:
+        exc = diagnose(url)
+        if exc.reason == "scheme":
+            return None, f"not an http(s) URL: {entry.strip()!r}"
+        if exc.reason == "no_host":
+            return None, f"no host: {entry.strip()!r}"
+        if exc.reason == "invalid_host":
+            return None, f"invalid host name {exc.host!r}: {entry.strip()!r}"
         return None, f"invalid URL ({exc}): {entry.strip()!r}"
-    if parts.scheme not in ("http", "https"):
-        return None, f"not an http(s) URL: {entry.strip()!r}"
-    if not host:
-        return None, f"no host: {entry.strip()!r}"
-    if not _valid_hostname(host):
-        return None, f"invalid host name {host!r}: {entry.strip()!r}"
-    if "#" in url:
-        url = url.split("#", 1)[0]
-    if not parts.path:
-        # "http://example.com" and "http://example.com/" are one resource;
-        # give it the form a browser requests.
-        url = urlunsplit((parts.scheme, parts.netloc, "/", parts.query, ""))
-    return url, None
+    if len(seed) > max_length:
+        return None, f"URL longer than {max_length} characters: {seed[:60]!r}..."
+    return seed, None
 
 
 def _entries_from_file(path: str):

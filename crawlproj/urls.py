@@ -1,58 +1,340 @@
-"""The one URL rule: which URLs a worker can fetch, and the host each belongs to.
+"""The one URL rule: which links a worker follows, which URLs it can fetch,
+and the host each belongs to.
 
-Every component that asks "what host is this?" or "may this URL enter the
-crawl?" asks here: the extractor, the seeds, the crawl scope, the frontier's
-admission, the stores and the reports. Mercator §3 (step 6) runs every
-extracted URL through one URL filter before the DUE.
+Every component that resolves a link, checks a URL or asks for its host asks
+here: the extractor (:func:`resolve`), the seeds and the frontier's admission
+(:func:`refusal`), the crawl scope (:func:`hostname`, :func:`parse_host`), the
+frontier, the stores and the reports (:func:`host_of`), and the DUE's
+canonical form (:func:`split`). Mercator §3 (steps 5-6): the link extractor
+makes every link absolute, then one URL filter decides what enters the
+frontier. With one rule, a URL the extractor yields is never refused by
+admission for its host, and a URL admission refuses is never yielded.
+
+The rule is the WHATWG URL Standard (https://url.spec.whatwg.org/), parsed by
+ada (``ada_url``), so that the crawler fetches what a browser fetches for the
+same link. A link is resolved against the page's base URL as a browser does
+(``///test`` on ``http://example.org/`` is ``http://test/``; ``https:x.com/``
+is ``https://x.com/``); it is followable when the result is an http(s) URL;
+the URL sent is the Standard's serialisation, fragment removed.
+
+Host names. A host is valid when the Standard's host parser accepts it for
+an http(s) URL, and nothing more is asked of it:
+
+* characters DNS allows but LDH host names (RFC 952/1123) do not, such as
+  ``_`` in ``my_host.example``: browsers fetch them. LDH constrains what
+  registries hand out, not what resolvers look up (RFC 2181 §11: any octet),
+  and such names exist on hosting services and intranets. A name that does
+  not resolve fails at its fetch, like any unresolvable name;
+* labels and names are not held to DNS lengths (the Standard's UTS #46 step
+  runs with VerifyDnsLength false): a browser tries them; the lookup fails;
+* a percent-encoded host is decoded first (``%41.com`` is ``a.com``);
+* internationalised names become IDNA by UTS #46 non-transitional processing,
+  as in browsers: ``faß.de`` is ``xn--fa-hia.de``, not ``fass.de`` (Python's
+  idna codec and w3lib give the latter, another server);
+* a host whose last label is a number is an IPv4 address, in any form the
+  Standard reads (``0x7f.1`` is ``127.0.0.1``), or invalid
+  (``256.256.256.256``, ``foo.09``); IPv6 is compressed, in brackets;
+* a trailing dot is kept: ``example.com.`` is another origin to a browser
+  (the crawl scope counts it as the same site);
+* refused: an empty host, spaces, control characters and the Standard's
+  forbidden code points (``<>^|`` ...), and names IDNA rejects.
 """
 
 from __future__ import annotations
 
-import ipaddress
+import codecs
 import re
-from urllib.parse import urlsplit
+from functools import lru_cache
 
-_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+# ada's C API, which ada_url.URL wraps: one parse and the few strings needed,
+# without building a URL object (resolve() runs on every link of every page).
+from ada_url import SchemeType
+from ada_url._ada_wrapper import ffi as _ffi
+from ada_url._ada_wrapper import lib as _lib
+
+__all__ = [
+    "InvalidURL", "diagnose", "split", "resolve", "refusal", "host_of", "hostname",
+    "parse_host", "valid_hostname",
+]
+
+_SCHEMES = ("http:", "https:")
+# A scheme at the start of a URL, after the C0 controls and spaces the parser strips.
+_SCHEME = re.compile(r"^[\x00-\x20]*([A-Za-z][A-Za-z0-9+.\-]*):")
+# The URL Standard's forbidden host code points (plus % for an opaque check).
+_FORBIDDEN_HOST = set("\x00\t\n\r #/:<>?@[\\]^|%") | {chr(c) for c in range(0x20)} | {"\x7f"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ABSENT = 0xFFFFFFFF  # an omitted offset in ada's url_components
+_HTTP = (int(SchemeType.HTTP), int(SchemeType.HTTPS))
 
 
-def valid_hostname(host: str) -> bool:
-    """A DNS name of LDH labels (after IDNA), or an IP literal."""
-    if not host or len(host) > 253:
-        return False
+class InvalidURL(ValueError):
+    """A URL that cannot name a fetchable resource; ``reason`` is a short code,
+    ``host`` the host as written when the host is at fault."""
+
+    def __init__(self, message: str, reason: str = "invalid", host: str | None = None):
+        super().__init__(message)
+        self.reason = reason
+        self.host = host
+
+
+def _usv(s: str) -> bytes:
+    """s in UTF-8, a lone surrogate as U+FFFD (as a USVString gets it)."""
+    return _SURROGATE.sub("\ufffd", s).encode("utf-8")
+
+
+def _new(url: str, base: str | None = None):
+    """ada's parse of url (against base, if given); the caller frees it."""
     try:
-        ipaddress.ip_address(host.strip("[]"))
-        return True
-    except ValueError:
-        pass
-    labels = host.rstrip(".").split(".")
-    return all(_LABEL.match(label) for label in labels) and not labels[-1].isdigit()
+        b = url.encode("utf-8")
+    except UnicodeEncodeError:
+        b = _usv(url)
+    if base is None:
+        return _lib.ada_parse(b, len(b))
+    try:
+        bb = base.encode("utf-8")
+    except UnicodeEncodeError:
+        bb = _usv(base)
+    return _lib.ada_parse_with_base(b, len(b), bb, len(bb))
+
+
+def _string(s) -> str:
+    return _ffi.unpack(s.data, s.length).decode("utf-8") if s.length else ""
+
+
+def _href(url: str, base: str | None = None) -> str | None:
+    """The URL Standard's serialisation of url (against base), or None."""
+    obj = _new(url, base)
+    try:
+        if not _lib.ada_is_valid(obj):
+            return None
+        s = _lib.ada_get_href(obj)  # never empty for a valid URL
+        return _ffi.unpack(s.data, s.length).decode("utf-8")
+    finally:
+        _lib.ada_free(obj)
+
+
+def _parse(url: str, base: str | None = None) -> tuple[str, int, int, int, int, int, int] | None:
+    """The URL Standard's parse of url (against base, if given), or None.
+
+    (href, scheme_end, host_start, host_end, path_start, search_start,
+    hash_start): href is the serialisation; href[:scheme_end] the scheme with
+    its ':', href[host_start:host_end] the host name, href[host_end:path_start]
+    ':port' or '', and search and hash start where they are, or at len(href)
+    when absent."""
+    obj = _new(url, base)
+    try:
+        if not _lib.ada_is_valid(obj):
+            return None
+        h = _lib.ada_get_href(obj)  # never empty for a valid URL
+        href = _ffi.unpack(h.data, h.length).decode("utf-8")
+        c = _lib.ada_get_components(obj)
+        scheme_end, start, host_end, path_start, search, hash_ = (
+            c.protocol_end, c.host_start, c.host_end, c.pathname_start, c.search_start,
+            c.hash_start)
+    finally:
+        _lib.ada_free(obj)
+    # host_start is at the '@' after credentials, or at the '//' before the host
+    if href[start:start + 1] == "@":
+        start += 1
+    elif href[start:start + 2] == "//":
+        start += 2
+    if hash_ == _ABSENT:
+        hash_ = len(href)
+    return href, scheme_end, start, host_end, path_start, \
+        hash_ if search == _ABSENT else search, hash_
+
+
+def diagnose(url: str, base: str | None = None) -> InvalidURL:
+    """Why the URL Standard rejects url: the first problem found, as an InvalidURL."""
+    m = _SCHEME.match(url)
+    if not m:
+        if base is None:
+            return InvalidURL(f"not an absolute URL: {url[:100]!r}", "relative")
+        return InvalidURL(f"cannot be resolved against {base[:100]!r}", "malformed")
+    scheme = m.group(1).lower()
+    if scheme + ":" not in _SCHEMES:
+        return InvalidURL(f"unsupported scheme {scheme!r}", "scheme")
+    rest = url[m.end():].lstrip("/\\\t\n\r")
+    authority = re.split(r"[/?#\\]", rest, maxsplit=1)[0]
+    hostport = authority.rpartition("@")[2]
+    if hostport.startswith("["):
+        host, sep, port = hostport.partition("]")
+        host += sep
+        port = port[1:] if port.startswith(":") else port
+        if port and not hostport.split("]", 1)[1].startswith(":"):
+            return InvalidURL(f"junk after IPv6 address {host!r}", "invalid_host", host)
+    else:
+        host, _, port = hostport.partition(":")
+    if port.strip("\t\n\r") and (not port.isdigit() or int(port) > 65535):
+        return InvalidURL(f"invalid port {port[:20]!r}", "invalid_port")
+    if not host:
+        return InvalidURL("no host", "no_host")
+    if host.startswith("["):
+        return InvalidURL(f"invalid IPv6 address {host[:60]!r}", "invalid_host", host)
+    bad = sorted({c for c in host if c in _FORBIDDEN_HOST} - {"%"})
+    if bad:
+        return InvalidURL(f"forbidden character {bad[0]!r} in host {host[:60]!r}", "invalid_host",
+                          host)
+    return InvalidURL(
+        f"invalid host {host[:60]!r} (percent-decoding, IDNA or IPv4 rules of the URL Standard)",
+        "invalid_host", host)
+
+
+def split(url: str, base: str | None = None) -> tuple[str, str, str, str]:
+    """(scheme with ':', host with a non-default port, path, search with '?')
+    of url by the URL Standard (resolved against base, if given), or raise
+    InvalidURL."""
+    p = _parse(url, base)
+    if p is None:
+        raise diagnose(url, base)
+    href, scheme_end, host_start, _, path_start, search, hash_ = p
+    return href[:scheme_end], href[host_start:path_start], href[path_start:search], \
+        href[search:hash_]
+
+
+# -- links ---------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _query_encoding(encoding: str | None) -> str | None:
+    """The encoding a page's links carry their query in, when not UTF-8 (the
+    URL Standard's encoding override: a document's encoding, UTF-8 for UTF-16)."""
+    if not encoding:
+        return None
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return None
+    return None if name.startswith("utf") else name
+
+
+_QUERY_KEEP = frozenset(range(0x21, 0x7F)) - frozenset(b"\"#<>'")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _percent_encode(run: str, encoding: str) -> str:
+    """Non-ASCII query characters in the page's encoding, as the Standard's
+    "percent-encode after encoding" does: a character the encoding lacks
+    becomes an escaped HTML character reference (``%26%23233%3B``)."""
+    try:
+        data = run.encode(encoding)
+    except UnicodeEncodeError:
+        if len(run) > 1:
+            return "".join(_percent_encode(c, encoding) for c in run)
+        return f"%26%23{ord(run)}%3B"
+    return "".join(chr(b) if b in _QUERY_KEEP else f"%{b:02X}" for b in data)
+
+
+def _encode_query(href: str, encoding: str) -> str:
+    q = href.find("?")
+    h = href.find("#")
+    if q < 0 or 0 <= h < q:
+        return href
+    end = h if h >= 0 else len(href)
+    query = href[q + 1:end]
+    if query.isascii():
+        return href
+    query = _NON_ASCII.sub(lambda m: _percent_encode(m.group(), encoding), query)
+    return href[:q + 1] + query + href[end:]
+
+
+def resolve(href: str, base: str | None = None, encoding: str | None = None) -> str | None:
+    """The http(s) URL a browser fetches for a link href on a page whose base
+    URL is base (href alone when base is None), without its fragment; None
+    when there is none (the Standard fails to parse it, or the result is not
+    http(s)).
+
+    encoding is the page's: the query of a link on a page that is not in
+    UTF-8 is sent in the page's encoding, as browsers do. Never raises."""
+    if not href.isascii():
+        enc = _query_encoding(encoding)
+        if enc is not None:
+            href = _encode_query(href, enc)
+    if href.startswith(("http://", "https://")):
+        # "http://" then the authority, whatever the base (URL Standard, special
+        # authority slashes): no parse of the base (half of all links)
+        base = None
+    url = _href(href, base)
+    if url is None or not url.startswith(_SCHEMES):
+        return None
+    cut = url.find("#")  # a serialised URL has no "#" before its fragment
+    return url if cut < 0 else url[:cut]
+
+
+# -- admission -----------------------------------------------------------------
+
+# diagnose()'s reasons as admission reports them (stats frontier/refused/<reason>)
+_REFUSED = {"scheme": "scheme", "invalid_host": "invalid_host"}
 
 
 def refusal(url: str, max_length: int) -> tuple[str, str] | None:
-    """(reason, message) when url must not enter the frontier, else None."""
+    """(reason, message) when url must not enter the frontier, else None.
+
+    Reasons: url_too_long, scheme (not http(s)), invalid_host (the host
+    rule above), malformed (anything else the Standard rejects)."""
     if len(url) > max_length:
         return "url_too_long", f"URL longer than {max_length} characters"
+    obj = _new(url)
     try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError as exc:
-        return "malformed", f"malformed URL: {exc}"
-    if parts.scheme not in ("http", "https"):
-        return "scheme", f"unsupported scheme {parts.scheme!r}"
-    try:
-        ascii_host = host.encode("idna").decode("ascii") if not host.isascii() else host
-    except UnicodeError:
-        return "invalid_host", f"host {host!r} is not a valid IDNA name"
-    if not valid_hostname(ascii_host):
-        return "invalid_host", f"host {host!r} is not a valid host name"
+        valid = _lib.ada_is_valid(obj)
+        http = valid and _lib.ada_get_scheme_type(obj) in _HTTP
+        scheme = "" if http or not valid else _string(_lib.ada_get_protocol(obj))[:-1]
+    finally:
+        _lib.ada_free(obj)
+    if not valid:
+        exc = diagnose(url)
+        return _REFUSED.get(exc.reason, "malformed"), str(exc)
+    if not http:
+        return "scheme", f"unsupported scheme {scheme!r}"
     return None
 
 
+# -- hosts ---------------------------------------------------------------------
+
+
 def host_of(url: str) -> str:
-    """The politeness key: the lower-cased host name with its port, if any."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if not host.isascii():
-        host = host.encode("idna").decode("ascii")
-    return f"{host}:{parts.port}" if parts.port else host
+    """The politeness key: the URL Standard's host of url, with its port
+    unless it is the scheme's default (``www.example.com``,
+    ``xn--bcher-kva.de:8080``, ``[::1]:8080``); "" for a URL that does not
+    parse or has no host."""
+    obj = _new(url)
+    try:
+        return _string(_lib.ada_get_host(obj)) if _lib.ada_is_valid(obj) else ""
+    finally:
+        _lib.ada_free(obj)
+
+
+def hostname(url: str) -> str:
+    """The URL Standard's host of url, without the port; "" for a URL that
+    does not parse or has no host."""
+    obj = _new(url)
+    try:
+        return _string(_lib.ada_get_hostname(obj)) if _lib.ada_is_valid(obj) else ""
+    finally:
+        _lib.ada_free(obj)
+
+
+# A host given alone: characters that would end it inside a URL.
+_HOST_ENDS = re.compile(r"[\x00-\x20/?#\\@]")
+
+
+def parse_host(host: str) -> str | None:
+    """A host name or IP literal given alone, as the URL Standard's host parser
+    returns it for an http(s) URL (lower-case, IDNA, IPv4 dotted-decimal, IPv6
+    compressed in brackets; brackets may be omitted); None if it is not one."""
+    if not host or _HOST_ENDS.search(host):
+        return None
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 literal written without brackets
+    elif host.startswith("[") and not host.endswith("]"):
+        return None  # "[::1]:80" is a host and a port
+    p = _parse(f"http://{host}/")
+    if p is None:
+        return None
+    href, _, start, end, path_start = p[:5]
+    return href[start:end] if end == path_start else None
+
+
+def valid_hostname(host: str) -> bool:
+    """Whether host, given alone, is a valid host (see the module docstring)."""
+    return parse_host(host) is not None

@@ -41,6 +41,8 @@ HTTP = ("http:", "https:")
 # -- an independent notion of "the same resource" ------------------------------
 
 _UNRESERVED = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# ASCII that RFC 3986 allows in no path or query: raw or escaped, one spelling.
+_NOT_IN_URI = set("[\\]^`{|}")
 
 
 def norm_escapes(s: str) -> str:
@@ -51,7 +53,7 @@ def norm_escapes(s: str) -> str:
             out.append(c if c in _UNRESERVED else s[i:i + 3].upper())
             i += 3
         else:
-            out.append(s[i])
+            out.append(f"%{ord(s[i]):02X}" if s[i] in _NOT_IN_URI else s[i])
             i += 1
     return "".join(out)
 

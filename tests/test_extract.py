@@ -21,11 +21,16 @@ margin:
   text of adjacent table cells together, which we keep apart, so its long
   space-free tokens differ from ours);
 * links, against Scrapy's LinkExtractor as an independent oracle, on the
-  1,134 pages with a known http(s) URL, self-links aside: 112,443 links ours;
-  Scrapy finds 33 we do not, all deliberate (fragment-only hrefs under a
-  <base>, "{{placeholder}}" template hrefs, hosts with spaces, "http://"); we
-  find 1 it does not (a backslash path, which we resolve as browsers do). The
-  test uses every third page (378 pages: 36,542 links, 0 and 11 differences).
+  1,134 pages with a known http(s) URL, self-links aside, both sides spelled
+  by w3lib's canonicalize_url: 112,083 links ours; Scrapy finds 162 we do
+  not and we find 138 it does not. 134 and 135 of these are one link each
+  spelled two ways, where urljoin drops the empty segment of a base path
+  such as https://web.archive.org/web/2011/http://site/x (a browser keeps it,
+  and so do we); the rest are deliberate (fragment-only hrefs under a <base>,
+  "{{placeholder}}" template hrefs, hosts with spaces, "http://"), or Scrapy
+  resolving otherwise than browsers (a backslash path, a percent-encoded
+  host where browsers send IDNA). The test uses every third page (378 pages:
+  36,432 links, 2 and 12 differences).
 
     /tmp/venv/bin/python -m pytest tests/test_extract.py -q
 """
@@ -180,8 +185,11 @@ def test_root_relative_links_resolve_against_page_url(corpus):
 @pytest.mark.slow
 def test_links_agree_with_scrapy_link_extractor(corpus):
     """Scrapy's own LinkExtractor as an oracle (every third page with a known
-    URL, to keep the test fast)."""
+    URL, to keep the test fast). Both link sets are spelled by w3lib's
+    canonicalize_url, so that only different links count, not escaping or
+    the "/" of an empty path."""
     from scrapy.linkextractors import LinkExtractor
+    from w3lib.url import canonicalize_url
 
     extractor = LinkExtractor(
         tags=("a", "area"), attrs=("href",), canonicalize=False, unique=True, deny_extensions=[]
@@ -194,20 +202,20 @@ def test_links_agree_with_scrapy_link_extractor(corpus):
     for page in pages:
         response = HtmlResponse(page.url, body=page.body, encoding=page.result.encoding)
         theirs = {
-            link.url.split("#", 1)[0]
+            canonicalize_url(link.url)
             for link in extractor.extract_links(response)
             if link.url.startswith(("http://", "https://"))
         }
         # Self-links: "#top"-style hrefs give one in Scrapy only (we drop them).
-        self_url = page.url.split("#", 1)[0]
+        self_url = canonicalize_url(page.url)
         theirs.discard(self_url)
-        ours = {u for u, _ in page.result.links} - {self_url}
+        ours = {canonicalize_url(u) for u, _ in page.result.links} - {self_url}
         ours_total += len(ours)
         only_ours += len(ours - theirs)
         only_scrapy += len(theirs - ours)
-    assert ours_total > 30_000  # measured 36,542
-    assert only_ours <= ours_total * 0.0005  # measured 0
-    assert only_scrapy <= ours_total * 0.001  # measured 11
+    assert ours_total > 30_000  # measured 36,432
+    assert only_ours <= ours_total * 0.0005  # measured 2
+    assert only_scrapy <= ours_total * 0.001  # measured 12
 
 
 @pytest.mark.slow

@@ -61,6 +61,8 @@ def test_hollins_keeps_its_two_misspelt_hosts_as_a_crawler_would_fetch_them():
     ("http://example.com:8080/x?", "http://example.com:8080/x"),
     ("http://bücher.de/ä", "http://xn--bcher-kva.de/%C3%A4"),
     ("http://www1/hollins.edu/x.html", "http://www1/hollins.edu/x.html"),
+    ("http://194.131.191/", "http://194.131.0.191/"),  # IPv4 as browsers (and host_of) read it
+    ("http://a.example/[x]?q={y}", "http://a.example/%5Bx%5D?q=%7By%7D"),
 ])
 def test_a_url_is_kept_as_scrapy_requests_it(raw, url):
     assert page_url(raw) == url

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlproj.scope import MODES, Scope, host_of, registered_domain
+from crawlproj.scope import MODES, Scope, registered_domain
 
 
 @pytest.mark.parametrize(
@@ -43,14 +43,16 @@ def test_registered_domain(host, domain):
     assert registered_domain(host) == domain
 
 
-def test_host_of():
-    assert host_of("http://User@WWW.Example.com:8080/x") == "www.example.com"
-    assert host_of("https://example.com./") == "example.com"
-    assert host_of("http://[::1]:80/") == "::1"
-    assert host_of("http://bücher.de/") == "xn--bcher-kva.de"
-    assert host_of("http://[broken") is None
-    assert host_of("mailto:x@y") is None
-    assert host_of("/relative") is None
+def test_host_key():
+    key = Scope("host").key
+    assert key("http://User@WWW.Example.com:8080/x") == "www.example.com"
+    assert key("https://example.com./") == "example.com"
+    assert key("http://[::1]:80/") == "::1"
+    assert key("http://bücher.de/") == "xn--bcher-kva.de"
+    assert key("http://0x7f.1/") == "127.0.0.1"  # the URL rule's host, as the frontier's
+    assert key("http://[broken") is None
+    assert key("mailto:x@y") is None
+    assert key("/relative") is None
 
 
 def test_modes():

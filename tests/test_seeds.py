@@ -84,16 +84,16 @@ def test_single_url_and_bare_host():
         ("file:///etc/passwd", "not an http(s) URL"),
         ("javascript:alert(1)", "not an http(s) URL"),
         ("http://", "no host"),
-        ("http:///path", "no host"),
-        ("http://[broken", "invalid URL"),
         ("http://x:99999/", "invalid URL"),
         ("http://exa mple.com/", "contains whitespace"),
         ("http://a\tb.com/", "contains whitespace"),
-        ("http://-bad-.example/", "invalid host name"),
-        ("http://bad_host.example/", "invalid host name"),
+        # What the URL Standard's host parser rejects (crawlproj.urls).
+        ("http://[broken", "invalid host name '[broken'"),
         ("http://127.999.1.1/", "invalid host name"),
-        ("http://a..b/", "invalid host name"),
-        ("http://" + "a" * 64 + ".com/", "invalid host name"),
+        ("http://256.256.256.256/", "invalid host name"),
+        ("http://foo.09/", "invalid host name"),  # ends in a number: not IPv4
+        ("http://a|b.example/", "invalid host name"),
+        ("http://%zz.example/", "invalid host name"),
         ("http://x.com/" + "p" * MAX_URL_LENGTH, "URL longer than"),
     ],
 )
@@ -106,13 +106,24 @@ def test_invalid_entries(entry, reason):
 @pytest.mark.parametrize(
     "entry, url",
     [
-        ("http://EXAMPLE.com/A", "http://EXAMPLE.com/A"),  # kept as given (Scrapy lower-cases)
+        # The URL a browser fetches: the URL Standard's spelling.
+        ("http://EXAMPLE.com/A", "http://example.com/A"),
         ("https://example.com/#frag", "https://example.com/"),
         ("http://127.0.2.1/", "http://127.0.2.1/"),
         ("http://[2001:db8::1]:8080/", "http://[2001:db8::1]:8080/"),
-        ("http://bücher.example/", "http://bücher.example/"),
+        ("http://bücher.example/", "http://xn--bcher-kva.example/"),
+        ("http://faß.example/", "http://xn--fa-hia.example/"),  # UTS #46, not "fass"
         ("http://user:pw@example.com/", "http://user:pw@example.com/"),
         ("http://example.com./", "http://example.com./"),
+        ("http://example.com:80/", "http://example.com/"),
+        ("http://0x7f.1/", "http://127.0.0.1/"),
+        ("http://%41.example/", "http://a.example/"),
+        # Host names browsers fetch though they are not LDH names.
+        ("http://bad_host.example/", "http://bad_host.example/"),
+        ("http://-bad-.example/", "http://-bad-.example/"),
+        ("http://a..b/", "http://a..b/"),
+        ("http://" + "a" * 64 + ".com/", "http://" + "a" * 64 + ".com/"),
+        ("http:///path", "http://path/"),
     ],
 )
 def test_valid_entries(entry, url):

@@ -7,7 +7,6 @@ PageRank use them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,7 +14,7 @@ import scipy.sparse as sp
 from crawlproj import graphfile
 from crawlproj.graphfile import GraphFormatError
 from crawlproj.ranker.pagerank import build_adjacency
-from crawlproj.urls import host_of as url_host
+from crawlproj.urls import host_of
 
 __all__ = ["Graph", "GraphFormatError", "read_graph"]
 
@@ -42,20 +41,14 @@ class Graph:
         return a.indices[a.indptr[page]:a.indptr[page + 1]]
 
 
-def host_of(url: str) -> str:
-    """The host name of a URL, lower-cased; a URL that does not parse is its own host."""
-    try:
-        host = urlsplit(url.strip()).hostname
-    except ValueError:
-        host = None
-    return host or url.strip().lower()
-
-
 def _hosts(urls: list[str]) -> tuple[np.ndarray, list[str]]:
+    """A host id per page: the frontier's politeness key (crawlproj.urls.host_of;
+    graphfile admits only URLs the rule accepts), so that host-first orders and
+    cross-host PageRank group pages as a crawl does."""
     ids: dict[str, int] = {}
     out = np.empty(len(urls), dtype=np.int32)
     for i, url in enumerate(urls):
-        out[i] = ids.setdefault(url_host(url), len(ids))
+        out[i] = ids.setdefault(host_of(url), len(ids))
     return out, list(ids)
 
 

@@ -35,7 +35,7 @@ from crawlproj.ranker.pagerank import (
     build_adjacency,
     pagerank,
 )
-from crawlproj.stores.graph import url_host
+from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
 
@@ -125,15 +125,15 @@ class Ranker:
                 if hosts is not None:
                     u = pq.read_table(seg["files"]["urls"])
                     for fp, url in zip(u["id"].to_pylist(), u["url"].to_pylist()):
-                        hosts.setdefault(fp, url_host(url))
+                        hosts.setdefault(fp, host_of(url))
             for page in self.links.working_set(p, with_text=hosts is not None):
                 d = np.frombuffer(page.dsts, dtype=np.int64)
                 src.append(np.full(len(d), page.src, dtype=np.int64))
                 dst.append(d)
                 if hosts is not None:
-                    hosts.setdefault(page.src, url_host(page.src_url))
+                    hosts.setdefault(page.src, host_of(page.src_url))
                     for fp, url in zip(page.dsts, page.urls):
-                        hosts.setdefault(fp, url_host(url))
+                        hosts.setdefault(fp, host_of(url))
         cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
         return cat(src), cat(dst), hosts
 

@@ -2,6 +2,7 @@
 
     OUT/edges.parquet   src int64, dst int64, anchor string   one row per link
     OUT/urls.parquet    id int64, url string, host string, crawled bool
+                        (host: the frontier's politeness key, crawlproj.urls.host_of)
 
 Ids are URL fingerprints (crawlproj.due.fingerprint), so they join with the
 frontier and page metadata. Every src and dst is in the URL table; crawled
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,17 +35,11 @@ from crawlproj.stores.linkstore import (
     pages_table,
     pages_to_tables,
 )
+from crawlproj.urls import host_of
 
 
 class GraphExportError(CrawlprojError):
     """A segment file named by the link store cannot be read here."""
-
-
-def url_host(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 def collect(store: LinkStore, chunk_pages: int = 20000) -> tuple[pa.Table, pa.Table, pa.Table]:
@@ -96,7 +90,7 @@ def export_graph(store: LinkStore, out: str | os.PathLike) -> dict:
     urls = urls.group_by("id", use_threads=False).aggregate([("url", "first")]) \
         .rename_columns(["id", "url"])
     crawled = pc.is_in(urls["id"], value_set=pc.unique(pages["src"]))
-    hosts = pa.array([url_host(u) for u in urls["url"].to_pylist()], pa.string())
+    hosts = pa.array([host_of(u) for u in urls["url"].to_pylist()], pa.string())
     urls = urls.append_column("host", hosts).append_column("crawled", crawled)
     urls = urls.sort_by("id")
     out.mkdir(parents=True, exist_ok=True)

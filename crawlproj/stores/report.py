@@ -21,9 +21,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
-from urllib.parse import urlsplit
 
 from crawlproj.stores.crawllog import Line
+from crawlproj.urls import host_of
 
 OUTCOMES = ("200 OK", "404 Not Found", "3xx redirect", "Excluded by robots.txt",
             "TCP error", "DNS error", "Other")
@@ -61,18 +61,14 @@ def _label(n: int) -> str:
     return str(n)
 
 
-def _host(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
-
-
 def _tld(host: str) -> str:
+    """The top-level domain of a server (a host_of key: host and port)."""
     if not host:
         return "?"
-    last = host.rsplit(".", 1)[-1]
-    return "raw IP addresses" if last.isdigit() or ":" in host else "." + last
+    if host[0] == "[":
+        return "raw IP addresses"  # IPv6
+    last = host.partition(":")[0].rsplit(".", 1)[-1]
+    return "raw IP addresses" if last.isdigit() else "." + last
 
 
 @dataclass
@@ -101,7 +97,7 @@ class CrawlReport:
             r.outcomes[outcome(line.status)] += 1
             r.statuses[line.status] += 1
             if line.status == 200:
-                host = _host(line.url)
+                host = host_of(line.url)  # the server, as the frontier was polite to it
                 r.documents += 1
                 r.document_bytes += line.size
                 r.content_types[line.mime] += 1
