@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crawl_bench import proc_cpu, scratch_server  # noqa: E402  (also puts the code under test on the path)
-
-import msgpack  # noqa: E402
+import msgpack
+from crawl_bench import proc_cpu, scratch_server  # also puts the code under test on the path
 
 
 def main() -> None:

@@ -113,11 +113,11 @@ SRC, SRC_DESC = source_tree(sys.argv)  # also when imported by politeness_bench.
 sys.path.insert(0, str(SRC))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import redis  # noqa: E402
+import redis
 
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
-from crawlproj.simweb import checks  # noqa: E402
-from crawlproj.simweb.testing import SimWebServer  # noqa: E402
+from crawlproj.embedded import free_port, spawn_server
+from crawlproj.simweb import checks
+from crawlproj.simweb.testing import SimWebServer
 
 PY = sys.executable
 CLK = os.sysconf("SC_CLK_TCK")
@@ -436,7 +436,8 @@ class Bench:
                 spies.append(subprocess.Popen(
                     ["py-spy" if shutil.which("py-spy") else str(Path(PY).parent / "py-spy"),
                      "record", "--pid", str(p.pid), "--rate", str(self.profile_rate),
-                     "--nonblocking", "--gil", "--threads", "--full-filenames", "--format", "raw", "-o", str(rdir / f"profile-{i}.txt")],
+                     "--nonblocking", "--gil", "--threads", "--full-filenames", "--format", "raw",
+                     "-o", str(rdir / f"profile-{i}.txt")],
                     stdout=subprocess.DEVNULL, stderr=open(rdir / f"py-spy-{i}.log", "wb")))
         rusage, codes, ended = {}, {}, {}
         mem_peak = 0
@@ -658,7 +659,8 @@ ROOTS = ("scrapy/crawler.py", "scrapy/cmdline.py", "scrapy/commands/", "scrapy/_
 
 def category(files: list[str], names: list[str]) -> str:
     """Where a sample's time goes, by the frames on its stack (root first)."""
-    has = lambda *xs: any(f.startswith(xs) for f in files)  # noqa: E731
+    def has(*xs):
+        return any(f.startswith(xs) for f in files)
     if any("importlib" in f or f == "<frozen site>" for f in files):
         return "startup (imports)"
     if has("crawlproj/frontier/", "crawlproj/due/"):
@@ -732,7 +734,8 @@ def summarise_profile(path: Path, top: int = 25) -> dict:
         for f in set(names):
             incl[f] += n
         cats[category(files, names)] += n
-    pct = lambda c: round(100.0 * c / max(total, 1), 1)  # noqa: E731
+    def pct(c):
+        return round(100.0 * c / max(total, 1), 1)
     return {
         "samples": total,
         "threads_pct": {k: pct(v) for k, v in threads.most_common()},

@@ -60,15 +60,15 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import redis  # noqa: E402
-from scrapy import Request  # noqa: E402
-from scrapy_redis.dupefilter import RFPDupeFilter  # noqa: E402
+import redis
+from scrapy import Request
+from scrapy_redis.dupefilter import RFPDupeFilter
 
-from crawlproj.due import bloom  # noqa: E402
-from crawlproj.due.dupefilter import RedisDupeFilter  # noqa: E402
-from crawlproj.due.urlseen import DueConfig, URLSeen  # noqa: E402
-from crawlproj.embedded import find_server_binary, free_port, spawn_server  # noqa: E402
-from crawlproj.keyspace import Keyspace  # noqa: E402
+from crawlproj.due import bloom
+from crawlproj.due.dupefilter import RedisDupeFilter
+from crawlproj.due.urlseen import DueConfig, URLSeen
+from crawlproj.embedded import find_server_binary, free_port, spawn_server
+from crawlproj.keyspace import Keyspace
 
 SECTIONS = ["news", "sport", "blog", "shop", "wiki", "forum", "docs", "about",
             "products", "category/books", "category/music", "archive/2019", "archive/2020",

@@ -53,19 +53,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the code under test (--src) and the helpers every bench shares
-import msgpack  # noqa: E402
-import redis  # noqa: E402
-from crawl_bench import SRC, SRC_DESC, flush_sync, proc_cpu, scratch_server  # noqa: E402
-from scrapy import Request  # noqa: E402
+import msgpack
+import redis
+from crawl_bench import SRC, SRC_DESC, flush_sync, proc_cpu, scratch_server
+from scrapy import Request
 
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
-from crawlproj.frontier import codec  # noqa: E402
-from crawlproj.frontier.admission import admit  # noqa: E402
-from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release  # noqa: E402
-from crawlproj.keyspace import Keyspace  # noqa: E402
-from crawlproj.prioritizers import load_prioritizer  # noqa: E402
-from crawlproj.simweb import SimWeb  # noqa: E402
-from crawlproj.spiders.web import WebSpider  # noqa: E402
+from crawlproj.embedded import free_port, spawn_server
+from crawlproj.frontier import codec
+from crawlproj.frontier.admission import admit
+from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
+from crawlproj.keyspace import Keyspace
+from crawlproj.prioritizers import load_prioritizer
+from crawlproj.simweb import SimWeb
+from crawlproj.spiders.web import WebSpider
 
 
 class _Crawler:

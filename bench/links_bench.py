@@ -39,11 +39,11 @@ from pathlib import Path
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
-from lxml import etree  # noqa: E402
+from lxml import etree
 
-import crawlproj  # noqa: E402
-from crawlproj import extract  # noqa: E402
-from crawlproj.urls import host_of, refusal  # noqa: E402
+import crawlproj
+from crawlproj import extract
+from crawlproj.urls import host_of, refusal
 
 
 def pages(html_dir: Path) -> list[tuple[str, bytes]]:
@@ -79,7 +79,7 @@ def prepared(url: str, body: bytes):
 def module(name: str, source: str) -> types.ModuleType:
     m = types.ModuleType(name)
     sys.modules[name] = m  # dataclasses look their module up
-    exec(compile(source, f"{name}.py", "exec"), m.__dict__)  # noqa: S102 - the repository's own code
+    exec(compile(source, f"{name}.py", "exec"), m.__dict__)  # the repository's own code
     return m
 
 

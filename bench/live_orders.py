@@ -83,19 +83,19 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scipy.stats import spearmanr  # noqa: E402
+from scipy.stats import spearmanr
 
-from crawlproj.due.fingerprint import url_fingerprint  # noqa: E402
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
-from crawlproj.evaluate import crawler as vc  # noqa: E402
-from crawlproj.evaluate import metrics  # noqa: E402
-from crawlproj.evaluate.graph import GraphFormatError, read_graph  # noqa: E402
-from crawlproj.evaluate.run import CHO_G_IB, CHO_G_IR, evaluate  # noqa: E402
-from crawlproj.urls import host_of as frontier_host  # noqa: E402
-from crawlproj.ranker.pagerank import pagerank  # noqa: E402
-from crawlproj.simweb import SimWeb, checks  # noqa: E402
-from crawlproj.simweb.model import K_BINARY, K_OK  # noqa: E402
-from crawlproj.simweb.testing import SimWebServer  # noqa: E402
+from crawlproj.due.fingerprint import url_fingerprint
+from crawlproj.embedded import free_port, spawn_server
+from crawlproj.evaluate import crawler as vc
+from crawlproj.evaluate import metrics
+from crawlproj.evaluate.graph import GraphFormatError, read_graph
+from crawlproj.evaluate.run import CHO_G_IB, CHO_G_IR, evaluate
+from crawlproj.ranker.pagerank import pagerank
+from crawlproj.simweb import SimWeb, checks
+from crawlproj.simweb.model import K_BINARY, K_OK
+from crawlproj.simweb.testing import SimWebServer
+from crawlproj.urls import host_of as frontier_host
 
 DEFAULT_GRAPH = ROOT.parent / "shared" / "data" / "graphs" / "with_urls" / "hollins" / "hollins.dat.gz"
 ORDERS = ("bfs", "random", "backlinks", "pagerank", "opic")
@@ -720,8 +720,9 @@ def main(argv=None) -> int:
         f"{chk['binary_with_links']} binary pages with links), {chk['other_kinds']} errors or "
         f"redirects; no robots rules, no Crawl-delay, latency 0")
     for i, url, reach in chk["unservable"]:
-        say(f"  virtual page {i} ({url!r}) has no page on the simulated web "
-            f"{'reachable from the start, so the virtual crawl has it and the live one cannot' if reach else 'not reachable'}")
+        why = ("reachable from the start, so the virtual crawl has it and the live one cannot"
+               if reach else "not reachable")
+        say(f"  virtual page {i} ({url!r}) has no page on the simulated web {why}")
     differ = chk["link_sets_differ"]
     say(f"  link sets of the {int(pair.servable.sum()):,} paired pages: "
         f"{f'{len(differ)} differ' if differ else 'all equal'}; "

@@ -52,9 +52,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from crawl_bench import SRC_DESC, STORES_OFF, Bench, loadavg, machine, tree  # noqa: E402  (sets up the code under test)
+from crawl_bench import SRC_DESC, STORES_OFF, Bench, loadavg, machine, tree  # sets up the code under test
 
-from crawlproj.simweb import checks  # noqa: E402
+from crawlproj.simweb import checks
 
 
 def bound(records: list[dict], web, seeds: list[str], concurrency: int, factor: float) -> dict:
@@ -145,7 +145,7 @@ def bound(records: list[dict], web, seeds: list[str], concurrency: int, factor: 
     # static bound and lateness
     chain = 0.0
     lateness = []
-    for h, rs in by_host.items():
+    for rs in by_host.values():
         rs.sort(key=lambda r: r["t0"])
         ds = [x["t1"] - x["t0"] for x in rs]
         chain = max(chain, sum(ds) + factor * sum(ds[:-1]))
@@ -154,7 +154,8 @@ def bound(records: list[dict], web, seeds: list[str], concurrency: int, factor: 
             lateness.append(nxt["t0"] - allowed)
     t_conc = sum(dur) / concurrency
     lat = sorted(lateness)
-    q = lambda p: round(lat[min(len(lat) - 1, int(p * len(lat)))], 4) if lat else None  # noqa: E731
+    def q(p):
+        return round(lat[min(len(lat) - 1, int(p * len(lat)))], 4) if lat else None
     return {
         "pages": len(pages), "robots_fetches": len(robots), "crawl_s": round(span, 2),
         "pages_per_s": round(len(pages) / span, 1),

@@ -23,14 +23,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import redis  # noqa: E402
-from scrapy import Request  # noqa: E402
+import redis
+from scrapy import Request
 
-from crawlproj.due.fingerprint import url_fingerprint  # noqa: E402
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
-from crawlproj.frontier import codec  # noqa: E402
-from crawlproj.frontier.frontier import Batch, Frontier  # noqa: E402
-from crawlproj.keyspace import Keyspace  # noqa: E402
+from crawlproj.due.fingerprint import url_fingerprint
+from crawlproj.embedded import free_port, spawn_server
+from crawlproj.frontier import codec
+from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.keyspace import Keyspace
 
 
 def fill(f: Frontier, n: int, hosts: int, batch: int = 20_000) -> list[str]:

@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from crawlproj.simweb.testing import SimWebServer  # noqa: E402
+from crawlproj.simweb.testing import SimWebServer
 
 
 def cpu_seconds(pid: int) -> float:
@@ -123,7 +123,8 @@ def phase(name: str, sw: SimWebServer, urls, connections: int, duration: float, 
         "requests_per_server_cpu_s": round(stats["n"] / max(s1 - s0, 1e-9)),
         "client_cpu_pct": round(100 * (c1 - c0) / wall),
         "mb_per_s": round(stats["bytes"] / wall / 1e6, 1),
-        "latency_ms_p50_p99": [round(1000 * lat[len(lat) // 2], 2), round(1000 * lat[int(len(lat) * 0.99)], 2)] if lat else None,
+        "latency_ms_p50_p99": [round(1000 * lat[len(lat) // 2], 2),
+                               round(1000 * lat[int(len(lat) * 0.99)], 2)] if lat else None,
         "statuses": dict(sorted(stats["status"].items())),
     }
     print(json.dumps(out), flush=True)

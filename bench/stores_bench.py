@@ -35,18 +35,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import redis  # noqa: E402
+import redis
 
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
-from crawlproj.keyspace import Keyspace  # noqa: E402
-from crawlproj.simweb import SimWeb  # noqa: E402
-from crawlproj.simweb.testing import SimWebServer  # noqa: E402
-from crawlproj.stores.exchange import Exchange  # noqa: E402
-from crawlproj.stores.graph import export_graph  # noqa: E402
-from crawlproj.stores.linkstore import LinkStore, encode_page  # noqa: E402
-from crawlproj.stores.pagemeta import PageMetaStore  # noqa: E402
-from crawlproj.stores.storage import LocalStorage  # noqa: E402
-from crawlproj.stores.warc import WarcWriter  # noqa: E402
+from crawlproj.embedded import free_port, spawn_server
+from crawlproj.keyspace import Keyspace
+from crawlproj.simweb import SimWeb
+from crawlproj.simweb.testing import SimWebServer
+from crawlproj.stores.exchange import Exchange
+from crawlproj.stores.graph import export_graph
+from crawlproj.stores.linkstore import LinkStore, encode_page
+from crawlproj.stores.pagemeta import PageMetaStore
+from crawlproj.stores.storage import LocalStorage
+from crawlproj.stores.warc import WarcWriter
 
 
 def server(tmp: Path):

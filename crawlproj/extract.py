@@ -557,7 +557,7 @@ def extract_page(
     """
     try:
         enc, text = _decode(body, encoding, content_type)
-    except Exception:  # noqa: BLE001 - any codec failure: give up on the page
+    except Exception:  # any codec failure: give up on the page
         return Extracted()
     if not text or text.isspace():
         return Extracted(encoding=enc)
@@ -576,22 +576,22 @@ def extract_page(
     dropped = 0
     try:
         title = _title(root, max_title_chars)
-    except Exception:  # noqa: BLE001, S110 - a page must never kill the callback
+    except Exception:  # a page must never kill the callback
         pass
     try:
         base = _base_url(root, url)
         etree.strip_elements(root, *_INERT_TAGS, with_tail=False)
         _mark_blocks(root)
         links, dropped = _extract_links(root, base, enc, max_links, max_anchor_chars)
-    except Exception:  # noqa: BLE001, S110
+    except Exception:
         pass
     try:
         etree.strip_elements(root, *_TEMPLATE_TAGS, with_tail=False)
-    except Exception:  # noqa: BLE001, S110
+    except Exception:
         pass
     try:
         page_text = _visible_text(root, max_text_chars)
-    except Exception:  # noqa: BLE001, S110
+    except Exception:
         pass
     return Extracted(
         title=title, text=page_text, links=links, links_dropped=dropped, encoding=enc

@@ -43,9 +43,9 @@ import os
 import re
 from array import array
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Iterable, Iterator
 from urllib.parse import urlsplit
 
 from w3lib.url import safe_url_string

@@ -14,7 +14,8 @@ in front, in order; the failure is logged once, and its end once.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet import reactor, threads
 from twisted.internet.defer import Deferred, succeed

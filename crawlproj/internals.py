@@ -23,7 +23,7 @@ changes one fails there, loudly, and not in a crawl.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 def _slot(crawler):

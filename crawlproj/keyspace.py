@@ -121,7 +121,7 @@ class Keyspace:
     # -- agreement with the crawl ---------------------------------------------
 
     @classmethod
-    def open(cls, redis, crawl_id: str = "default", partitions: int = 1) -> "Keyspace":
+    def open(cls, redis, crawl_id: str = "default", partitions: int = 1) -> Keyspace:
         """The crawl's keyspace. The first process of a crawl fixes its
         partition count in the meta hash; every later one adopts it, whatever
         it asked for: a host must fall in the same partition for every worker."""
@@ -134,13 +134,13 @@ class Keyspace:
         return wanted if agreed == partitions else cls(crawl_id, agreed)
 
     @classmethod
-    def from_settings(cls, settings, redis) -> "Keyspace":
+    def from_settings(cls, settings, redis) -> Keyspace:
         """:meth:`open` for CRAWL_ID with FRONTIER_PARTITIONS."""
         require_table(settings)
         return cls.open(redis, settings.get("CRAWL_ID"), settings.getint("FRONTIER_PARTITIONS"))
 
     @classmethod
-    def existing(cls, redis, crawl_id: str) -> "Keyspace | None":
+    def existing(cls, redis, crawl_id: str) -> Keyspace | None:
         """The keyspace of a crawl already on this server, or None; fixes nothing."""
         n = redis.hget(cls(crawl_id, 1).meta, "partitions")
         return None if n is None else cls(crawl_id, int(n))

@@ -5,7 +5,7 @@ a DNS cache, a larger reactor thread pool for DNS lookups, short timeouts, no
 retries of slow hosts, and the memory of every request kept small.
 """
 
-from settings.base import *  # noqa: F401,F403
+from settings.base import *
 
 CONCURRENT_REQUESTS = 128
 REACTOR_THREADPOOL_MAXSIZE = 20

@@ -7,7 +7,7 @@ profile's download settings apply.
 
 import os
 
-from settings.broad import *  # noqa: F401,F403
+from settings.broad import *
 
 # More partitions spread the frontier's hash slots over the cluster's nodes.
 FRONTIER_PARTITIONS = int(os.environ.get("FRONTIER_PARTITIONS", "64"))

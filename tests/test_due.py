@@ -23,10 +23,10 @@ from crawlproj.due.canonical import InvalidURL
 from crawlproj.due.dupefilter import RedisDupeFilter
 from crawlproj.due.fingerprint import fingerprint, url_fingerprint
 from crawlproj.due.urlseen import DueConfig, URLSeen
-from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
+from crawlproj.urls import host_of
 
 
 def seen_of(r, partitions=2, crawl="t", **config) -> URLSeen:

@@ -71,7 +71,7 @@ class MirrorSite:
         site = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 site.log.append(self.path)
                 body = site.pages.get(self.path)
                 self.send_response(200 if body else 404)

@@ -646,14 +646,14 @@ def test_huge_page_memory_is_bounded():
     ~450 MB maxrss, of which ~275 MB is libxml2's tree)."""
     code = (
         "import resource, sys\n"
-        "sys.path.insert(0, %r)\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
         "from tests.test_extract import _huge_page\n"
         "from crawlproj.extract import extract_page\n"
         "body = _huge_page()\n"
         "r = extract_page(body, 'http://example.com/')\n"
         "assert len(r.links) == 10000\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
-    ) % str(Path(__file__).resolve().parent.parent)
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )

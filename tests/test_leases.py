@@ -168,7 +168,7 @@ def test_random_workers_lose_nothing_against_the_real_frontier(redis_url):
                      backoff_max=0.04)
         urls = [f"http://h{rng.randrange(6)}.ex/{i}" for i in range(120)]
         batches: dict[int, Batch] = {}
-        for i, url in enumerate(urls):
+        for url in urls:
             host = host_of(url)
             batches.setdefault(f.partition_of(host), Batch()).enqueue.append(
                 f.entry(host, url, rng.random(), url.encode()))

@@ -16,13 +16,13 @@ import redis
 from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.due.urlseen import DueConfig
 from crawlproj.errors import CrawlprojError
-from crawlproj.urls import host_of
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.keyspace import Keyspace
 from crawlproj.ranker.loop import Ranker, RankerLock
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.linkstore import LinkStore, encode_page
+from crawlproj.urls import host_of
 from tests.e2e import ROOT, Workers, stat
 
 

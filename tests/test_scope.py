@@ -114,7 +114,6 @@ def test_domain_scope_uses_the_seeds_domains():
 
 
 def test_scope_is_fast_on_many_links():
-    import time
 
     scope = Scope("domain", [f"http://site{i}.example.com/" for i in range(100)])
     urls = [f"http://h{i % 500}.site{i % 200}.example.com/p/{i}" for i in range(50_000)]

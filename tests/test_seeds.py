@@ -178,7 +178,6 @@ def test_empty_inputs(tmp_path):
 
 @pytest.mark.slow
 def test_large_file_is_quick(tmp_path):
-    import time
 
     path = write(tmp_path, "".join(f"http://host{i}.example/page/{i}\n" for i in range(100_000)))
     urls, problems = read_seeds(path)

@@ -8,9 +8,9 @@ command, and guarding against misspelt names.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
-import importlib
 import re
 import subprocess
 import sys
@@ -232,7 +232,7 @@ def test_crawl_stops_at_start_on_a_misspelt_setting(where, redis_url, tmp_path):
     if where == "-s":
         args += ["-s", "FRONTIER_DELAY_FACTR=2"]
     else:
-        module = "from settings.base import *  # noqa: F403\nFRONTIER_DELAY_FACTR = 2\n"
+        module = "from settings.base import *\nFRONTIER_DELAY_FACTR = 2\n"
     run = run_scrapy(args, tmp_path, {"REDIS_URL": redis_url, "CRAWL_ID": "typo"}, module=module)
     assert run.returncode == 2, run.stderr
     said = [line for line in run.stderr.splitlines() if "FRONTIER_DELAY_FACTR" in line]

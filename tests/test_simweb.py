@@ -22,8 +22,7 @@ from urllib.parse import urljoin, urlsplit
 import lxml.html
 import pytest
 
-from crawlproj.simweb import SimWeb, read_log
-from crawlproj.simweb import checks
+from crawlproj.simweb import SimWeb, checks, read_log
 from crawlproj.simweb.testing import SimWebServer
 from tests.data import SHARED_DATA, require
 
@@ -415,7 +414,7 @@ def raw(port: int, data: bytes, wait: float = 0.3) -> bytes:
         try:
             while chunk := s.recv(65536):
                 out += chunk
-        except (socket.timeout, ConnectionResetError):
+        except (TimeoutError, ConnectionResetError):
             pass
         return out
 

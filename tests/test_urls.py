@@ -40,6 +40,7 @@ from crawlproj.stores.report import CrawlReport
 from crawlproj.urls import host_of, refusal
 from tests.data import SHARED_DATA, require
 
+
 def _load(name: str) -> list[dict]:
     path = require(SHARED_DATA / "url" / name)
     return [e for e in json.loads(path.read_text(encoding="utf-8")) if isinstance(e, dict)]

@@ -119,7 +119,7 @@ class Command(ScrapyCommand):
             print("  seeds: " + " ".join(seeds[:5]) + (" ..." if len(seeds) > 5 else ""))
             return
 
-        from crawlproj.simweb.server import run  # noqa: PLC0415
+        from crawlproj.simweb.server import run
 
         def ready(port: int) -> None:
             proxy = f"http://{opts.host}:{port}"

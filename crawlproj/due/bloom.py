@@ -9,7 +9,8 @@ URL that is never fetched.
 Blocked layout (Putze, Sanders & Singler 2007): a URL's k bits all lie in one
 block of BLOCK_BITS bits, so the Lua test reads one block (one GETRANGE) instead
 of making k calls. The block and each position come from independent hashes
-(crawlproj.due.urlseen.URLSeen.aux), as the analysis below assumes. Blocks fill unevenly (a Poisson number of URLs each), which
+(crawlproj.due.urlseen.URLSeen.aux), as the analysis below assumes. Blocks
+fill unevenly (a Poisson number of URLs each), which
 costs a little more memory for the same rate; with 8192-bit blocks 34.5 bits
 (4.31 bytes) per URL give 1e-7. :func:`blocked_rate` is that rate, and the
 sizing below finds the fewest bits per URL that meet the configured rate.

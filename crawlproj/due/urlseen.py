@@ -73,7 +73,7 @@ class DueConfig:
         bloom.layers(self.capacity, self.error_rate)  # validates both
 
     @classmethod
-    def from_settings(cls, settings) -> "DueConfig":
+    def from_settings(cls, settings) -> DueConfig:
         # unset: derived (the bucket load from the bits, in __post_init__) or
         # the built-in lists of crawlproj.due.canonical
         load = settings.get("DUE_BUCKET_LOAD")
@@ -95,7 +95,7 @@ class DueConfig:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "DueConfig":
+    def from_json(cls, text: str | bytes) -> DueConfig:
         d = json.loads(text)
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
@@ -126,6 +126,11 @@ class URLSeen:
         if self._config is None:
             self._setup()
         return self._config
+
+    def set_up(self) -> DueConfig:
+        """Agree the crawl's configuration and write it where the Lua test
+        reads it, if not done yet (before the first test)."""
+        return self.config
 
     def agreed(self) -> DueConfig | None:
         """The crawl's configuration if a worker has fixed it; fixes nothing."""
@@ -217,7 +222,7 @@ class URLSeen:
         This is the seen test apart from the frontier: URLs it marks are not
         enqueued (the frontier's own sync does both at once).
         """
-        self.config  # noqa: B018 - agreed and configured before the first call
+        self.set_up()
         if self._sha is None:
             self._sha = self.redis.script_load(CHECK_LUA)
         calls = []

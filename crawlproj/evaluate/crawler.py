@@ -33,7 +33,7 @@ import heapq
 import math
 import random
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

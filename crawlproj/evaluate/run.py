@@ -227,8 +227,9 @@ def plot(ev: Evaluation, path: str) -> str:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
 
-    for ax, values, title in [(axes[1, 1], ev.ir, "Average PageRank per tenth of the crawl (Najork & Wiener Fig. 1)"),
-                              (axes[1, 2], ev.ir_cross, "Average cross-host PageRank per tenth (Najork & Wiener Fig. 4)")]:
+    panels = [(axes[1, 1], ev.ir, "Average PageRank per tenth of the crawl (Najork & Wiener Fig. 1)"),
+              (axes[1, 2], ev.ir_cross, "Average cross-host PageRank per tenth (Najork & Wiener Fig. 4)")]
+    for ax, values, title in panels:
         if values is None:
             ax.text(0.5, 0.5, "no URLs in this graph file:\ncross-host PageRank needs hosts",
                     ha="center", va="center", transform=ax.transAxes)

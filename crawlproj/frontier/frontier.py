@@ -67,7 +67,7 @@ class Batch:
     lease: int = 0
     run: int = 1      # URLs of one host at most (lua/sync.lua, section 4)
 
-    def args(self, frontier: "Frontier") -> list:
+    def args(self, frontier: Frontier) -> list:
         # The new links go as one msgpack array, not as script arguments: a
         # page's links are most of a call, and one blob costs the client one
         # C call and the server one unpack, where eight arguments per link
@@ -174,7 +174,7 @@ class Frontier:
             self._sha = self.redis.script_load(SYNC_LUA)
             # the seen test needs the crawl's DUE set up, even when the entries
             # were built by another Frontier object (a bench, a tool)
-            self.due.config  # noqa: B018
+            self.due.set_up()
         parts = list(batches)
         pipe = self.redis.pipeline(transaction=False)
         for p in parts:

@@ -26,8 +26,8 @@ No Scrapy and no Redis: tests/test_leases.py drives it directly.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from crawlproj.frontier.frontier import URL, Host, Leased, Release
 from crawlproj.frontier.politeness import Download
@@ -49,7 +49,7 @@ class Lease:
     partition: int
     score: float
     payload: bytes
-    holder: "Lease | None" = None  # the lease holding the host's (None: this one)
+    holder: Lease | None = None  # the lease holding the host's (None: this one)
     state: str = QUEUED
     holds_host: bool = False
     download: Download = field(default_factory=Download)

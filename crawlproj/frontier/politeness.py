@@ -43,7 +43,7 @@ class Politeness:
         self.obey_crawl_delay = obey_crawl_delay
 
     @classmethod
-    def from_settings(cls, settings) -> "Politeness":
+    def from_settings(cls, settings) -> Politeness:
         return cls(settings.getfloat("FRONTIER_DELAY_FACTOR"), settings.getfloat("FRONTIER_MIN_DELAY"),
                    settings.getfloat("FRONTIER_MAX_DELAY"), settings.getbool("FRONTIER_OBEY_CRAWL_DELAY"))
 

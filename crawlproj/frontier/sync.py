@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred

@@ -31,7 +31,7 @@ class StoreGuard:
         self.lost: list[str] = []
 
     @classmethod
-    def of(cls, crawler) -> "StoreGuard":
+    def of(cls, crawler) -> StoreGuard:
         guard = getattr(crawler, "_crawlproj_store_guard", None)
         if guard is None:
             guard = crawler._crawlproj_store_guard = cls(crawler)

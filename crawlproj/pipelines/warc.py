@@ -94,8 +94,7 @@ class WarcPipeline:
                                                       "robots": "obey" if self.crawler.settings
                                                       .getbool("ROBOTSTXT_OBEY") else "ignore"})
         try:
-            for name, what in recover(self.storage):
-                self.stats.inc_value("warc/recovered_files")
+            self.stats.inc_value("warc/recovered_files", len(recover(self.storage)))
             self.writer.open()  # fail now, before anything is fetched, if we cannot write
         except OSError as exc:
             self.guard.failed.setdefault(STORE, str(exc))

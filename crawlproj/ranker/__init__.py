@@ -7,10 +7,12 @@ computation (sparse power iteration, warm start); the loop that runs it on a
 schedule and rewrites queued priorities builds on it.
 """
 
-from crawlproj.ranker.pagerank import (  # noqa: F401
+from crawlproj.ranker.pagerank import (
     PageRankResult,
     TransitionMatrix,
     build_adjacency,
     cross_host_edges,
     pagerank,
 )
+
+__all__ = ["PageRankResult", "TransitionMatrix", "build_adjacency", "cross_host_edges", "pagerank"]

@@ -134,7 +134,8 @@ class Ranker:
                     hosts.setdefault(page.src, host_of(page.src_url))
                     for fp, url in zip(page.dsts, page.urls):
                         hosts.setdefault(fp, host_of(url))
-        cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
+        def cat(xs):
+            return np.concatenate(xs) if xs else np.zeros(0, np.int64)
         return cat(src), cat(dst), hosts
 
     def run_once(self) -> RankRun:

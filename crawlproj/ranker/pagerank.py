@@ -117,7 +117,7 @@ class TransitionMatrix:
         self.nnz = inl.nnz
         self.outweight = outweight
 
-    def restricted_to_sources(self, keep) -> "TransitionMatrix":
+    def restricted_to_sources(self, keep) -> TransitionMatrix:
         """The same graph with only the links *from* pages where ``keep`` is true.
 
         The other pages keep their ids but become dangling: what the crawl knows
@@ -188,7 +188,8 @@ def pagerank(graph, damping: float = CHO_DAMPING, *, x0=None, tol: float = 1e-6,
     x = _start_vector(x0, n)
     teleport = (1.0 - damping) / n
     delta, it = np.inf, 0
-    for it in range(1, max_iter + 1):
+    while it < max_iter:
+        it += 1
         dangling_mass = x[tm.dangling].sum()
         y = tm.inlinks @ x
         y *= damping

@@ -17,7 +17,7 @@ __all__ = ["SimWeb", "from_spec", "read_log", "GENERATE_DEFAULTS", "SimWebServer
 def __getattr__(name: str):
     # testing pulls in subprocess machinery; import it only when asked.
     if name == "SimWebServer":
-        from .testing import SimWebServer  # noqa: PLC0415
+        from .testing import SimWebServer
 
         return SimWebServer
     raise AttributeError(name)

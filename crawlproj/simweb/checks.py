@@ -10,8 +10,9 @@ crawler's own rule.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .server import read_log  # re-exported: checks usually start from a log
 
@@ -85,7 +86,8 @@ def politeness_violations(records: Iterable[Record], factor: float = 10.0, min_d
     or a dict host -> seconds.  robots.txt is ignored by default: Scrapy
     fetches it outside the scheduler."""
     if crawl_delay_of is None:
-        cd_of: Callable[[str], float | None] = lambda h: None  # noqa: E731
+        def cd_of(host: str) -> float | None:
+            return None
     elif callable(crawl_delay_of):
         cd_of = crawl_delay_of
     else:

@@ -32,7 +32,8 @@ import time
 import zlib
 from array import array
 from collections import Counter
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from crawlproj import graphfile
 
@@ -218,17 +219,17 @@ class SimWeb:
 
     # ---- construction -----------------------------------------------------
     @staticmethod
-    def generate(seed: int = 1, hosts: int = 300, pages: int = 3000, **options: Any) -> "GeneratedWeb":
+    def generate(seed: int = 1, hosts: int = 300, pages: int = 3000, **options: Any) -> GeneratedWeb:
         """A synthetic web; see GENERATE_DEFAULTS for the options."""
         return GeneratedWeb(dict(GENERATE_DEFAULTS, seed=seed, hosts=hosts, pages=pages, **options))
 
     @staticmethod
-    def from_graph(path: str, **options: Any) -> "SimWeb":
+    def from_graph(path: str, **options: Any) -> SimWeb:
         """A web over the link graph in a file; see GRAPH_DEFAULTS."""
         return GraphWeb(path, **options)
 
     @staticmethod
-    def from_spec(spec: dict[str, Any] | str) -> "SimWeb":
+    def from_spec(spec: dict[str, Any] | str) -> SimWeb:
         """Spec: a dict (or JSON text) of generate() options, or with a
         'graph' key holding the graph file path plus from_graph() options."""
         if isinstance(spec, str):
@@ -263,7 +264,8 @@ class SimWeb:
         raise NotImplementedError
 
     def url(self, node: int) -> str:
-        return "http://%s%s" % self.host_path(node)
+        host, path = self.host_path(node)
+        return f"http://{host}{path}"
 
     def node_of(self, url: str) -> int | None:
         """The node id a URL names (fragment ignored), or None."""
@@ -921,7 +923,7 @@ class GraphWeb(SimWeb):
         if node is None:
             # A crawler may canonicalise (sort query args, re-case escapes):
             # fall back to w3lib's canonical form.
-            from w3lib.url import canonicalize_url  # noqa: PLC0415
+            from w3lib.url import canonicalize_url
 
             if self._canon_index is None:
                 self._canon_index = {canonicalize_url(u): i for i, u in enumerate(self._urls)}

@@ -323,7 +323,7 @@ class _Conn(asyncio.Protocol):
 # ---------------------------------------------------------------------------
 def _event_loop_policy() -> None:
     try:  # only when already installed; never a dependency
-        import uvloop  # noqa: PLC0415
+        import uvloop
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     except ImportError:

@@ -21,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .model import SimWeb
 from .server import LOG_FLUSH_EVERY, read_log
@@ -71,7 +72,7 @@ class SimWebServer:
         self.proc: subprocess.Popen | None = None
 
     # ---- lifecycle ----------------------------------------------------------
-    def start(self) -> "SimWebServer":
+    def start(self) -> SimWebServer:
         cmd = [sys.executable, "-m", "crawlproj.simweb", "--spec", json.dumps(self.spec),
                "--host", self.host, "--port", str(self.port), "--log", self.log_path,
                "--cache-mb", str(self.cache_mb), "--watch-stdin"]
@@ -121,7 +122,7 @@ class SimWebServer:
                 f.close()
         return p.returncode
 
-    def __enter__(self) -> "SimWebServer":
+    def __enter__(self) -> SimWebServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -179,7 +180,8 @@ class SimWebServer:
         returns the records either way after timeout."""
         if isinstance(predicate, int):
             n = predicate
-            predicate = lambda recs: len(recs) >= n  # noqa: E731
+            def predicate(recs):
+                return len(recs) >= n
         deadline = time.monotonic() + timeout
         while True:
             recs = self.read_log()

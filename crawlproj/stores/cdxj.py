@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 _CHUNK = 1 << 20

@@ -1,6 +1,6 @@
 """The crawl log: one line per download attempt, as Heritrix writes crawl.log.
 
-    2026-01-05T10:00:00.123Z   200      10422 http://h1.example/p1.html L http://h1.example/ text/html h:123:ab12cd 20260105100000101+21 sha1:ABC... - 1t
+2026-01-05T10:00:00.123Z 200 10422 http://a.ex/1.html L http://a.ex/ text/html h:12:ab 20260105100000101+21 sha1:AB - 1t
 
 Fields, in Heritrix's order (Heritrix 3 wiki, "Logs"): log time (ISO 8601 UTC,
 ms); fetch status (HTTP status, or a negative Heritrix code: -1 DNS failure,
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from crawlproj.stores.common import safe_name
 from crawlproj.stores.exchange import Exchange, FailedAttempt

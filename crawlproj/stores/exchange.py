@@ -146,7 +146,7 @@ class Exchange:
         return base64.b32decode(self.payload_digest[5:])[:8]
 
     @classmethod
-    def capture(cls, request, response, started: float, ended: float) -> "Exchange":
+    def capture(cls, request, response, started: float, ended: float) -> Exchange:
         proxied = bool(request.meta.get("proxy"))
         ip = None
         if not proxied and getattr(response, "ip_address", None) is not None:

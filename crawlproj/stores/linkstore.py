@@ -36,9 +36,9 @@ import time
 import uuid
 import zlib
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import mmh3
 import msgpack
@@ -174,8 +174,9 @@ class LinkStore:
     def compact(self, p: int, force: bool = False) -> int:
         """Move the oldest segment_pages pages of partition p to a Parquet
         segment; returns how many pages moved (0 if another worker holds the
-        lock, or fewer than segment_pages are there and not force). Raises OSError if the segment cannot be written (nothing is
-        trimmed then) and redis errors."""
+        lock, or fewer than segment_pages are there and not force). Raises
+        OSError if the segment cannot be written (nothing is trimmed then)
+        and redis errors."""
         ks = self.keyspace
         token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         if not self.redis.set(ks.links_lock(p), token, nx=True, px=self.lock_ttl_ms):

@@ -60,7 +60,7 @@ class PageMeta:
     rate_bucket: int
 
     @classmethod
-    def decode(cls, fp: int, value: bytes) -> "PageMeta":
+    def decode(cls, fp: int, value: bytes) -> PageMeta:
         f = msgpack.unpackb(value, raw=True)
         return cls(fp, f[0] / 1000.0, f[1] / 1000.0, int(f[2]), f[3].decode("latin-1"),
                    int(f[4]), f[5].hex(), int(f[6]), int(f[7]), int(f[8]))

@@ -18,9 +18,9 @@ count in the attempts as Mercator's did not, and are listed apart.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from crawlproj.stores.crawllog import Line
 from crawlproj.urls import host_of
@@ -86,7 +86,7 @@ class CrawlReport:
     workers: set = field(default_factory=set)
 
     @classmethod
-    def from_lines(cls, lines: Iterable[Line]) -> "CrawlReport":
+    def from_lines(cls, lines: Iterable[Line]) -> CrawlReport:
         r = cls()
         for line in lines:
             r.workers.add(line.worker)
