@@ -24,7 +24,6 @@ import time
 import uuid
 
 from scrapy import signals
-from twisted.internet import reactor
 
 from crawlproj import internals
 from crawlproj.frontier import codec
@@ -57,11 +56,10 @@ class FrontierScheduler:
         s = crawler.settings
         self.politeness = Politeness.from_settings(s)
         self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH")
-        self.book = LeaseBook(s.getint("FRONTIER_MAX_BACKLOG"))
+        self.book = LeaseBook()
         prefetch = s.get("FRONTIER_PREFETCH")
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
-                                 max(1, s.getint("FRONTIER_HOST_RUN")),
                                  s.getbool("FRONTIER_IDLE_CLOSE"), self._wake)
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
@@ -186,16 +184,9 @@ class FrontierScheduler:
         request.meta["crawlproj_download_time"] = download.took
         delay = self.politeness.delay(download)
         fate, wait_ms = self.politeness.host_fate(download)
-        releases, run_in = self.book.ended(lease, fate, delay, wait_ms)
-        self.sync.release(releases, lease.partition)
-        if run_in is not None:
-            reactor.callLater(run_in, self._continue_run, lease.host)
+        self.sync.release(self.book.ended(lease, fate, delay, wait_ms), lease.partition)
         if self.transfer_cap:
             self._wake()  # a transfer ended: room for the next
-
-    def _continue_run(self, host: str):
-        if self.book.continue_run(host):
-            self._wake()
 
     def _done(self, request):
         """The engine is done with request (its links are enqueued)."""
