@@ -61,6 +61,11 @@ class LeaseBook:
     def queued(self) -> int:
         return len(self._queue)
 
+    @property
+    def ended(self) -> int:
+        """Pages downloaded that the engine is not done with yet."""
+        return len(self._leases) - len(self._queue) - self.fetching
+
     def add(self, leased: list[Leased]) -> list[Release]:
         """The leases of one sync's answer, in the frontier's order. A book
         that is closing gives them back at once (the releases)."""

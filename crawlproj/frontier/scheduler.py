@@ -45,6 +45,11 @@ PREFETCH_SPARE = 8
 # requests in its downloader: those transferring and those whose responses are
 # still on their way up through the downloader middlewares.
 ENGINE_SLACK = 2
+# ... but a transfer starts early only while the spider keeps up: with more
+# than this many pages downloaded and waiting for it, the worker's CPU, not its
+# download slots, is the limit, and transfers plus waiting pages stay within
+# CONCURRENT_REQUESTS and this many.
+SPIDER_SLACK = 4
 
 
 class FrontierScheduler:
@@ -129,9 +134,11 @@ class FrontierScheduler:
     def next_request(self):
         if self.sync.low():
             self.sync.ask()
-        if self.transfer_cap and \
-                self.book.fetching + self._other_transfers >= self.transfer_cap:
-            return None  # woken when a transfer ends (_left)
+        if self.transfer_cap:
+            transfers = self.book.fetching + self._other_transfers
+            if transfers >= self.transfer_cap or \
+                    transfers + self.book.ended >= self.transfer_cap + SPIDER_SLACK:
+                return None  # woken when a transfer ends (_left)
         while (lease := self.book.next()) is not None:
             try:
                 request = codec.decode(lease.payload, self.spider, lease.host)
