@@ -62,8 +62,8 @@ class LeaseBook:
         return len(self._queue)
 
     @property
-    def ended(self) -> int:
-        """Pages downloaded that the engine is not done with yet."""
+    def waiting(self) -> int:
+        """Pages downloaded (ENDED) that the engine is not done with yet."""
         return len(self._leases) - len(self._queue) - self.fetching
 
     def add(self, leased: list[Leased]) -> list[Release]:

@@ -137,7 +137,7 @@ class FrontierScheduler:
         if self.transfer_cap:
             transfers = self.book.fetching + self._other_transfers
             if transfers >= self.transfer_cap or \
-                    transfers + self.book.ended >= self.transfer_cap + SPIDER_SLACK:
+                    transfers + self.book.waiting >= self.transfer_cap + SPIDER_SLACK:
                 return None  # woken when a transfer ends (_left)
         while (lease := self.book.next()) is not None:
             try:
