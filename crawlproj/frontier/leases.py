@@ -61,11 +61,6 @@ class LeaseBook:
     def queued(self) -> int:
         return len(self._queue)
 
-    @property
-    def waiting(self) -> int:
-        """Pages downloaded (ENDED) that the engine is not done with yet."""
-        return len(self._leases) - len(self._queue) - self.fetching
-
     def add(self, leased: list[Leased]) -> list[Release]:
         """The leases of one sync's answer, in the frontier's order. A book
         that is closing gives them back at once (the releases)."""

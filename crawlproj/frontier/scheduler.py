@@ -45,11 +45,6 @@ PREFETCH_SPARE = 8
 # requests in its downloader: those transferring and those whose responses are
 # still on their way up through the downloader middlewares.
 ENGINE_SLACK = 2
-# ... but a transfer starts early only while the spider keeps up: with more
-# than this many pages downloaded and waiting for it, the worker's CPU, not its
-# download slots, is the limit, and transfers plus waiting pages stay within
-# CONCURRENT_REQUESTS and this many.
-SPIDER_SLACK = 4
 
 
 class FrontierScheduler:
@@ -80,6 +75,7 @@ class FrontierScheduler:
         self.spider = None
         self._inflight: dict = {}  # request -> its lease, from next_request to done
         self._other_transfers = 0  # requests not the frontier's (robots.txt) transferring
+        self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -134,11 +130,10 @@ class FrontierScheduler:
     def next_request(self):
         if self.sync.low():
             self.sync.ask()
-        if self.transfer_cap:
-            transfers = self.book.fetching + self._other_transfers
-            if transfers >= self.transfer_cap or \
-                    transfers + self.book.waiting >= self.transfer_cap + SPIDER_SLACK:
-                return None  # woken when a transfer ends (_left)
+        if self.transfer_cap and \
+                self.book.fetching + self._other_transfers >= self.transfer_cap:
+            self._capped = True
+            return None  # woken when a transfer ends (_left)
         while (lease := self.book.next()) is not None:
             try:
                 request = codec.decode(lease.payload, self.spider, lease.host)
@@ -192,7 +187,8 @@ class FrontierScheduler:
         delay = self.politeness.delay(download)
         fate, wait_ms = self.politeness.host_fate(download)
         self.sync.release(self.book.ended(lease, fate, delay, wait_ms), lease.partition)
-        if self.transfer_cap:
+        if self._capped:
+            self._capped = False
             self._wake()  # a transfer ended: room for the next
 
     def _done(self, request):
