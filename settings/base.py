@@ -25,7 +25,16 @@ NEWSPIDER_MODULE = "crawlproj.spiders"
 # Project commands (`scrapy redis`, `scrapy simweb`, `scrapy frontier`, `scrapy seed`).
 COMMANDS_MODULE = "crawlproj.commands"
 
-USER_AGENT = "crawlproj/0.1 (+https://github.com/crawlproj/crawlproj)"
+# Whom a site's owner can reach about the crawl: a URL (a page saying who runs
+# it and why) or an e-mail address. The User-Agent sent is
+# "crawlproj/VERSION (+CRAWL_CONTACT)"; None sends "crawlproj/VERSION" alone,
+# and the web spider warns once at start. A USER_AGENT of one's own (settings
+# module, -s) is sent as it is instead. [Mercator §3.1: administrators complain
+# to a crawler's operator; crawlproj/contact.py]
+CRAWL_CONTACT = None
+# robots.txt is fetched before a host's first page and obeyed (Scrapy's
+# RobotsTxtMiddleware); its Crawl-delay counts in the politeness wait below.
+# [Mercator §3: courteous crawlers implement the Robots Exclusion Protocol]
 ROBOTSTXT_OBEY = True
 
 # --------------------------------------------------------------------------

@@ -236,7 +236,8 @@ def test_bad_scope_values():
 def test_start_yields_seed_requests_and_counts_problems(tmp_path, caplog):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("# seeds\nhttp://a.example/\nb.example\nftp://nope\nhttp://a.example/\n")
-    spider = make_spider(seeds=str(seeds))
+    # with a contact, so that the seed's is the one warning
+    spider = make_spider({"CRAWL_CONTACT": "https://ops.example/"}, seeds=str(seeds))
     with caplog.at_level(logging.WARNING):
         requests = start_requests(spider)
     assert [r.url for r in requests] == ["http://a.example/", "http://b.example/"]
