@@ -1,5 +1,6 @@
 """What a crawl of the public web gets by default (settings/base.py): a
-User-Agent naming the operator's contact (crawlproj/contact.py).
+User-Agent naming the operator's contact (crawlproj/contact.py), Mercator's
+politeness, the seeds' registered domains.
 
 The same end to end, through real workers and the simulated web, in
 tests/test_recipe_e2e.py; here, the rules each default gives.
@@ -12,11 +13,14 @@ import importlib
 import logging
 from importlib.metadata import version
 
+import pytest
 from protego import Protego
+from scrapy.http import HtmlResponse, Request
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from crawlproj.contact import missing_contact
+from crawlproj.frontier.politeness import Download, Politeness
 from crawlproj.spiders.web import WebSpider
 
 PRODUCT = f"crawlproj/{version('crawlproj')}"
@@ -83,3 +87,55 @@ def warnings_at_start(settings: dict, caplog) -> list[str]:
 def test_the_web_spider_says_so_when_it_starts(caplog):
     assert len(warnings_at_start({}, caplog)) == 1
     assert warnings_at_start({"CRAWL_CONTACT": CONTACT}, caplog) == []
+
+
+# -- politeness --------------------------------------------------------------------------
+
+def test_the_ten_times_rule_holds_for_every_download_up_to_the_timeout():
+    """Mercator §3.1: the next request to a host waits FRONTIER_DELAY_FACTOR
+    times the last download's time, for slow hosts too (a cap below factor x
+    DOWNLOAD_TIMEOUT would cut the wait short for downloads over cap/factor)."""
+    settings = project_settings()
+    rule = Politeness.from_settings(settings)
+    factor, timeout = settings.getfloat("FRONTIER_DELAY_FACTOR"), settings.getfloat("DOWNLOAD_TIMEOUT")
+    assert factor == 10
+    for took in (0.02, 1.0, 6.5, 12.0, timeout):
+        assert rule.delay(Download(reached=100.0, left=100.0 + took)) == pytest.approx(factor * took)
+
+
+def test_a_crawl_delay_is_kept_up_to_the_cap():
+    """Real sites ask for 100-180 s (tests/test_robots_vectors.py); the cap
+    bounds a Crawl-delay of a day."""
+    settings = project_settings()
+    rule = Politeness.from_settings(settings)
+    fast = {"reached": 100.0, "left": 100.05}
+    assert rule.delay(Download(**fast, crawl_delay=180.0)) == 180.0
+    assert rule.delay(Download(**fast, crawl_delay=86400.0)) == settings.getfloat("FRONTIER_MAX_DELAY")
+    assert settings.getbool("ROBOTSTXT_OBEY") and settings.getbool("FRONTIER_OBEY_CRAWL_DELAY")
+
+
+# -- scope ----------------------------------------------------------------------------
+
+PAGE = b"""<html><body><a href="/about">about</a> <a href="https://shop.example.co.uk/">shop</a>
+<a href="http://www.other.co.uk/">other site</a> <a href="http://example.co.uk.evil.example/">lookalike</a>
+</body></html>"""
+
+
+def followed(settings, **kwargs) -> list[str]:
+    spider = WebSpider.from_crawler(get_crawler(WebSpider, settings), seeds="http://www.example.co.uk/",
+                                    **kwargs)
+    response = HtmlResponse("http://www.example.co.uk/", body=PAGE,
+                            headers={"Content-Type": "text/html"},
+                            request=Request("http://www.example.co.uk/"))
+    return [r.url for r in spider.parse(response) if isinstance(r, Request)]
+
+
+def test_links_are_followed_on_the_seeds_registered_domains_only():
+    assert followed({}) == ["http://www.example.co.uk/about", "https://shop.example.co.uk/"]
+
+
+def test_the_broad_profile_follows_links_to_every_site_at_any_depth():
+    broad = importlib.import_module("settings.broad")
+    settings = {name: getattr(broad, name) for name in ("CRAWL_SCOPE", "DEPTH_LIMIT")}
+    assert len(followed(settings)) == 4
+    assert settings["DEPTH_LIMIT"] == 0  # Scrapy's DepthMiddleware: no limit

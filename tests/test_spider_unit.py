@@ -61,7 +61,7 @@ def split(results) -> tuple[list[PageItem], list[Request]]:
 
 
 def test_html_page_item_fields():
-    spider = make_spider()
+    spider = make_spider({"CRAWL_SCOPE": "any"})
     meta = {"depth": 2, "download_latency": 0.25, "redirect_urls": ["http://example.com/old"]}
     response = html_response("http://example.com/", meta=meta, request_url="http://example.com/")
     before = time.time()
@@ -87,7 +87,7 @@ def test_html_page_item_fields():
         {"url": "http://b.example.net/x", "anchor": "Second seed site"},
     ]
     assert item["duplicate_of"] is None
-    # CRAWL_SCOPE unset = "any": every outlink is followed, by method name.
+    # scope "any": every outlink is followed, by method name.
     assert [r.url for r in requests] == [o["url"] for o in item["outlinks"]]
     for request in requests:
         assert request.callback == spider.parse
@@ -149,7 +149,7 @@ def test_non_html_is_recorded_not_parsed(content_type, body):
 
 
 def test_html_without_content_type_is_sniffed():
-    spider = make_spider()
+    spider = make_spider({"CRAWL_SCOPE": "any"})
     request = Request("http://example.com/")
     response = Response("http://example.com/", body=HOME, request=request)  # plain Response
     [item], requests = split(spider.parse(response))
