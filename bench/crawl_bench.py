@@ -818,6 +818,7 @@ def main() -> None:
     common = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": a.concurrency,
               "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0,
               "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_MIN_DELAY": 0, "RETRY_TIMES": 2,
+              "CRAWL_SCOPE": "any", "DEPTH_LIMIT": 0,  # the whole simulated web
               **STORES_OFF}
     for kv in a.set:
         k, _, v = kv.partition("=")

@@ -147,7 +147,7 @@ def real_payloads(n_pages: int = 40) -> dict:
                        CRAWL_DATA_DIR=str(tmp / "data"))
             cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={tmp / 'seeds.txt'}",
                    "-s", f"CLOSESPIDER_PAGECOUNT={n_pages}", "-s", "FRONTIER_DELAY_FACTOR=0",
-                   "-s", "LOG_LEVEL=WARNING"]
+                   "-s", "CRAWL_SCOPE=any", "-s", "DEPTH_LIMIT=0", "-s", "LOG_LEVEL=WARNING"]
             env["PYTHONPATH"] = str(SRC)
             done = subprocess.run(cmd, cwd=SRC, env=env, timeout=300, capture_output=True, text=True)
             if done.returncode != 0:

@@ -503,7 +503,8 @@ def live_crawl(pair: Pairing, spec: dict, order: str, concurrency: int, start_ur
     run = work / f"{order}-c{concurrency}"
     s = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": concurrency,
          "FRONTIER_PREFETCH": concurrency, "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_MIN_DELAY": 0,
-         "FRONTIER_PRIORITIZER": order, "FRONTIER_RANDOM_SEED": 0, **settings}
+         "FRONTIER_PRIORITIZER": order, "FRONTIER_RANDOM_SEED": 0,
+         "CRAWL_SCOPE": "any", "DEPTH_LIMIT": 0, **settings}
     info = {"order": order, "concurrency": concurrency, "settings": s, "dir": str(run)}
     saved = run / "run.json"
     if reuse and saved.exists() and (run / "web.jsonl").exists():

@@ -158,7 +158,7 @@ def crawl(args, tmp: Path, stores: bool) -> dict:
             env.update(REDIS_URL=url, CRAWL_ID="bench", CRAWL_DATA_DIR=str(tmp / "data"))
             cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={seeds}",
                    "-s", "FRONTIER_DELAY_FACTOR=0", "-s", "LOG_LEVEL=INFO",
-                   "-s", "CONCURRENT_REQUESTS=32"]
+                   "-s", "CONCURRENT_REQUESTS=32", "-s", "CRAWL_SCOPE=any", "-s", "DEPTH_LIMIT=0"]
             if not stores:
                 cmd += ["-s", "ITEM_PIPELINES={}", "-s",
                         'DOWNLOADER_MIDDLEWARES={"middlewares.record.RecordMiddleware": null}']

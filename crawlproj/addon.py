@@ -32,6 +32,7 @@ from typing import Any
 
 from scrapy.settings import default_settings as scrapy_defaults
 
+from crawlproj.contact import lay_user_agent
 from crawlproj.errors import CrawlprojError
 
 TABLE = "settings.base"
@@ -60,9 +61,12 @@ def table() -> dict[str, Any]:
 
 
 def apply_table(settings) -> None:
-    """Set each of crawlproj's settings that nothing else has set to its default."""
+    """Set each of crawlproj's settings that nothing else has set to its default,
+    then USER_AGENT, unless the operator set it, to the one CRAWL_CONTACT gives
+    (crawlproj/contact.py)."""
     for name, value in table().items():
         settings.set(name, value, priority="default")
+    lay_user_agent(settings)
 
 
 class CommandSettings:

@@ -14,7 +14,7 @@ ones read from the environment below, as an environment variable.
 
 Papers cited: [Mercator] Najork & Heydon 2001; [Cho] Cho, Garcia-Molina & Page
 1998; [NW] Najork & Wiener 2001; [WebFountain] Edwards, McCurley & Tomlin 2001;
-[WebCrawler] Pinkerton 1994 (all in ../shared/seeds/).
+[WebCrawler] Pinkerton 1994.
 """
 
 import os
@@ -25,7 +25,16 @@ NEWSPIDER_MODULE = "crawlproj.spiders"
 # Project commands (`scrapy redis`, `scrapy simweb`, `scrapy frontier`, `scrapy seed`).
 COMMANDS_MODULE = "crawlproj.commands"
 
-USER_AGENT = "crawlproj/0.1 (+https://github.com/crawlproj/crawlproj)"
+# Whom a site's owner can reach about the crawl: a URL (a page saying who runs
+# it and why) or an e-mail address. The User-Agent sent is
+# "crawlproj/VERSION (+CRAWL_CONTACT)"; None sends "crawlproj/VERSION" alone,
+# and the web spider warns once at start. A USER_AGENT of one's own (settings
+# module, -s) is sent as it is instead. [Mercator §3.1: administrators complain
+# to a crawler's operator; crawlproj/contact.py]
+CRAWL_CONTACT = None
+# robots.txt is fetched before a host's first page and obeyed (Scrapy's
+# RobotsTxtMiddleware); its Crawl-delay counts in the politeness wait below.
+# [Mercator §3: courteous crawlers implement the Robots Exclusion Protocol]
 ROBOTSTXT_OBEY = True
 
 # --------------------------------------------------------------------------
@@ -61,10 +70,15 @@ DUPEFILTER_CLASS = "crawlproj.due.dupefilter.RedisDupeFilter"
 # Politeness [Mercator §3.1, NW §3]: after a download from a host ends, the host
 # may be contacted again after max(FRONTIER_MIN_DELAY, FRONTIER_DELAY_FACTOR x
 # download time, robots.txt Crawl-delay), capped at FRONTIER_MAX_DELAY (seconds).
-# Mercator and Najork & Wiener waited 10x the last download time.
+# Mercator and Najork & Wiener waited 10x the last download time, which "kept
+# the rate of complaints to a bare minimum" [Mercator §3.1]: a host is busy
+# with the crawler at most 1/11 of the time, however fast or slow it is. No
+# minimum is needed for that; set one to be gentler still. The cap, 10x DOWNLOAD_TIMEOUT,
+# keeps the 10x rule whole for every download (slow hosts are the ones a
+# crawler overloads) and bounds what a robots.txt Crawl-delay can ask.
 FRONTIER_DELAY_FACTOR = 10.0
 FRONTIER_MIN_DELAY = 0.0
-FRONTIER_MAX_DELAY = 60.0
+FRONTIER_MAX_DELAY = 300.0
 # Whether robots.txt Crawl-delay counts in the rule above (Scrapy parses it but
 # never applies it; the frontier does).
 FRONTIER_OBEY_CRAWL_DELAY = True
@@ -195,11 +209,19 @@ URLLENGTH_LIMIT = 0
 # The `web` spider
 # --------------------------------------------------------------------------
 
-# Which links are followed: "host" (same host as the seed it was found from),
-# "domain" (same registered domain, from the Public Suffix List), or "any".
-CRAWL_SCOPE = "any"
-# Maximum link depth from a seed (Scrapy's DepthMiddleware); 0 = unlimited.
-DEPTH_LIMIT = 0
+# Which links are followed [Mercator §3, step 6: the URL filter]: "domain"
+# (to a registered domain of the seeds, from the Public Suffix List: a seed
+# www.example.co.uk admits shop.example.co.uk), "host" (to a host of the
+# seeds), or "any". "domain": a crawl started from a site crawls that site, not
+# every site it links to (as Cho §5's crawl of stanford.edu ignored the rest);
+# broad crawls say "any" (settings.broad does, and lifts the depth limit).
+CRAWL_SCOPE = "domain"
+# Maximum link depth from a seed (Scrapy's DepthMiddleware: a seed is depth 0,
+# the pages it links to depth 1); 0 = unlimited. 10 reaches the pages of a site
+# a few clicks from its home page and the first pages of its archives, and ends
+# chains of links that never end, "automatically generated, and potentially
+# infinite, sets of pages" [Cho §5] such as calendars.
+DEPTH_LIMIT = 10
 # Longest extracted text kept on a page item (characters).
 PAGE_TEXT_MAX_CHARS = 100_000
 

@@ -1,8 +1,9 @@
 """Broad crawls, after Scrapy's "Broad Crawls" advice, on top of base.
 
-Many hosts, each fetched politely by the frontier: more concurrency, no cookies,
-a DNS cache, a larger reactor thread pool for DNS lookups, short timeouts, no
-retries of slow hosts, and the memory of every request kept small.
+Every site the seeds lead to (scope "any", no depth limit): many hosts, each
+fetched politely by the frontier; more concurrency, no cookies, a DNS cache, a
+larger reactor thread pool for DNS lookups, short timeouts, no retries of slow
+hosts, and the memory of every request kept small.
 """
 
 from settings.base import *
@@ -19,3 +20,8 @@ RETRY_TIMES = 1
 REDIRECT_MAX_TIMES = 3
 AJAXCRAWL_ENABLED = False
 LOG_LEVEL = "INFO"
+
+# A broad crawl follows links to any site, at any depth from the seeds
+# (Mercator's and Najork & Wiener's crawls of the whole web).
+CRAWL_SCOPE = "any"
+DEPTH_LIMIT = 0

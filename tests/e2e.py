@@ -19,7 +19,9 @@ class Workers:
                  settings: dict | None = None):
         self.sw, self.redis_url, self.tmp = sw, redis_url, tmp_path
         self.crawl_id = crawl_id
-        self.settings = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": 16, **(settings or {})}
+        # The simulated web is crawled broadly: every host, at any depth.
+        self.settings = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": 16, "CRAWL_SCOPE": "any",
+                         "DEPTH_LIMIT": 0, **(settings or {})}
         self.seeds_file = tmp_path / "seeds.txt"
         self.seeds_file.write_text("\n".join(seeds) + "\n")
         self.procs: list[subprocess.Popen] = []

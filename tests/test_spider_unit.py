@@ -61,7 +61,7 @@ def split(results) -> tuple[list[PageItem], list[Request]]:
 
 
 def test_html_page_item_fields():
-    spider = make_spider()
+    spider = make_spider({"CRAWL_SCOPE": "any"})
     meta = {"depth": 2, "download_latency": 0.25, "redirect_urls": ["http://example.com/old"]}
     response = html_response("http://example.com/", meta=meta, request_url="http://example.com/")
     before = time.time()
@@ -87,7 +87,7 @@ def test_html_page_item_fields():
         {"url": "http://b.example.net/x", "anchor": "Second seed site"},
     ]
     assert item["duplicate_of"] is None
-    # CRAWL_SCOPE unset = "any": every outlink is followed, by method name.
+    # scope "any": every outlink is followed, by method name.
     assert [r.url for r in requests] == [o["url"] for o in item["outlinks"]]
     for request in requests:
         assert request.callback == spider.parse
@@ -149,7 +149,7 @@ def test_non_html_is_recorded_not_parsed(content_type, body):
 
 
 def test_html_without_content_type_is_sniffed():
-    spider = make_spider()
+    spider = make_spider({"CRAWL_SCOPE": "any"})
     request = Request("http://example.com/")
     response = Response("http://example.com/", body=HOME, request=request)  # plain Response
     [item], requests = split(spider.parse(response))
@@ -236,7 +236,8 @@ def test_bad_scope_values():
 def test_start_yields_seed_requests_and_counts_problems(tmp_path, caplog):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("# seeds\nhttp://a.example/\nb.example\nftp://nope\nhttp://a.example/\n")
-    spider = make_spider(seeds=str(seeds))
+    # with a contact, so that the seed's is the one warning
+    spider = make_spider({"CRAWL_CONTACT": "https://ops.example/"}, seeds=str(seeds))
     with caplog.at_level(logging.WARNING):
         requests = start_requests(spider)
     assert [r.url for r in requests] == ["http://a.example/", "http://b.example/"]

@@ -24,6 +24,10 @@ from crawlproj.redisconn import get_redis
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 
+# The demo's workers reach only the simulated web: the contact in their
+# User-Agent says so, and no warning to set CRAWL_CONTACT breaks up the summary.
+CONTACT = "crawlproj demo, simulated web on 127.0.0.1"
+
 
 class Command(ScrapyCommand):
     requires_project = True
@@ -65,7 +69,11 @@ class Command(ScrapyCommand):
                   f"proxy {sw.proxy_url}")
             env = sw.env()
             env.update(CRAWL_ID=crawl_id, CRAWL_DATA_DIR=str(data))
+            # A broad crawl of the whole simulated web (every host, every
+            # depth), whose only operator is whoever runs the demo.
             cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={seeds}",
+                   "-a", "scope=any", "-s", "DEPTH_LIMIT=0",
+                   "-s", f"CRAWL_CONTACT={CONTACT}",
                    "-s", f"FEEDS={json.dumps({str(items): {'format': 'jsonlines'}})}",
                    "-s", "LOG_LEVEL=WARNING"]
             print(f"crawl {crawl_id}: {opts.workers} worker(s) sharing one frontier ...")

@@ -19,6 +19,7 @@ import scrapy
 from scrapy.http import Request, Response, TextResponse
 
 from crawlproj.addon import apply_table, check_names
+from crawlproj.contact import missing_contact
 from crawlproj.errors import CrawlprojError
 from crawlproj.extract import (
     Extracted,
@@ -126,6 +127,9 @@ class WebSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Request]:
         stats = self.crawler.stats
+        contact = missing_contact(self.crawler.settings)
+        if contact:
+            self.logger.warning(contact)
         for problem in self.seed_problems:
             self.logger.warning("seed skipped: %s", problem)
         stats.set_value("seeds/invalid", len(self.seed_problems))
