@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 import redis
 import yaml
+from twisted.python.usage import UsageError
 
 from crawlproj.addon import ENVIRONMENT_PREFIX, environment
 from crawlproj.embedded import TUNING, find_server_binary, free_port
@@ -236,6 +237,9 @@ def check_services(root: Path) -> list[str]:
     for name, service in services.items():
         if "image" not in service and "build" not in service:
             problems.append(f"{name}: neither image nor build")
+        if "build" not in service and str(service.get("image", "")).startswith("crawlproj"):
+            problems.append(f"{name}: image {service['image']} is not built here, and no "
+                            "registry has it")
         if built_here(service) and not dockerfile_path(root, service).is_file():
             problems.append(f"{name}: builds {dockerfile_path(root, service)}, which does not exist")
         for volume in service.get("volumes") or []:
@@ -257,10 +261,13 @@ def check_services(root: Path) -> list[str]:
     test = (valkey.get("healthcheck") or {}).get("test")
     if not test or test == ["NONE"] or (valkey.get("healthcheck") or {}).get("disable"):
         problems.append("valkey: no healthcheck")
-    for name, service in filled(root)["services"].items():
-        for port in service.get("ports") or []:
-            if not str(port).startswith("127.0.0.1:"):
-                problems.append(f"{name}: port {port} is published beyond this machine by default")
+    # published on loopback unless asked: with compose's defaults and with .env.example's
+    for read in (interpolate(compose, {"VALKEY_PASSWORD": PASSWORD}), filled(root)):
+        for name, service in read["services"].items():
+            for port in service.get("ports") or []:
+                if not str(port).startswith("127.0.0.1:"):
+                    problems.append(f"{name}: port {port} is published beyond this machine "
+                                    "by default")
     return problems
 
 
@@ -306,6 +313,19 @@ def _project_settings():
     return settings
 
 
+def scrapyd_options():
+    """The parser of scrapyd's command line: twistd's options, less the two
+    Scrapyd sets itself (scrapyd/__main__.py); Scrapyd's own when installed."""
+    if importlib.util.find_spec("scrapyd") is not None:
+        from scrapyd.__main__ import ServerOptions
+        return ServerOptions()
+    from twisted.scripts.twistd import ServerOptions
+
+    options = ServerOptions()
+    options.longOpt = [o for o in options.longOpt if o not in ("python=", "rundir=")]
+    return options
+
+
 def check_commands(root: Path) -> list[str]:
     from scrapy.cmdline import _get_commands_dict
     from scrapy.commands import ScrapyHelpFormatter
@@ -335,6 +355,7 @@ def check_commands(root: Path) -> list[str]:
                 problems.append(f"{name}: scrapy {args[0] if args else ''} is not a command")
                 continue
             command = commands[args[0]]
+            command.settings = settings
             parser = argparse.ArgumentParser(  # as scrapy.cmdline.execute builds it
                 prog=f"scrapy {args[0]}", formatter_class=ScrapyHelpFormatter,
                 conflict_handler="resolve", exit_on_error=False)
@@ -353,9 +374,11 @@ def check_commands(root: Path) -> list[str]:
         elif program == "scrapyd":
             if not re.search(r"pip install[^&;]*[\"' ]scrapyd\b", installed):
                 problems.append(f"{name}: the image does not install scrapyd")
-            if args:
-                problems.append(f"{name}: scrapyd {' '.join(args)}: Scrapyd takes its options "
-                                "from its configuration file and SCRAPYD_* variables")
+            try:
+                scrapyd_options().parseOptions(args)
+            except UsageError as exc:
+                problems.append(f"{name}: scrapyd {' '.join(args)}: {exc} (Scrapyd's own options "
+                                "come from its configuration file and SCRAPYD_* variables)")
         else:
             problems.append(f"{name}: {program} is not a program the image installs")
     return problems
@@ -472,17 +495,17 @@ def check_valkey(root: Path, tmp_path: Path) -> list[str]:
                 if time.monotonic() > deadline:
                     return ["valkey: the server did not start"]
                 time.sleep(0.05)
-        client = redis.Redis(port=port)
+        client = redis.Redis(port=port, decode_responses=True)
         try:
             client.ping()
             problems.append("valkey: answers without a password")
         except redis.AuthenticationError:
-            client = redis.Redis(port=port, password=PASSWORD)
+            client = redis.Redis(port=port, password=PASSWORD, decode_responses=True)
             try:
                 client.ping()
             except redis.RedisError:
                 return ["valkey: does not take the password VALKEY_PASSWORD"]
-        config = {k.decode(): v.decode() for k, v in client.config_get("*").items()}
+        config = client.config_get("*")
         wanted = {**TUNING, "appendonly": "yes", "appendfsync": "everysec", "save": ""}
         for key, value in wanted.items():
             if config.get(key) != value:
@@ -566,7 +589,9 @@ def test_scrapyd_lists_the_project_under_its_name(tmp_path, monkeypatch):
 
 BROKEN = [
     # (file, text, replacement, check, what the check must say)
-    (COMPOSE, "  build: .\n", "", check_services, "worker: neither image nor build"),
+    (COMPOSE, "  build: .\n", "", check_services, "worker: image crawlproj:local is not built here"),
+    (COMPOSE, "  build: .\n  image: crawlproj:local\n", "", check_services,
+     "worker: neither image nor build"),
     (COMPOSE, "      condition: service_healthy", "      condition: service_started",
      check_services, "does not wait for valkey to be healthy"),
     (COMPOSE, "    healthcheck:\n", "    x-healthcheck:\n", check_services, "valkey: no healthcheck"),
@@ -590,8 +615,8 @@ BROKEN = [
      "unknown option(s) ['--every']"),
     (COMPOSE, '["scrapy", "rank"]', '["scrapy", "ranker"]', check_commands,
      "scrapy ranker is not a command"),
-    (COMPOSE, '["scrapyd"]', '["scrapyd", "--bind", "0.0.0.0"]', check_commands,
-     "Scrapyd takes its options from its configuration file"),
+    (COMPOSE, '["scrapyd", "--pidfile="]', '["scrapyd", "--bind", "0.0.0.0"]', check_commands,
+     "option --bind not recognized"),
     (COMPOSE, '["scrapy", "crawl", "web"]', '["crawl", "web"]', check_commands,
      "crawl is not a program the image installs"),
     ("Dockerfile", '"scrapyd>=1.6,<1.7"', '"scrapy-redis"', check_commands,
