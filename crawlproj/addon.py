@@ -22,14 +22,27 @@ run only when a crawler is configured, and then after its spider is built
 A name with a crawlproj prefix that the table does not define is a typo: the
 ``crawl`` command (in one line, before anything starts), the web spider and
 the add-on refuse it, naming the closest known name.
+
+The environment sets any setting, crawlproj's or Scrapy's, as
+``CRAWLPROJ_<NAME>=value`` (``CRAWLPROJ_FRONTIER_PRIORITIZER=pagerank``): the
+way a container, a Scrapyd server or a shell gives every process it starts
+the same settings. Scrapy reads only ``SCRAPY_SETTINGS_MODULE`` and a few
+``SCRAPY_`` names from the environment; these values are laid where the
+table is, at the settings module's priority ("project"), after it: they win
+over the settings module and lose to ``-s`` (and so to a Scrapyd job's
+settings) and to a spider's own. The value is a string, as with ``-s``. A
+``CRAWLPROJ_`` name that names no setting is refused like a misspelt one.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
+from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
 
+from scrapy.settings import BaseSettings
 from scrapy.settings import default_settings as scrapy_defaults
 
 from crawlproj.contact import lay_user_agent
@@ -42,6 +55,9 @@ TABLE = "settings.base"
 PREFIXES = ("FRONTIER_", "DUE_", "CONTENTSEEN_", "RANKER_", "PAGERANK_", "PRIORITIZER_",
             "RECRAWL_", "WARC_", "LINKSTORE_", "PAGEMETA_", "CRAWLLOG_", "CRAWL_",
             "REDIS_", "GC_", "PAGE_")
+
+# CRAWLPROJ_<NAME> in the environment sets NAME.
+ENVIRONMENT_PREFIX = "CRAWLPROJ_"
 
 
 class UnknownSetting(CrawlprojError):
@@ -69,28 +85,68 @@ def apply_table(settings) -> None:
     lay_user_agent(settings)
 
 
+def _is_setting(name: str, known) -> bool:
+    return name in known or (name.isupper() and hasattr(scrapy_defaults, name))
+
+
+def environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings ``CRAWLPROJ_<NAME>`` variables of the environment give,
+    by NAME. A variable that names no setting (neither in the table nor one
+    of Scrapy's) keeps its whole name, for :func:`check_names` to refuse."""
+    environ = os.environ if environ is None else environ
+    known = table()
+    out = {}
+    for variable, value in environ.items():
+        if variable.startswith(ENVIRONMENT_PREFIX):
+            name = variable[len(ENVIRONMENT_PREFIX):]
+            out[name if _is_setting(name, known) else variable] = value
+    return out
+
+
+def apply_environment(settings) -> None:
+    """Lay the environment's settings over the settings module's (and the
+    User-Agent again: CRAWLPROJ_CRAWL_CONTACT may name the contact)."""
+    for name, value in environment().items():
+        settings.set(name, value, priority="project")
+    lay_user_agent(settings)
+
+
 class CommandSettings:
     """A crawlproj command's ``default_settings``: the table and the command's
-    own. Read when Scrapy runs the command, not when it loads the class: it
-    loads every command's class (entry-point ones in any directory) to list them."""
+    own, and the environment's settings. Read when Scrapy runs the command,
+    not when it loads the class: it loads every command's class (entry-point
+    ones in any directory) to list them.
+
+    Scrapy lays a command's defaults at "command" priority, under the settings
+    module; a BaseSettings keeps a priority per name (BaseSettings.update), so
+    the environment's settings go in at "project" priority: over the module,
+    which Scrapy laid before."""
 
     def __init__(self, **own):
         self.own = own
 
-    def __get__(self, command, cls=None) -> dict[str, Any]:
-        return {**table(), **self.own}
+    def __get__(self, command, cls=None) -> BaseSettings:
+        values = BaseSettings({**table(), **self.own}, priority="command")
+        apply_environment(values)
+        return values
 
 
 def check_names(settings) -> None:
-    """Raise UnknownSetting when a name set with a crawlproj prefix is not in the table."""
+    """Raise UnknownSetting when a name set with a crawlproj prefix is not in
+    the table, or a CRAWLPROJ_ variable of the environment names no setting."""
     known = table()
-    unknown = sorted(name for name in settings if name.startswith(PREFIXES)
-                     and name not in known and not hasattr(scrapy_defaults, name))
+    unknown = sorted(name for name in settings if name.startswith(ENVIRONMENT_PREFIX) or (
+        name.startswith(PREFIXES) and name not in known and not hasattr(scrapy_defaults, name)))
     if not unknown:
         return
     parts = []
     for name in unknown:
-        close = difflib.get_close_matches(name, known, n=1)
+        if name.startswith(ENVIRONMENT_PREFIX):
+            # CRAWLPROJ_ and a setting's name: the closest setting, prefixed alike
+            names = [ENVIRONMENT_PREFIX + n for n in (*known, *dir(scrapy_defaults)) if n.isupper()]
+        else:
+            names = known
+        close = difflib.get_close_matches(name, names, n=1)
         parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
     raise UnknownSetting(f"unknown setting{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
                          "crawlproj's settings are listed in settings/base.py")
@@ -111,4 +167,5 @@ class Addon:
 
     def update_settings(self, settings) -> None:
         apply_table(settings)
+        apply_environment(settings)
         check_names(settings)

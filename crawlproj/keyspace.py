@@ -38,8 +38,10 @@ checks that they agree).
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 import mmh3
+from redis.cluster import RedisCluster
 
 from crawlproj.addon import require_table
 from crawlproj.errors import CrawlprojError
@@ -135,9 +137,45 @@ class Keyspace:
 
     @classmethod
     def from_settings(cls, settings, redis) -> Keyspace:
-        """:meth:`open` for CRAWL_ID with FRONTIER_PARTITIONS."""
+        """:meth:`open` for CRAWL_ID with FRONTIER_PARTITIONS; None: the
+        crawl's count, or for a new crawl :meth:`fitted_partitions`."""
         require_table(settings)
-        return cls.open(redis, settings.get("CRAWL_ID"), settings.getint("FRONTIER_PARTITIONS"))
+        crawl_id = settings.get("CRAWL_ID")
+        if settings.get("FRONTIER_PARTITIONS") is not None:
+            partitions = settings.getint("FRONTIER_PARTITIONS")
+        else:
+            crawl = cls.existing(redis, crawl_id)
+            partitions = crawl.partitions if crawl else cls.fitted_partitions(redis, crawl_id)
+        return cls.open(redis, crawl_id, partitions)
+
+    @classmethod
+    def fitted_partitions(cls, redis, crawl_id: str) -> int:
+        """The partition count a new crawl gets from the server it starts on.
+
+        A single server (or a cluster of one primary): 1. A sync sends one
+        script call per partition it asks, and on one server more partitions
+        spread nothing. A Redis Cluster of n primaries: a partition's keys sit
+        in the hash slot of its tag, so where each partition lives is known
+        beforehand; of the counts from 2n to 4n - 1, the one whose busiest
+        primary holds the smallest share of the partitions (the fewest
+        partitions on a tie). More per primary evens the load out only slowly,
+        and every one costs script calls.
+        """
+        if not isinstance(redis, RedisCluster):
+            return 1
+        primaries = {node.name for node in redis.get_primaries()}
+        n = len(primaries)
+        if n < 2:
+            return 1
+        best, best_share = 2 * n, None
+        for count in range(2 * n, 4 * n):
+            keyspace = cls(crawl_id, count)
+            held = Counter(redis.get_node_from_key(keyspace.prefix(p)).name
+                           for p in range(count))
+            share = max(held.values()) / count if set(held) == primaries else 1.0
+            if best_share is None or share < best_share:
+                best, best_share = count, share
+        return best
 
     @classmethod
     def existing(cls, redis, crawl_id: str) -> Keyspace | None:

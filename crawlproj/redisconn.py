@@ -2,7 +2,8 @@
 
 REDIS_URL set        -> a client for that server (redis://, rediss://, user:password@, /db)
 REDIS_CLUSTER true   -> a RedisCluster client seeded from REDIS_URL
-REDIS_URL unset      -> the embedded server of CRAWL_DATA_DIR, started if needed
+REDIS_URL unset      -> the embedded server of CRAWL_DATA_DIR, started if needed,
+                        unless REDIS_URL_REQUIRED (settings.cluster): refused
 
 Clients return bytes (values are msgpack). Nothing is cached here: each call
 makes a new client, so each component (and each test) owns its connections.
@@ -65,14 +66,20 @@ def get_redis(settings) -> redis.Redis | redis.cluster.RedisCluster:
     """A connected client (checked with PING) for the crawl's Redis.
 
     ``settings`` is a Scrapy Settings object or any mapping with REDIS_URL,
-    REDIS_CLUSTER and CRAWL_DATA_DIR. Raises RedisUnavailable when the server
-    cannot be reached, with the URL (password masked) and the reason.
+    REDIS_CLUSTER, REDIS_URL_REQUIRED and CRAWL_DATA_DIR. Raises RedisUnavailable
+    when the server cannot be reached, with the URL (password masked) and the
+    reason, and CrawlprojError when REDIS_URL is needed and unset.
     """
     url = settings.get("REDIS_URL") or None
     cluster = _getbool(settings, "REDIS_CLUSTER")
     if url is None:
         if cluster:
             raise CrawlprojError("REDIS_CLUSTER is set but REDIS_URL is not: name a cluster node")
+        if _getbool(settings, "REDIS_URL_REQUIRED"):
+            raise CrawlprojError(
+                "REDIS_URL is not set, and these settings (REDIS_URL_REQUIRED, as in "
+                "settings.cluster) need the crawl's shared server: set REDIS_URL, e.g. "
+                "redis://:PASSWORD@HOST:6379/0")
         url = EmbeddedRedis(settings.get("CRAWL_DATA_DIR")).ensure_running()
     # A URL query (e.g. ?socket_connect_timeout=30) overrides these defaults.
     # The connect timeout keeps an unroutable host from hanging the worker for minutes.

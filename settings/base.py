@@ -9,8 +9,10 @@ the crawl at start.
 
 Profiles (``settings.cluster``, ``settings.broad``) import this module and
 override it; pick one with ``SCRAPY_SETTINGS_MODULE=settings.cluster``. Any
-setting can also be given on the command line (``-s NAME=VALUE``) or, for the
-ones read from the environment below, as an environment variable.
+setting can also be given on the command line (``-s NAME=VALUE``) or in the
+environment as ``CRAWLPROJ_NAME=VALUE`` (over the settings module, under -s;
+crawlproj/addon.py); the few read from the environment below also take their
+plain name (REDIS_URL, REDIS_CLUSTER, CRAWL_ID, CRAWL_DATA_DIR).
 
 Papers cited: [Mercator] Najork & Heydon 2001; [Cho] Cho, Garcia-Molina & Page
 1998; [NW] Najork & Wiener 2001; [WebFountain] Edwards, McCurley & Tomlin 2001;
@@ -49,6 +51,10 @@ REDIS_URL = os.environ.get("REDIS_URL") or None
 # True when REDIS_URL names a Redis Cluster node: keys are hash-tagged by
 # partition (see FRONTIER_PARTITIONS) so each Lua script touches one node.
 REDIS_CLUSTER = os.environ.get("REDIS_CLUSTER", "").lower() in ("1", "true", "yes")
+# True: refuse to start without REDIS_URL instead of starting the embedded
+# server. settings.cluster sets it: a worker meant to share a crawl with other
+# machines must not crawl alone on its own machine's server.
+REDIS_URL_REQUIRED = False
 
 # The crawl's namespace: workers with the same id share one frontier and DUE;
 # other crawl ids on the same server are untouched.
@@ -126,9 +132,12 @@ FRONTIER_LEASE_TTL = 30.0
 # Number of host partitions. Each partition's keys share one hash tag and thus
 # one Redis Cluster slot; a partition is Mercator's unit of distribution by host
 # [Mercator §3: host splitter]. The first worker of a crawl fixes it (stored in
-# Redis); later workers adopt it. One server gains nothing from more than one
-# (each sync sends one script call per partition); the cluster profile uses 64.
-FRONTIER_PARTITIONS = 1
+# Redis); later workers adopt it. None = from the server the crawl starts on:
+# 1 on a single server, which gains nothing from more (a sync sends one script
+# call per partition it asks); on a Redis Cluster, 2 to 4 per primary, the count
+# that spreads the partitions' hash slots most evenly over the primaries
+# (Keyspace.fitted_partitions).
+FRONTIER_PARTITIONS = None
 
 # --------------------------------------------------------------------------
 # The DUE: URL-seen and content-seen tests [Mercator §3.2, §3 step 4]

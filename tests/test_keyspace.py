@@ -188,6 +188,19 @@ def test_from_settings_opens_the_crawl_the_settings_name(redis_url):
     assert r.hget(Keyspace("s", 1).meta, "partitions") == b"3"
 
 
+def test_without_a_partition_count_a_crawl_gets_the_servers(redis_url):
+    """FRONTIER_PARTITIONS None: a new crawl on a single server gets one
+    partition; a crawl that exists keeps its own."""
+    r = redis.Redis.from_url(redis_url)
+    assert Keyspace.fitted_partitions(r, "new") == 1
+    settings = get_crawler(WebSpider, {"CRAWL_ID": "new"}).settings
+    assert settings.get("FRONTIER_PARTITIONS") is None
+    assert Keyspace.from_settings(settings, r) == Keyspace("new", 1)
+    Keyspace.open(r, "old", 5)
+    settings = get_crawler(WebSpider, {"CRAWL_ID": "old"}).settings
+    assert Keyspace.from_settings(settings, r) == Keyspace("old", 5)
+
+
 @pytest.mark.parametrize("crawl_id", ["a{b", "a}b", "{x}", ""])
 def test_a_crawl_id_that_cannot_be_a_hash_tag_is_refused_before_any_key(redis_url, crawl_id):
     r = redis.Redis.from_url(redis_url)

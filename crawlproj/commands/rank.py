@@ -16,7 +16,7 @@ import time
 
 from scrapy.commands import ScrapyCommand
 
-from crawlproj.addon import CommandSettings
+from crawlproj.addon import CommandSettings, check_names
 from crawlproj.errors import CrawlprojError
 
 logger = logging.getLogger("crawlproj.rank")
@@ -48,6 +48,7 @@ class Command(ScrapyCommand):
         interval = opts.interval if opts.interval is not None \
             else self.settings.getfloat("RANKER_INTERVAL")
         try:
+            check_names(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
             ranker, lock = build(self.settings)
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)

@@ -12,7 +12,7 @@ from scrapy import Request
 from scrapy.commands import ScrapyCommand
 from scrapy.crawler import Crawler
 
-from crawlproj.addon import CommandSettings
+from crawlproj.addon import CommandSettings, check_names
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
@@ -45,6 +45,7 @@ class Command(ScrapyCommand):
         if opts.crawl_id:
             self.settings.set("CRAWL_ID", opts.crawl_id, priority="cmdline")
         try:
+            check_names(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
             urls, problems = read_seeds(args[0])
             frontier = Frontier.from_settings(self.settings, get_redis(self.settings))
         except CrawlprojError as exc:

@@ -18,7 +18,7 @@ from typing import Any
 import scrapy
 from scrapy.http import Request, Response, TextResponse
 
-from crawlproj.addon import apply_table, check_names
+from crawlproj.addon import apply_environment, apply_table, check_names
 from crawlproj.contact import missing_contact
 from crawlproj.errors import CrawlprojError
 from crawlproj.extract import (
@@ -104,10 +104,12 @@ class WebSpider(scrapy.Spider):
     @classmethod
     def update_settings(cls, settings):
         """crawlproj's settings table under this crawler's, whatever its settings
-        module, and their names checked (crawlproj/addon.py). Here, not by the
-        add-on alone: Scrapy builds the spider before it runs add-ons."""
+        module, the environment's CRAWLPROJ_ settings over it, and their names
+        checked (crawlproj/addon.py). Here, not by the add-on alone: Scrapy
+        builds the spider before it runs add-ons."""
         super().update_settings(settings)
         apply_table(settings)
+        apply_environment(settings)
         check_names(settings)
 
     @classmethod
