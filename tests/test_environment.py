@@ -79,6 +79,13 @@ def test_a_crawler_of_the_web_spider_or_the_addon_takes_the_environment(monkeypa
         get_crawler(WebSpider)
 
 
+def test_a_contact_from_the_environment_is_in_the_user_agent(monkeypatch):
+    monkeypatch.setenv("CRAWLPROJ_CRAWL_CONTACT", "ops@example.org")
+    for crawler in (get_crawler(WebSpider),
+                    get_crawler(settings_dict={"ADDONS": {"crawlproj.addon.Addon": 0}})):
+        assert crawler.settings.get("USER_AGENT").endswith("(+ops@example.org)")
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("args", [["crawl", "web"], ["seed", "http://a.example/"],
                                   ["rank", "--once"], ["settings", "--get", "CRAWL_ID"]])
