@@ -190,6 +190,12 @@ FRONTIER_HOST_RUN = 4
 # False keeps waiting for new URLs (continuous crawls). [Mercator §2: background
 # thread checks whether the frontier is empty]
 FRONTIER_IDLE_CLOSE = True
+# A worker that finds its crawl without work (nothing queued, leased or pending,
+# and no seeds of its own) waits this long for some before it closes, polling:
+# workers or Scrapyd jobs started before the one that brings the seeds, or
+# before `scrapy seed`. Seconds; 0 = close at once. Once the worker has seen
+# work in its crawl, FRONTIER_IDLE_CLOSE alone decides.
+FRONTIER_IDLE_WAIT = 60
 
 # Longest URL accepted into the frontier (characters); longer ones are refused
 # with a logged reason and the stat frontier/refused/url_too_long.
