@@ -48,6 +48,12 @@ CRAWL_ID = os.environ.get("CRAWL_ID", "default")
 # Local output: embedded server data, WARC files, logs. [Mercator §3: checkpoints]
 CRAWL_DATA_DIR = os.environ.get("CRAWL_DATA_DIR") or "./.crawlproj"
 
+# An HTTP proxy every download of this worker goes through:
+# http://[user:password@]host:port. None = Scrapy's way, the http_proxy,
+# https_proxy and no_proxy environment variables of the worker (of the Scrapyd
+# server, for a Scrapyd job). middlewares/proxy.py
+CRAWL_PROXY = None
+
 # --------------------------------------------------------------------------
 # The frontier [Mercator §3.1]
 # --------------------------------------------------------------------------
@@ -313,6 +319,8 @@ DOWNLOADER_MIDDLEWARES = {
     # metadata, crawl log): next to the downloader, below compression,
     # redirects and retries, so it sees every response they consume
     "middlewares.record.RecordMiddleware": 950,
+    # CRAWL_PROXY as the request's proxy, for Scrapy's HttpProxyMiddleware (750)
+    "middlewares.proxy.ProxyMiddleware": 740,
 }
 
 # The table above under every crawler, and misspelt names refused
