@@ -61,6 +61,7 @@ class FrontierSync:
         self._was_empty = False
         self._work_seen = False       # this worker sent URLs, or the frontier had some
         self._wait_end = None         # the call that ends the wait for work
+        self._said_waiting = False
 
     # -- what the worker says ----------------------------------------------
 
@@ -100,7 +101,17 @@ class FrontierSync:
         frontier had none queued, leased or pending) and FRONTIER_IDLE_WAIT
         has not passed since open: a worker started before its crawl's seeds
         are in (jobs scheduled together, workers started before `scrapy
-        seed`) keeps polling for them instead of closing."""
+        seed`) keeps polling for them instead of closing. Asked by the
+        scheduler when the engine would close, so said once, then."""
+        if not self._may_wait():
+            return False
+        if not self._said_waiting:
+            self._said_waiting = True
+            logger.info("Frontier: crawl %r has no work yet; waiting up to %g s for it "
+                        "(FRONTIER_IDLE_WAIT)", self.frontier.crawl_id, self.idle_wait)
+        return True
+
+    def _may_wait(self) -> bool:
         return not self._work_seen and self._wait_end is not None and self._wait_end.active()
 
     def _due_in(self, p: int) -> float | None:
@@ -193,9 +204,6 @@ class FrontierSync:
         empty = self.is_empty()
         if not empty:
             self._work_seen = True
-        elif not self._was_empty and self.waiting():
-            logger.info("Frontier: crawl %r has no work yet; waiting up to %g s for it "
-                        "(FRONTIER_IDLE_WAIT)", self.frontier.crawl_id, self.idle_wait)
         if got or (empty and not self._was_empty):
             self.wake()  # new work, or time to see that there is none
         self._was_empty = empty
@@ -211,7 +219,7 @@ class FrontierSync:
         delays = [d for d in map(self._due_in, self.results) if d is not None]
         if delays:
             delay = min(max(0.001, min(delays)), LONGEST_SLEEP)
-        elif self.idle_close and self.is_empty() and not self.book.holding and not self.waiting():
+        elif self.idle_close and self.is_empty() and not self.book.holding and not self._may_wait():
             return  # nothing anywhere: the engine will close us
         else:
             delay = POLL_INTERVAL
