@@ -179,18 +179,10 @@ CONTENTSEEN_NEAR_THRESHOLD = 0.9
 # How many hosts a worker leases per round trip (prefetch). None =
 # CONCURRENT_REQUESTS + 8.
 FRONTIER_PREFETCH = None
-# A worker with this many downloaded pages still waiting for its CPU (parse,
-# links) leases no more hosts until it catches up, so that hosts it could not
-# serve soon go to another worker instead of queueing here.
-FRONTIER_MAX_BACKLOG = 4
 # At most CONCURRENT_REQUESTS transfers at a time, counted from the engine's
 # pull to the transfer's end: the next download starts when a transfer ends,
 # not when the downloader middlewares are done with its response.
 FRONTIER_REFILL_AT_TRANSFER_END = True
-# Runs (docs/frontier.md): when fewer hosts are ready than a worker has room
-# for, and its hosts may be contacted again at once, a leased host brings up
-# to this many of its URLs, fetched back to back on its lease (1: never).
-FRONTIER_HOST_RUN = 4
 
 # Close the worker when the frontier is empty and no leases are out anywhere;
 # False keeps waiting for new URLs (continuous crawls). [Mercator §2: background

@@ -2,13 +2,18 @@
 each host may next be contacted, and leases, shared by every worker in Redis.
 
 Here:
-    scheduler.py   FrontierScheduler, Scrapy's SCHEDULER on the shared frontier
+    scheduler.py   FrontierScheduler, Scrapy's SCHEDULER on the shared frontier:
+                   a thin adapter between the engine and the parts below
+    leases.py      the lease book: where each of this worker's leases is, and
+                   what its end sends (no Scrapy, no Redis)
+    politeness.py  a host's wait after a download, and how the download left it
+    sync.py        the worker's one round trip at a time: what it says, which
+                   leases it asks for, when it looks again
     frontier.py    the Redis side: one sync round trip per batch, per partition
     lua/           sync.lua (every change to a partition, in one script call);
                    rescore.lua (the ranker's bulk rewrite of queued priorities)
-    admission.py   the worker's side of a URL's entry: refusals, recent-URL cache
+    admission.py   the worker's side of a URL's entry: refusals, score, payload
     codec.py       requests to and from msgpack payloads (never pickle)
-    engine.py      the Scrapy engine internals the frontier relies on
 
 Elsewhere:
     crawlproj/due/           the DUE (Mercator §3.2): canonical URLs, fingerprints,
@@ -18,4 +23,7 @@ Elsewhere:
     crawlproj/ranker/        PageRank on the crawled graph, rewriting queued priorities
     crawlproj/urls.py        the URL rule: which URLs may enter, and each one's host
     crawlproj/keyspace.py    the key layout: crawl id, partitions, every key name
+    crawlproj/groupcommit.py one write to Redis at a time, in a thread (the sync's and
+                             the stores')
+    crawlproj/internals.py   the Scrapy internals the frontier relies on, and only there
 """

@@ -14,27 +14,27 @@ from crawlproj.urls import host_of, refusal
 
 
 class RecentURLs:
-    """A worker's cache of the fingerprints it sent to the frontier lately:
-    Mercator's "cache of popular URLs" in front of the DUE (§3.2, 2^16
-    entries there). Most links of a page were seen before (about 9 in 10 in
-    docs/benchmarks.md), mostly by this same worker; a hit is dropped here,
-    without building its payload or sending it. Least recently seen first out.
-    The shared DUE stays the authority: a miss here is checked there."""
+    """A worker's cache of the URLs it sent to the frontier lately: Mercator's
+    "cache of popular URLs" in front of the DUE (§3.2, 2^16 entries there).
+    Most links of a page were sent before (about 9 in 10), mostly by this same
+    worker; middlewares/recentlinks.py drops a link to one of them before
+    Scrapy handles it. Least recently seen first out. The shared DUE stays the
+    authority: a miss here is checked there."""
 
     def __init__(self, size: int):
         self.size = size
-        self._fps: dict[int, None] = {}
+        self._urls: dict[str, None] = {}
 
-    def __contains__(self, key) -> bool:
-        return key in self._fps
+    def __contains__(self, url) -> bool:
+        return url in self._urls
 
-    def seen(self, fp: int) -> bool:
-        """Was fp sent lately? Remembers it either way."""
-        fps = self._fps
-        hit = fps.pop(fp, 0) is None
-        fps[fp] = None
-        if len(fps) > self.size:
-            del fps[next(iter(fps))]
+    def seen(self, url: str) -> bool:
+        """Was url sent lately? Remembers it either way."""
+        urls = self._urls
+        hit = urls.pop(url, 0) is None
+        urls[url] = None
+        if len(urls) > self.size:
+            del urls[next(iter(urls))]
         return hit
 
 
@@ -44,11 +44,8 @@ class Refused(ValueError):
         self.reason, self.message = reason, message
 
 
-def admit(frontier, prioritizer, request, spider, max_length: int,
-          recent: RecentURLs | None = None):
-    """(partition, enqueue entry) for request; None for a URL this worker sent
-    lately (when a duplicate changes nothing: no bump, not forced); or raise
-    Refused."""
+def admit(frontier, prioritizer, request, spider, max_length: int):
+    """(partition, enqueue entry) for request, or raise Refused."""
     bad = refusal(request.url, max_length)
     if bad is not None:
         raise Refused(*bad)
@@ -59,8 +56,6 @@ def admit(frontier, prioritizer, request, spider, max_length: int,
     bump = prioritizer.bump(request) if hasattr(prioritizer, "bump") else 0.0
     if not math.isfinite(bump):
         bump = 0.0
-    if recent is not None and not bump and not request.dont_filter and recent.seen(fp):
-        return None
     host = host_of(request.url)
     score = prioritizer.score(request)
     if not math.isfinite(score):

@@ -32,7 +32,6 @@ class Host:
     lease is touched only if the release's token holds it."""
 
     NONE = ""      # nothing: the token does not hold the host
-    KEEP = "keep"  # the host stays this worker's for the next URL of its run
     OK = "ok"      # downloaded: contact again after delay_ms; failures forgotten
     FAIL = "fail"  # connection failure: counted; blocked with backoff after a few
     BUSY = "busy"  # 429/503: counted; blocked for wait_ms (Retry-After) or backoff
@@ -65,7 +64,6 @@ class Batch:
     release: list = field(default_factory=list)   # Release tuples
     renew: list = field(default_factory=list)     # (host, token)
     lease: int = 0
-    run: int = 1      # URLs of one host at most (lua/sync.lua, section 4)
 
     def args(self, frontier: Frontier) -> list:
         # The new links go as one msgpack array, not as script arguments: a
@@ -84,7 +82,6 @@ class Batch:
         for r in self.renew:
             out.extend(r)
         out.append(self.lease)
-        out.append(self.run)
         return out
 
     def __bool__(self):

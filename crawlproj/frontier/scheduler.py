@@ -24,7 +24,6 @@ import time
 import uuid
 
 from scrapy import signals
-from twisted.internet import reactor
 
 from crawlproj import internals
 from crawlproj.frontier import codec
@@ -57,11 +56,10 @@ class FrontierScheduler:
         s = crawler.settings
         self.politeness = Politeness.from_settings(s)
         self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH")
-        self.book = LeaseBook(s.getint("FRONTIER_MAX_BACKLOG"))
+        self.book = LeaseBook()
         prefetch = s.get("FRONTIER_PREFETCH")
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
-                                 max(1, s.getint("FRONTIER_HOST_RUN")),
                                  s.getbool("FRONTIER_IDLE_CLOSE"), s.getfloat("FRONTIER_IDLE_WAIT"),
                                  self._wake)
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
@@ -78,6 +76,7 @@ class FrontierScheduler:
         self.spider = None
         self._inflight: dict = {}  # request -> its lease, from next_request to done
         self._other_transfers = 0  # requests not the frontier's (robots.txt) transferring
+        self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -135,6 +134,7 @@ class FrontierScheduler:
             self.sync.ask()
         if self.transfer_cap and \
                 self.book.fetching + self._other_transfers >= self.transfer_cap:
+            self._capped = True
             return None  # woken when a transfer ends (_left)
         while (lease := self.book.next()) is not None:
             try:
@@ -188,16 +188,10 @@ class FrontierScheduler:
         request.meta["crawlproj_download_time"] = download.took
         delay = self.politeness.delay(download)
         fate, wait_ms = self.politeness.host_fate(download)
-        releases, run_in = self.book.ended(lease, fate, delay, wait_ms)
-        self.sync.release(releases, lease.partition)
-        if run_in is not None:
-            reactor.callLater(run_in, self._continue_run, lease.host)
-        if self.transfer_cap:
+        self.sync.release(self.book.ended(lease, fate, delay, wait_ms), lease.partition)
+        if self._capped:
+            self._capped = False
             self._wake()  # a transfer ended: room for the next
-
-    def _continue_run(self, host: str):
-        if self.book.continue_run(host):
-            self._wake()
 
     def _done(self, request):
         """The engine is done with request (its links are enqueued)."""

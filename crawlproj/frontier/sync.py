@@ -21,7 +21,7 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 
 from crawlproj.frontier.frontier import Batch, Frontier, Host, Release, Result
-from crawlproj.frontier.leases import SOON_MS, LeaseBook
+from crawlproj.frontier.leases import LeaseBook
 from crawlproj.groupcommit import GroupCommit
 
 logger = logging.getLogger(__name__)
@@ -29,6 +29,9 @@ logger = logging.getLogger(__name__)
 # How long new links wait for more before they are sent: a page's links
 # arrive one by one within a few ms (seconds).
 GATHER = 0.005
+# A host released with a wait this short (ms) may be leased again at once:
+# its release is sent now, and its partition asked for leases.
+SOON_MS = 20
 # How often a worker with nothing to do asks again while leases are out
 # anywhere (their pages may bring new URLs), seconds.
 POLL_INTERVAL = 0.25
@@ -42,12 +45,11 @@ ENQUEUE, RELEASE, RENEW = 0, 1, 2
 
 class FrontierSync:
     def __init__(self, frontier: Frontier, book: LeaseBook, stats, target: int,
-                 run: int, idle_close: bool, idle_wait: float, wake: Callable[[], None]):
+                 idle_close: bool, idle_wait: float, wake: Callable[[], None]):
         self.frontier = frontier
         self.book = book
         self.stats = stats
         self.target = target          # leases to hold (prefetch)
-        self.run = run                # a host's URLs per lease at most, when hosts are few
         self.idle_close = idle_close
         self.idle_wait = idle_wait    # seconds to wait for a crawl that shows no work yet
         self.wake = wake              # the engine should pull: new work, or none left
@@ -75,7 +77,7 @@ class FrontierSync:
         now = False
         for r in releases:
             self._commit.add((RELEASE, partition, r), GATHER)
-            now = now or (r.host_fate not in (Host.NONE, Host.KEEP) and r.delay_ms <= SOON_MS)
+            now = now or (r.host_fate != Host.NONE and r.delay_ms <= SOON_MS)
         if now:
             self._commit.flush()
 
@@ -134,12 +136,11 @@ class FrontierSync:
             if batch is None:
                 batch = batches[p] = Batch()
             (batch.enqueue, batch.release, batch.renew)[kind].append(item)
-        run = self.run if self.book.runs_pay() else 1
         for p, n in self._wanted(batches).items():
             batch = batches.get(p)
             if batch is None:
                 batch = batches[p] = Batch()
-            batch.lease, batch.run = n, run
+            batch.lease = n
         self._poll = False
         if not batches:
             self._arm_timer()
@@ -161,9 +162,8 @@ class FrontierSync:
         leases its next URL (sync.lua releases before it leases), instead of
         the host waiting for a second round trip.
         """
-        # pages still being processed count: their links may change what is
-        # best; and a worker behind on its pages leaves hosts to others
-        want = 0 if self.book.closing or self.book.behind() else self.target - self.book.holding
+        # pages still being processed count: their links may change what is best
+        want = 0 if self.book.closing else self.target - len(self.book)
         if want <= 0:
             return {}
         parts = range(self.frontier.partitions)
@@ -172,8 +172,8 @@ class FrontierSync:
                 batch = batches.get(p)
                 if p not in self.results or (batch and batch.enqueue):
                     return True
-                if batch and any(r.host_fate not in (Host.NONE, Host.KEEP)
-                                 and r.delay_ms <= SOON_MS for r in batch.release):
+                if batch and any(r.host_fate != Host.NONE and r.delay_ms <= SOON_MS
+                                 for r in batch.release):
                     return True
                 due = self._due_in(p)
                 return due is not None and due <= SOON_MS / 1000.0
@@ -219,7 +219,7 @@ class FrontierSync:
         delays = [d for d in map(self._due_in, self.results) if d is not None]
         if delays:
             delay = min(max(0.001, min(delays)), LONGEST_SLEEP)
-        elif self.idle_close and self.is_empty() and not self.book.holding and not self._may_wait():
+        elif self.idle_close and self.is_empty() and not len(self.book) and not self._may_wait():
             return  # nothing anywhere: the engine will close us
         else:
             delay = POLL_INTERVAL

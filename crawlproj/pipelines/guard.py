@@ -56,9 +56,7 @@ class StoreGuard:
         engine = getattr(self.crawler, "engine", None)
         if engine is None or engine.spider is None:
             return
-        slot = getattr(engine, "_slot", None)
-        if slot is not None and slot.closing is not None:
-            return  # already closing
+        # a second close while one is under way only waits for it
         d = deferred_from_coro(engine.close_spider_async(reason=FINISH_REASON))
         d.addErrback(lambda f: logger.error("could not close the spider: %s", f.getErrorMessage()))
 

@@ -52,8 +52,7 @@ def worker_id(crawler) -> str:
     wid = getattr(crawler, "_crawlproj_worker_id", None)
     if wid:
         return wid
-    slot = getattr(getattr(crawler, "engine", None), "_slot", None)
-    wid = getattr(getattr(slot, "scheduler", None), "worker_id", None)
+    wid = getattr(getattr(getattr(crawler, "engine", None), "scheduler", None), "worker_id", None)
     if not isinstance(wid, str) or not wid:
         wid = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     crawler._crawlproj_worker_id = wid

@@ -16,11 +16,6 @@
 -- that a worker dying mid-page loses nothing while the host is already back on
 -- the heap (its politeness delay runs from the end of the download):
 --   pending ZSET token -> lease deadline (ms); pend HASH token -> the lease.
--- A host whose crawl allows back-to-back requests may be leased with a run of
--- its next URLs (see section 4): Mercator's back queue assigned to one crawler
--- thread. The run's first URL holds the host lease; the others are leased as
--- pending URLs at once; the worker fetches them one at a time on the host's
--- one connection and releases the host at the end of the run.
 -- and per host:
 --   q:<host> ZSET fingerprint -> score (lower = sooner): the host's back queue.
 --   p:<host> HASH fingerprint -> payload: the queued requests themselves.
@@ -47,9 +42,9 @@
 --            crawl never saw (WebCrawler's host-first order); '' = no such rule
 --   release: a count, then host, token, host_fate, url_fate, delay_ms,
 --            wait_ms (6 each; crawlproj/frontier/frontier.py names them).
---            host_fate, applied only if token holds the host's lease:
---              '' nothing; keep: the host stays leased to token (a run's next
---              URL comes), its URL having left the lease; ok: downloaded,
+--            host_fate, applied only if token holds the host's lease (a
+--            release whose token holds it must say what becomes of it):
+--              '' nothing; ok: downloaded,
 --              contact again after delay_ms, failures forgotten; fail: a
 --              connection failure, counted, backoff after backoff_after of
 --              them; busy: 429/503, counted, blocked wait_ms (Retry-After)
@@ -59,9 +54,7 @@
 --              '' nothing; pending: leased by itself until done; done: the
 --              page is done, the lease ends; return: back to its queue
 --   renew:   a count, then host, token                            (2 each)
---   lease:   n (how many URLs to lease), run (how many URLs of one host at
---            most: the URLs beyond one host each go to hosts already leased
---            by this call, only when fewer than n hosts are ready)
+--   lease:   n, how many URLs to lease (one per host)
 -- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts a
 --   flat list of name, value: added, duplicates, bumped, stale, expired,
 --   next_ready_ms, heap, ready, leases, queued, pending
@@ -105,9 +98,8 @@ end
 
 -- Give a leased URL back to its host's queue (worker gone or shutting down).
 -- A lease is {token, score, payload, fingerprint}; pending ones add the host.
--- A host lease whose URL has gone pending (hold) is {token} alone.
 local function requeue(host, l)
-  if l[4] and redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
+  if redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
     redis.call('HSET', payloads(host), l[4], l[3])
     queued_delta = queued_delta + 1
   end
@@ -215,12 +207,11 @@ for _ = 1, n do
   local lease = redis.call('HGET', LEASE, host)
   local mine = lease and cmsgpack.unpack(lease)
   if mine and mine[1] ~= token then mine = nil end
-  -- the URL: in the host's lease (mine[4] set) or pending by itself
+  -- the URL: in the host's lease (mine) or pending by itself
   local found = true
   if url_fate == 'pending' then
-    if mine and mine[4] then
+    if mine then
       to_pending(host, mine)
-      redis.call('HSET', LEASE, host, cmsgpack.pack({token}))
     else
       found = redis.call('ZSCORE', PENDING, token) ~= false
     end
@@ -229,9 +220,8 @@ for _ = 1, n do
     -- a URL no longer pending expired meanwhile and went back to its queue
   elseif url_fate == 'return' then
     local held = redis.call('HGET', PEND, token)
-    if mine and mine[4] then
+    if mine then
       requeue(host, mine)
-      redis.call('HSET', LEASE, host, cmsgpack.pack({token}))
     elseif held then
       requeue_pending(token, held)
     else
@@ -241,8 +231,6 @@ for _ = 1, n do
   -- the host
   if host_fate ~= '' and not mine then
     found = false  -- our lease had expired; whoever holds it now keeps it
-  elseif host_fate == 'keep' then
-    redis.call('HSET', LEASE, host, cmsgpack.pack({token}))
   elseif host_fate ~= '' then
     if host_fate == 'ok' then
       redis.call('HDEL', FAILS, host)
@@ -271,21 +259,21 @@ for _ = 1, n do
   local lease = redis.call('HGET', LEASE, host)
   if lease and cmsgpack.unpack(lease)[1] == token then
     redis.call('ZADD', LEASES, 'XX', now + ttl, host)
+  else
+    redis.call('ZADD', PENDING, 'XX', now + ttl, token)
   end
-  -- a run's first URL may be pending while its token still holds the host
-  redis.call('ZADD', PENDING, 'XX', now + ttl, token)
 end
 
 -- 4. lease: expired leases first go back (their worker died), then hosts whose
 --    time has come move from heap to ready, then the best ones are leased.
-local want, run = tonumber(ARGV[i]), tonumber(ARGV[i + 1] or 1)
+local want = tonumber(ARGV[i])
 local out = {}
 if want > 0 then
   for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
     local l = cmsgpack.unpack(redis.call('HGET', LEASE, host))
     requeue(host, l)
     unlease(host, 0)
-    if l[4] then expired = expired + 1 end  -- counts URLs, not a run's bare host lease
+    expired = expired + 1
   end
   for _, token in ipairs(redis.call('ZRANGEBYSCORE', PENDING, '-inf', now, 'LIMIT', 0, 1000)) do
     requeue_pending(token, redis.call('HGET', PEND, token))
@@ -296,41 +284,26 @@ if want > 0 then
     local head = redis.call('ZRANGE', queue(host), 0, 0, 'WITHSCORES')
     if head[2] then redis.call('ZADD', READY, head[2], host) end
   end
-  local leased = 0
-  -- A URL popped from host's queue is handed out: {token, score, payload, fp}.
-  local function take(host, fp, score)
-    local payload = redis.call('HGET', payloads(host), fp)
-    redis.call('HDEL', payloads(host), fp)
-    local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
-    queued_delta = queued_delta - 1
-    leased = leased + 1
-    out[#out + 1] = host
-    out[#out + 1] = token
-    out[#out + 1] = score
-    out[#out + 1] = payload
-    return {token, score, payload, fp}
-  end
-  local hosts = {}
-  while leased < want do
+  -- the best URL of the best ready host, one host after another:
+  -- {token, score, payload, fingerprint} in the host's lease
+  while #out < 4 * want do
     local top = redis.call('ZPOPMIN', READY)
     if not top[1] then break end
     local host = top[1]
     local item = redis.call('ZPOPMIN', queue(host))
     if item[1] then
-      redis.call('HSET', LEASE, host, cmsgpack.pack(take(host, item[1], item[2])))
+      local fp, score = item[1], item[2]
+      local payload = redis.call('HGET', payloads(host), fp)
+      redis.call('HDEL', payloads(host), fp)
+      local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
+      queued_delta = queued_delta - 1
+      redis.call('HSET', LEASE, host, cmsgpack.pack({token, score, payload, fp}))
       redis.call('ZADD', LEASES, now + ttl, host)
-      hosts[#hosts + 1] = host
+      out[#out + 1] = host
+      out[#out + 1] = token
+      out[#out + 1] = score
+      out[#out + 1] = payload
     end
-  end
-  -- Runs: fewer hosts ready than the worker has room for (a crawl's last big
-  -- hosts, or a small crawl), so each host leased here also brings its next
-  -- URLs, best hosts first. They are pending URLs from now on; the worker
-  -- fetches them back to back on the host's lease (no round trip between
-  -- them), and gives back those it does not fetch.
-  for _, host in ipairs(hosts) do
-    if leased >= want or run <= 1 then break end
-    local more = redis.call('ZPOPMIN', queue(host), math.min(run - 1, want - leased))
-    for k = 1, #more, 2 do to_pending(host, take(host, more[k], more[k + 1])) end
   end
 end
 
