@@ -63,6 +63,12 @@ CRAWL_ID = os.environ.get("CRAWL_ID", "default")
 # Local output: embedded server data, WARC files, logs. [Mercator §3: checkpoints]
 CRAWL_DATA_DIR = os.environ.get("CRAWL_DATA_DIR") or "./.crawlproj"
 
+# An HTTP proxy every download of this worker goes through:
+# http://[user:password@]host:port. None = Scrapy's way, the http_proxy,
+# https_proxy and no_proxy environment variables of the worker (of the Scrapyd
+# server, for a Scrapyd job). middlewares/proxy.py
+CRAWL_PROXY = None
+
 # --------------------------------------------------------------------------
 # The frontier [Mercator §3.1]
 # --------------------------------------------------------------------------
@@ -205,6 +211,12 @@ FRONTIER_REFILL_AT_TRANSFER_END = True
 # False keeps waiting for new URLs (continuous crawls). [Mercator §2: background
 # thread checks whether the frontier is empty]
 FRONTIER_IDLE_CLOSE = True
+# A worker that finds its crawl without work (nothing queued, leased or pending,
+# and no seeds of its own) waits this long for some before it closes, polling:
+# workers or Scrapyd jobs started before the one that brings the seeds, or
+# before `scrapy seed`. Seconds; 0 = close at once. Once the worker has seen
+# work in its crawl, FRONTIER_IDLE_CLOSE alone decides.
+FRONTIER_IDLE_WAIT = 60
 
 # Longest URL accepted into the frontier (characters); longer ones are refused
 # with a logged reason and the stat frontier/refused/url_too_long.
@@ -330,6 +342,8 @@ DOWNLOADER_MIDDLEWARES = {
     # metadata, crawl log): next to the downloader, below compression,
     # redirects and retries, so it sees every response they consume
     "middlewares.record.RecordMiddleware": 950,
+    # CRAWL_PROXY as the request's proxy, for Scrapy's HttpProxyMiddleware (750)
+    "middlewares.proxy.ProxyMiddleware": 740,
 }
 
 # The table above under every crawler, and misspelt names refused

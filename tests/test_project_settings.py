@@ -19,6 +19,7 @@ def test_scrapy_loads_every_project_middleware(caplog, redis_url):
     project = get_project_settings()
     crawler = get_crawler(WebSpider, {  # the project's middlewares, not its reactor
         "REDIS_URL": redis_url,
+        "CRAWL_PROXY": "http://127.0.0.1:8899",  # else its middleware is rightly not configured
         **{key: project[key] for key in project
            if "MIDDLEWARES" in key or key.startswith("ROBOTSTXT")}})
     with caplog.at_level("ERROR"):

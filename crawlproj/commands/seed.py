@@ -1,7 +1,8 @@
 """`scrapy seed URLS_OR_FILE`: add seeds to a crawl, running or not.
 
-Workers pick the new URLs up on their next sync; a crawl started with
-FRONTIER_IDLE_CLOSE = False waits for them.
+Workers pick the new URLs up on their next sync; a worker that has seen no
+work in its crawl yet waits FRONTIER_IDLE_WAIT seconds for them, and one
+started with FRONTIER_IDLE_CLOSE = False waits for them as long as it runs.
 """
 
 from __future__ import annotations

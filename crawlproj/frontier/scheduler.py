@@ -60,7 +60,8 @@ class FrontierScheduler:
         prefetch = s.get("FRONTIER_PREFETCH")
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
-                                 s.getbool("FRONTIER_IDLE_CLOSE"), self._wake)
+                                 s.getbool("FRONTIER_IDLE_CLOSE"), s.getfloat("FRONTIER_IDLE_WAIT"),
+                                 self._wake)
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
         size = s.getint("DUE_CACHE_SIZE")
@@ -111,7 +112,8 @@ class FrontierScheduler:
     def has_pending_requests(self) -> bool:
         if len(self.book) or not self.sync.idle_close or not self.sync.known():
             return True
-        return not self.sync.is_empty()  # other workers' leases may bring new URLs
+        # other workers' leases may bring new URLs; a crawl not started yet, its seeds
+        return not self.sync.is_empty() or self.sync.waiting()
 
     def enqueue_request(self, request) -> bool:
         try:

@@ -45,12 +45,13 @@ ENQUEUE, RELEASE, RENEW = 0, 1, 2
 
 class FrontierSync:
     def __init__(self, frontier: Frontier, book: LeaseBook, stats, target: int,
-                 idle_close: bool, wake: Callable[[], None]):
+                 idle_close: bool, idle_wait: float, wake: Callable[[], None]):
         self.frontier = frontier
         self.book = book
         self.stats = stats
         self.target = target          # leases to hold (prefetch)
         self.idle_close = idle_close
+        self.idle_wait = idle_wait    # seconds to wait for a crawl that shows no work yet
         self.wake = wake              # the engine should pull: new work, or none left
         self.results: dict[int, Result] = {}
         self._received: dict[int, float] = {}  # partition -> monotonic time of its result
@@ -60,10 +61,14 @@ class FrontierSync:
         self._timer = None
         self._renewal = None
         self._was_empty = False
+        self._work_seen = False       # this worker sent URLs, or the frontier had some
+        self._wait_end = None         # the call that ends the wait for work
+        self._said_waiting = False
 
     # -- what the worker says ----------------------------------------------
 
     def enqueue(self, partition: int, entry) -> None:
+        self._work_seen = True
         self._commit.add((ENQUEUE, partition, entry), GATHER)
 
     def release(self, releases: list[Release], partition: int) -> None:
@@ -92,6 +97,24 @@ class FrontierSync:
 
     def is_empty(self) -> bool:
         return self.frontier.is_empty(self.results)
+
+    def waiting(self) -> bool:
+        """The crawl has shown no work yet (this worker sent no URL, and the
+        frontier had none queued, leased or pending) and FRONTIER_IDLE_WAIT
+        has not passed since open: a worker started before its crawl's seeds
+        are in (jobs scheduled together, workers started before `scrapy
+        seed`) keeps polling for them instead of closing. Asked by the
+        scheduler when the engine would close, so said once, then."""
+        if not self._may_wait():
+            return False
+        if not self._said_waiting:
+            self._said_waiting = True
+            logger.info("Frontier: crawl %r has no work yet; waiting up to %g s for it "
+                        "(FRONTIER_IDLE_WAIT)", self.frontier.crawl_id, self.idle_wait)
+        return True
+
+    def _may_wait(self) -> bool:
+        return not self._work_seen and self._wait_end is not None and self._wait_end.active()
 
     def _due_in(self, p: int) -> float | None:
         """Seconds until partition p may have a ready host, by its last answer
@@ -179,6 +202,8 @@ class FrontierSync:
         self.stats.inc_value("frontier/leased", got)
         self.stats.inc_value("frontier/redis_commands", len(results))
         empty = self.is_empty()
+        if not empty:
+            self._work_seen = True
         if got or (empty and not self._was_empty):
             self.wake()  # new work, or time to see that there is none
         self._was_empty = empty
@@ -194,7 +219,7 @@ class FrontierSync:
         delays = [d for d in map(self._due_in, self.results) if d is not None]
         if delays:
             delay = min(max(0.001, min(delays)), LONGEST_SLEEP)
-        elif self.idle_close and self.is_empty() and not len(self.book):
+        elif self.idle_close and self.is_empty() and not len(self.book) and not self._may_wait():
             return  # nothing anywhere: the engine will close us
         else:
             delay = POLL_INTERVAL
@@ -213,11 +238,19 @@ class FrontierSync:
 
     def open(self) -> None:
         self._renewal = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
+        if self.idle_close and self.idle_wait > 0:
+            self._wait_end = reactor.callLater(self.idle_wait, self._waited)
         self._commit.flush()
+
+    def _waited(self) -> None:
+        if not self._work_seen:
+            logger.info("Frontier: no work in crawl %r after %g s (FRONTIER_IDLE_WAIT)",
+                        self.frontier.crawl_id, self.idle_wait)
+        self.wake()  # the engine looks again, and closes if the crawl is still empty
 
     def close(self, releases: list[Release]) -> Deferred:
         """Send the last releases (the book is closing: no more leases)."""
-        for call in (self._timer, self._renewal):
+        for call in (self._timer, self._renewal, self._wait_end):
             if call is not None and call.active():
                 call.cancel()
         for r in releases:
