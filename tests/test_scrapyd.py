@@ -221,7 +221,7 @@ def test_two_jobs_of_one_crawl_fetch_every_page_once(deployed, redis_url, tmp_pa
         crawl = {"REDIS_URL": redis_url, "CRAWL_ID": "jobs", "CRAWL_PROXY": sw.proxy_url,
                  "FRONTIER_PRIORITIZER": "backlinks", "CRAWL_DATA_DIR": tmp_path / "data",
                  "FRONTIER_DELAY_FACTOR": 2, "CONCURRENT_REQUESTS": 4, "RETRY_TIMES": 0,
-                 "LOG_LEVEL": "INFO"}
+                 "LOG_LEVEL": "INFO", "CRAWL_SCOPE": "any", "DEPTH_LIMIT": 0}  # the whole web
         # The job without seeds goes first, the one with them once the first
         # has opened its frontier: the first finds its crawl empty, the worst
         # case of jobs scheduled together.
