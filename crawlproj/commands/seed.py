@@ -46,6 +46,9 @@ class Command(ScrapyCommand):
             self.settings.set("CRAWL_ID", opts.crawl_id, priority="cmdline")
         try:
             urls, problems = read_seeds(args[0])
+            crawler = Crawler(WebSpider, self.settings)
+            prioritizer = load_prioritizer(self.settings.get("FRONTIER_PRIORITIZER"), crawler)
+            # it adds URLs as a worker does: to a crawl of its settings, or a new one
             frontier = Frontier.from_settings(self.settings, get_redis(self.settings))
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
@@ -53,8 +56,6 @@ class Command(ScrapyCommand):
             return
         for problem in problems:
             print(f"skipped {problem}", file=sys.stderr)
-        crawler = Crawler(WebSpider, self.settings)
-        prioritizer = load_prioritizer(self.settings.get("FRONTIER_PRIORITIZER"), crawler)
         batches: dict[int, Batch] = {}
         for url in urls:
             try:
