@@ -369,7 +369,7 @@ class EmbeddedRedis:
 
     def ensure_running(self) -> str:
         """Return the url of this data dir's server, starting one if none answers."""
-        with self._lock():
+        with self._writable(), self._lock():
             state = self._read_state()
             if state and self._is_ours(state, wait=True):
                 return state["url"]
@@ -404,7 +404,7 @@ class EmbeddedRedis:
 
     def stop(self, timeout: float = 10) -> bool:
         """Shut the server down (the AOF keeps the data). False if none was running."""
-        with self._lock():
+        with self._writable(), self._lock():
             state = self._read_state()
             if not state:
                 return False
@@ -428,6 +428,18 @@ class EmbeddedRedis:
             return True
 
     # -- internals -----------------------------------------------------------
+
+    @contextmanager
+    def _writable(self):
+        """The server's files live in the data dir: a data dir that cannot
+        hold them is the user's to fix, said in one line."""
+        try:
+            yield
+        except OSError as exc:
+            where = exc.filename or self.dir
+            raise EmbeddedRedisError(
+                f"the embedded Redis server cannot use {where}: {exc.strerror or exc} (set "
+                "CRAWL_DATA_DIR to a writable directory, or REDIS_URL to a server)") from exc
 
     @contextmanager
     def _lock(self):

@@ -13,8 +13,12 @@ atomically. The crawl-wide keys carry the tag ``{<crawl>}``.
 
 Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`)::
 
-    cp:{<crawl>}:meta       HASH   partitions, created; due (the DUE's configuration)
+    cp:{<crawl>}:meta       HASH   the crawl's record: partitions, created; prioritizer
+                                   (its FRONTIER_PRIORITIZER), due (the DUE's configuration)
     cp:{<crawl>}:ranker     STRING the ranker's lock (crawlproj/ranker/loop.py)
+
+A crawl exists while its meta hash does: the first process of a crawl fixes
+each field of the record, later ones read it (:meth:`Keyspace.agree`).
 
 Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
 
@@ -47,7 +51,7 @@ from crawlproj.addon import require_table
 from crawlproj.errors import CrawlprojError
 from crawlproj.urls import host_of
 
-__all__ = ["CrawlIdError", "Keyspace", "host_of"]
+__all__ = ["CrawlIdError", "Keyspace", "NoSuchCrawl", "host_of"]
 
 _ROOT = "cp:"
 _GLOB_SPECIAL = "\\*?[]"
@@ -55,6 +59,18 @@ _GLOB_SPECIAL = "\\*?[]"
 
 class CrawlIdError(CrawlprojError, ValueError):
     """A crawl id (or partition count) that cannot name a crawl's keys."""
+
+
+class NoSuchCrawl(CrawlprojError):
+    """A tool was given a crawl id that names no crawl on the server."""
+
+    def __init__(self, crawl_id: str):
+        super().__init__(f"no crawl {crawl_id!r} on this server "
+                         "(`scrapy crawls list` shows the crawls there are)")
+
+
+def _decoded(hash_: dict) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in hash_.items()}
 
 
 def _glob_literal(text: str) -> str:
@@ -127,13 +143,27 @@ class Keyspace:
         """The crawl's keyspace. The first process of a crawl fixes its
         partition count in the meta hash; every later one adopts it, whatever
         it asked for: a host must fall in the same partition for every worker."""
+        return cls.agree(redis, crawl_id, partitions)[0]
+
+    @classmethod
+    def agree(cls, redis, crawl_id: str, partitions: int,
+              **fields: str) -> tuple[Keyspace, dict[str, str]]:
+        """:meth:`open`, fixing ``fields`` of the crawl's record too, each
+        unless a process fixed it before; returns the keyspace of the agreed
+        partition count and the whole record, as the crawl has it.
+
+        Each field is fixed on its own (HSETNX): two processes that start
+        together may each fix some, but both then read the same record."""
         wanted = cls(crawl_id, partitions)
         pipe = redis.pipeline(transaction=False)
         pipe.hsetnx(wanted.meta, "partitions", partitions)
         pipe.hsetnx(wanted.meta, "created", f"{time.time():.3f}")
-        pipe.hget(wanted.meta, "partitions")
-        agreed = int(pipe.execute()[-1])
-        return wanted if agreed == partitions else cls(crawl_id, agreed)
+        for name, value in fields.items():
+            pipe.hsetnx(wanted.meta, name, value)
+        pipe.hgetall(wanted.meta)
+        record = _decoded(pipe.execute()[-1])
+        agreed = int(record["partitions"])
+        return (wanted if agreed == partitions else cls(crawl_id, agreed)), record
 
     @classmethod
     def from_settings(cls, settings, redis) -> Keyspace:
@@ -182,6 +212,42 @@ class Keyspace:
         """The keyspace of a crawl already on this server, or None; fixes nothing."""
         n = redis.hget(cls(crawl_id, 1).meta, "partitions")
         return None if n is None else cls(crawl_id, int(n))
+
+    @classmethod
+    def found(cls, redis, crawl_id: str) -> Keyspace:
+        """:meth:`existing` for a tool that works on one crawl: NoSuchCrawl
+        when there is none, rather than a new, empty crawl of a mistyped id."""
+        keyspace = cls.existing(redis, crawl_id)
+        if keyspace is None:
+            raise NoSuchCrawl(crawl_id)
+        return keyspace
+
+    @classmethod
+    def record(cls, redis, crawl_id: str) -> dict[str, str] | None:
+        """The crawl's record (its meta hash), or None if there is no such crawl."""
+        return _decoded(redis.hgetall(cls(crawl_id, 1).meta)) or None
+
+    def delete(self, redis, batch: int = 1000) -> int:
+        """Delete every key of the crawl, its record last; returns how many.
+        Keys are found with SCAN (on each node of a cluster) and unlinked in
+        batches as they come, one command per key, which a cluster routes by
+        its slot."""
+        deleted = 0
+        keys: list = []
+
+        def unlink():
+            pipe = redis.pipeline(transaction=False)
+            for key in keys:
+                pipe.unlink(key)
+            keys.clear()
+            return sum(pipe.execute())
+
+        for key in redis.scan_iter(match=self.partitions_pattern(), count=batch):
+            keys.append(key)
+            if len(keys) >= batch:
+                deleted += unlink()
+        keys += [self.ranker_lock, self.meta]
+        return deleted + unlink()
 
     @staticmethod
     def crawl_ids(redis) -> list[str]:

@@ -27,6 +27,10 @@ class RedisUnavailable(CrawlprojError):
     """Redis could not be reached or refused us; the message is one line."""
 
 
+class RedisAuthError(RedisUnavailable):
+    """Redis answered but wants credentials, or other ones than REDIS_URL gives."""
+
+
 def lua_script(package: str, name: str) -> str:
     """The text of a Lua script shipped in package's lua/ folder, read as
     package data (so that it loads from a zipped egg under Scrapyd too)."""
@@ -91,6 +95,19 @@ def get_redis(settings) -> redis.Redis | redis.cluster.RedisCluster:
         else:
             client = redis.Redis.from_url(url, **kwargs)
         client.ping()
+    except redis.AuthenticationError as e:
+        raise _auth_error(url, e) from e
     except (redis.RedisError, RedisClusterException, OSError, ValueError) as e:
         raise RedisUnavailable(f"cannot reach Redis at {describe_url(url)}: {_reason(e)}") from e
     return client
+
+
+def _auth_error(url: str, exc: BaseException) -> RedisAuthError:
+    shown = describe_url(url)
+    parts = urlsplit(url)
+    if parts.password is None and "password=" not in parts.query:
+        return RedisAuthError(f"Redis at {shown} requires authentication: give the password in "
+                              "REDIS_URL (redis://:PASSWORD@host:port/db, or "
+                              "redis://USER:PASSWORD@host:port/db)")
+    return RedisAuthError(f"Redis at {shown} refused the credentials of REDIS_URL "
+                          f"(authentication failed: {_reason(exc)})")

@@ -24,11 +24,25 @@ from functools import lru_cache
 
 import tldextract
 
+from crawlproj.errors import CrawlprojError
 from crawlproj.urls import hostname, parse_host
 
-__all__ = ["MODES", "Scope", "registered_domain"]
+__all__ = ["MODES", "Scope", "ScopeError", "registered_domain", "scope_mode"]
 
 MODES = ("host", "domain", "any")
+
+
+class ScopeError(CrawlprojError, ValueError):
+    """A scope that is not one of MODES; the message is one line."""
+
+
+def scope_mode(value, what: str = "crawl scope") -> str:
+    """``value`` as one of MODES (any case, spaces ignored; empty: ``any``);
+    ScopeError naming ``what`` (the argument or setting it came from) otherwise."""
+    mode = str(value or "any").strip().lower()
+    if mode not in MODES:
+        raise ScopeError(f"{what} must be one of {', '.join(MODES)}, not {value!r}")
+    return mode
 
 # suffix_list_urls=() and cache_dir=None: no download of the Public Suffix
 # List and no cache file; tldextract falls back to the snapshot shipped in the
@@ -88,10 +102,7 @@ class Scope:
     __slots__ = ("mode", "allowed")
 
     def __init__(self, mode: str = "any", seeds: Iterable[str] = ()):
-        mode = (mode or "any").strip().lower()
-        if mode not in MODES:
-            raise ValueError(f"crawl scope must be one of {', '.join(MODES)}, not {mode!r}")
-        self.mode = mode
+        self.mode = scope_mode(mode)
         self.allowed: set[str] = set()
         self.add_seeds(seeds)
 

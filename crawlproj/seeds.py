@@ -8,9 +8,11 @@ The argument is either
 * comma-separated URLs: ``-a seeds=https://a.example/,https://b.example/``.
 
 It is read as a path when a file of that name exists, or when it has neither
-``://`` nor a comma and contains a path separator or ends in ``.txt``;
-otherwise as URLs. A path that does not exist raises :class:`SeedsError` (one
-line, for the ``crawl`` command to print).
+``://`` nor a comma and contains a path separator, ends in ``.txt`` or is one
+bare word (no dot, no colon: ``myseeds`` names a file, not the host
+``http://myseeds/``); otherwise as URLs. A path that does not exist, and an
+argument that gives no usable URL at all, raise :class:`SeedsError` (one
+line, for the commands to print).
 
 Every entry is checked; a bad one is skipped and reported as a problem naming
 where it was (``seeds.txt:7: not an http(s) URL: 'ftp://x'``, or
@@ -58,7 +60,7 @@ def looks_like_path(arg: str) -> bool:
         return False
     return os.sep in arg or (os.altsep is not None and os.altsep in arg) or (
         arg.lower().endswith(".txt")
-    )
+    ) or not any(c in arg for c in ".:[")  # a host name alone has a dot or a port
 
 
 def check_seed(entry: str, max_length: int = MAX_URL_LENGTH) -> tuple[str | None, str | None]:
@@ -136,11 +138,12 @@ def read_seeds(arg: str, max_length: int = MAX_URL_LENGTH) -> tuple[list[str], l
 
     ``urls`` keeps the order given, without duplicates; ``problems`` has one
     line per skipped entry. Raises :class:`SeedsError` when the argument names
-    a file that cannot be read.
+    a file that cannot be read, or gives no usable URL: a crawl started with
+    it would have nothing to do.
     """
     arg = (arg or "").strip()
     if not arg:
-        return [], ["seeds: empty argument"]
+        raise SeedsError("the seeds argument is empty")
     entries = _entries_from_file(arg) if looks_like_path(arg) else _entries_from_list(arg)
     urls: list[str] = []
     seen: set[str] = set()
@@ -154,6 +157,8 @@ def read_seeds(arg: str, max_length: int = MAX_URL_LENGTH) -> tuple[list[str], l
                     urls.append(url)
                 continue
         problems.append(f"{where}: {problem}")
-    if not urls and not problems:
-        problems.append(f"{arg}: no URLs")
+    if not urls:
+        first = f": {problems[0]}" if problems else ": it lists none"
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise SeedsError(f"no usable seed URL in {arg!r}{first}{more}")
     return urls, problems

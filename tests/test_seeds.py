@@ -169,11 +169,36 @@ def test_encoding_bom_and_bad_bytes(tmp_path):
     assert problems == [f"{path}:2: not UTF-8 text"]
 
 
-def test_empty_inputs(tmp_path):
-    assert read_seeds("") == ([], ["seeds: empty argument"])
+def test_an_argument_without_a_usable_url_is_one_line_error(tmp_path):
+    """A crawl started with it would have nothing to do: refused, naming the
+    first problem."""
+    with pytest.raises(SeedsError, match="^the seeds argument is empty$"):
+        read_seeds(" ")
     empty = write(tmp_path, "# only comments\n\n")
-    assert read_seeds(empty) == ([], [f"{empty}: no URLs"])
-    assert read_seeds(" , ,") == ([], [" , ,".strip() + ": no URLs"])
+    with pytest.raises(SeedsError) as info:
+        read_seeds(empty)
+    assert str(info.value) == f"no usable seed URL in {empty!r}: it lists none"
+    with pytest.raises(SeedsError, match=r"^no usable seed URL in ', ,': it lists none$"):
+        read_seeds(" , ,")
+    bad = write(tmp_path, "ftp://a.example/\nmailto:x@a.example\nhttp://\n", name="bad.txt")
+    with pytest.raises(SeedsError) as info:
+        read_seeds(bad)
+    assert str(info.value) == (f"no usable seed URL in {bad!r}: {bad}:1: not an http(s) URL: "
+                               "'ftp://a.example/' (and 2 more)")
+
+
+def test_one_bare_word_is_a_file_name_not_a_host(tmp_path, monkeypatch):
+    """`-a seeds=myseeds` for a missing file must not crawl http://myseeds/."""
+    monkeypatch.chdir(tmp_path)
+    assert looks_like_path("myseeds") and looks_like_path("seeds_2024")
+    with pytest.raises(SeedsError) as info:
+        read_seeds("myseeds")
+    assert str(info.value) == "seeds file not found: 'myseeds' (URLs need their scheme: http://...)"
+    (tmp_path / "myseeds").write_text("http://a.example/\n")
+    assert read_seeds("myseeds") == (["http://a.example/"], [])
+    # a host name has a dot or a port; a URL says its scheme
+    assert read_seeds("localhost:8080")[0] == ["http://localhost:8080/"]
+    assert read_seeds("http://intranet/")[0] == ["http://intranet/"]
 
 
 @pytest.mark.slow

@@ -1,37 +1,82 @@
 """`scrapy crawl`, with crawlproj's problems reported in one line.
 
 The same command as Scrapy's; before the engine starts it checks what a user
-most often gets wrong (a misspelt crawlproj setting, a missing seeds file, an
-unreachable REDIS_URL) and answers with one clear line and exit status 2
-instead of a traceback.
+most often gets wrong (a misspelt crawlproj setting, a seeds argument without
+a usable URL, a scope or prioritizer that does not exist, an unreachable or
+unwritable Redis, a crawl of the same CRAWL_ID started with other settings)
+and answers with one clear line and exit status 2 instead of a traceback.
+A crawl that then stops on an error (its finish reason says so, e.g.
+``store_error``) exits with status 1, its reason in one last line.
 """
 
 from __future__ import annotations
 
 import sys
 
+from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
 
 from crawlproj.addon import CommandSettings, check_names
 from crawlproj.errors import CrawlprojError
 from crawlproj.redisconn import get_redis
 
 
+def stopped_on_error(reason: str | None) -> bool:
+    """Whether a finish reason says the crawl stopped on an error: crawlproj's
+    own end in ``_error`` (crawlproj/pipelines/guard.py), Scrapy's CloseSpider
+    extension says ``closespider_errorcount``."""
+    return bool(reason) and (reason.endswith("_error") or reason == "closespider_errorcount")
+
+
 class Command(ScrapyCrawlCommand):
     default_settings = CommandSettings(**ScrapyCrawlCommand.default_settings)
 
     def run(self, args, opts):
+        if not args:
+            raise UsageError()
+        if len(args) > 1:
+            raise UsageError("one spider per crawl command: scrapy crawl web ...")
         try:
-            check_names(self.settings)  # the settings module, -s, Scrapyd's job settings
-            seeds = opts.spargs.get("seeds")
-            if seeds:
-                from crawlproj.seeds import read_seeds
-                read_seeds(seeds)
-            get_redis(self.settings)  # starts the embedded server when REDIS_URL is unset
+            self.check(args[0], opts.spargs)
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
             self.exitcode = 2
             return
-        super().run(args, opts)
+        crawler = self._create_crawler(args[0])
+        reasons = []
+        crawler.signals.connect(lambda spider, reason: reasons.append(reason),
+                                signals.spider_closed, weak=False)
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
+        elif reasons and stopped_on_error(reasons[-1]):
+            print(f"crawlproj: the crawl stopped on an error (finish reason {reasons[-1]}; "
+                  "the log says what failed)", file=sys.stderr)
+            self.exitcode = 1
+
+    def check(self, spider: str, spargs: dict) -> None:
+        """Everything a worker needs, in the order that touches nothing first."""
+        from crawlproj.due.urlseen import DueConfig
+        from crawlproj.frontier.frontier import join
+        from crawlproj.prioritizers import prioritizer_class
+        from crawlproj.scope import scope_mode
+        from crawlproj.seeds import read_seeds
+
+        check_names(self.settings)  # the settings module, -s, Scrapyd's job settings
+        spiders = self.crawler_process.spider_loader.list()
+        if spider not in spiders:
+            raise CrawlprojError(f"no spider {spider!r} in this project; its spiders: "
+                                 f"{', '.join(sorted(spiders))}")
+        seeds = spargs.get("seeds")
+        if seeds and seeds.strip():
+            read_seeds(seeds)
+        if spargs.get("scope"):
+            scope_mode(spargs["scope"], "scope")
+        scope_mode(self.settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
+        prioritizer_class(self.settings.get("FRONTIER_PRIORITIZER"))
+        DueConfig.from_settings(self.settings)
+        # starts the embedded server when REDIS_URL is unset; then the crawl's
+        # record, which the frontier checks again when it opens
+        join(self.settings, get_redis(self.settings))

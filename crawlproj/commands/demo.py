@@ -50,11 +50,16 @@ class Command(ScrapyCommand):
     def run(self, args, opts):
         data = Path(self.settings.get("CRAWL_DATA_DIR")).resolve()
         out = data / "demo"
-        out.mkdir(parents=True, exist_ok=True)
         try:
             get_redis(self.settings)  # the embedded server, started once for all workers
+            out.mkdir(parents=True, exist_ok=True)
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        except OSError as exc:
+            print(f"crawlproj: cannot write the demo's output in {out}: {exc.strerror or exc}",
+                  file=sys.stderr)
             self.exitcode = 2
             return
         spec = {"seed": opts.seed, "hosts": opts.hosts, "pages": opts.pages,

@@ -36,18 +36,12 @@ class Command(ScrapyCommand):
             redis = get_redis(self.settings)
             ids = Keyspace.crawl_ids(redis) if opts.all \
                 else [opts.crawl_id or self.settings.get("CRAWL_ID")]
-            keyspaces = [(crawl_id, Keyspace.existing(redis, crawl_id)) for crawl_id in ids]
+            keyspaces = [Keyspace.found(redis, crawl_id) for crawl_id in ids]
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
             self.exitcode = 2
             return
-        out = []
-        for crawl_id, keyspace in keyspaces:
-            if keyspace is None:
-                print(f"no crawl {crawl_id!r} on this server", file=sys.stderr)
-                self.exitcode = 1
-                continue
-            out.append(Frontier(redis, keyspace).status())
+        out = [Frontier(redis, keyspace).status() for keyspace in keyspaces]
         if opts.json:
             print(json.dumps(out, indent=2))
             return

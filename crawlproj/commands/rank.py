@@ -5,6 +5,11 @@ every queued URL, every --interval seconds, for as long as it runs (Ctrl-C
 stops it, as does SIGTERM), or once with --once. It takes the crawl's ranker lock first, so
 it never runs beside a worker's ranker (crawlproj/ranker/extension.py); when
 a holder dies, the lock passes on after RANKER_LOCK_TTL seconds.
+
+It ranks a crawl that exists, and one whose prioritizer is pagerank: the
+scores of any other prioritizer would be overwritten with PageRank's, and its
+workers would go on adding URLs on their own scale (--force ranks it all the
+same).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from scrapy.commands import ScrapyCommand
 
 from crawlproj.addon import CommandSettings, check_names
 from crawlproj.errors import CrawlprojError
+from crawlproj.keyspace import Keyspace, NoSuchCrawl
+from crawlproj.redisconn import get_redis
 
 logger = logging.getLogger("crawlproj.rank")
 
@@ -28,7 +35,7 @@ class Command(ScrapyCommand):
     default_settings = CommandSettings()
 
     def syntax(self):
-        return "[--once] [--interval SECONDS]"
+        return "[--once] [--interval SECONDS] [--crawl-id ID] [--force]"
 
     def short_desc(self):
         return "Recompute PageRank on the crawl's link graph and rewrite queued priorities"
@@ -38,6 +45,9 @@ class Command(ScrapyCommand):
         parser.add_argument("--once", action="store_true", help="one run, then exit")
         parser.add_argument("--interval", type=float, default=None,
                             help="seconds between runs (default: RANKER_INTERVAL)")
+        parser.add_argument("--crawl-id", default=None, help="crawl to rank (default: CRAWL_ID)")
+        parser.add_argument("--force", action="store_true",
+                            help="rank a crawl whose prioritizer is not pagerank")
 
     def run(self, args, opts):
         from scrapy.utils.log import configure_logging
@@ -45,10 +55,22 @@ class Command(ScrapyCommand):
         from crawlproj.ranker.extension import build
 
         configure_logging(self.settings)
+        if opts.crawl_id:
+            self.settings.set("CRAWL_ID", opts.crawl_id, priority="cmdline")
         interval = opts.interval if opts.interval is not None \
             else self.settings.getfloat("RANKER_INTERVAL")
         try:
             check_names(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
+            crawl_id = self.settings.get("CRAWL_ID")
+            record = Keyspace.record(get_redis(self.settings), crawl_id)
+            if record is None:
+                raise NoSuchCrawl(crawl_id)
+            prioritizer = record.get("prioritizer", "a prioritizer it did not record")
+            if prioritizer != "pagerank" and not opts.force:
+                raise CrawlprojError(
+                    f"crawl {crawl_id!r} orders its frontier by {prioritizer}, not pagerank: "
+                    "ranking would overwrite its priorities with PageRank; --force to rank it "
+                    "all the same")
             ranker, lock = build(self.settings)
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)

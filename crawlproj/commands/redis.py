@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -50,15 +51,14 @@ class Command(ScrapyCommand):
             else:
                 getattr(self, f"_{args[0]}")(EmbeddedRedis(data_dir))
         except CrawlprojError as e:
-            print(f"error: {e}")
-            self.exitcode = 1
+            print(f"crawlproj: {e}", file=sys.stderr)
+            self.exitcode = 2
 
     def _external(self, action: str, url: str) -> None:
         if action != "status":
             verb = {"start": "starting", "stop": "stopping"}[action]
-            print(f"REDIS_URL is set ({describe_url(url)}): the server is external, not {verb} it")
-            self.exitcode = 1
-            return
+            raise CrawlprojError(f"REDIS_URL is set ({describe_url(url)}): the server is "
+                                 f"external, not {verb} it")
         client = get_redis(self.settings)
         try:
             info = client.info()

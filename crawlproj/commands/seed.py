@@ -48,6 +48,9 @@ class Command(ScrapyCommand):
         try:
             check_names(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
             urls, problems = read_seeds(args[0])
+            crawler = Crawler(WebSpider, self.settings)
+            prioritizer = load_prioritizer(self.settings.get("FRONTIER_PRIORITIZER"), crawler)
+            # it adds URLs as a worker does: to a crawl of its settings, or a new one
             frontier = Frontier.from_settings(self.settings, get_redis(self.settings))
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
@@ -55,8 +58,6 @@ class Command(ScrapyCommand):
             return
         for problem in problems:
             print(f"skipped {problem}", file=sys.stderr)
-        crawler = Crawler(WebSpider, self.settings)
-        prioritizer = load_prioritizer(self.settings.get("FRONTIER_PRIORITIZER"), crawler)
         batches: dict[int, Batch] = {}
         for url in urls:
             try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 
@@ -19,6 +20,7 @@ from scrapy.exceptions import UsageError
 from crawlproj.errors import CrawlprojError
 from crawlproj.graphfile import FORMATS
 from crawlproj.simweb.model import GENERATE_DEFAULTS, GENERATE_HELP, GRAPH_DEFAULTS, SimWeb
+from crawlproj.simweb.server import ServeError
 
 
 def _latency(text: str) -> float | list[float]:
@@ -75,7 +77,10 @@ class Command(ScrapyCommand):
             if text.startswith("@"):
                 with open(text[1:], encoding="utf-8") as f:
                     text = f.read()
-            spec = json.loads(text)
+            try:
+                spec = json.loads(text)
+            except ValueError as exc:
+                raise UsageError(f"--spec is not JSON: {exc}", print_help=False) from None
         if opts.graph:
             spec["graph"] = opts.graph
         given = {k: getattr(opts, k) for k in list(GENERATE_DEFAULTS) + ["nodes_per_host", "edges_path"]
@@ -95,6 +100,16 @@ class Command(ScrapyCommand):
         stray = [a for a in args[1:]]
         if stray:
             raise UsageError(f"unknown arguments: {' '.join(stray)}")
+        try:
+            self._run(args[0], opts)
+        except ServeError as exc:
+            print(f"crawlproj: {exc}", file=sys.stderr)
+            self.exitcode = 2
+        except OSError as exc:  # a file named by --spec @FILE, --seeds-out or --log
+            print(f"crawlproj: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+            self.exitcode = 2
+
+    def _run(self, action: str, opts: argparse.Namespace) -> None:
         t = time.monotonic()
         try:
             web = SimWeb.from_spec(self._spec(opts))
@@ -111,7 +126,7 @@ class Command(ScrapyCommand):
             with open(opts.seeds_out, "w", encoding="utf-8") as f:
                 f.write("".join(s + "\n" for s in seeds))
             print(f"  {len(seeds)} start URLs written to {opts.seeds_out}")
-        if args[0] == "info":
+        if action == "info":
             for k, v in web.stats().items():
                 print(f"  {k}: {v}")
             print("  reachable from the seeds: "

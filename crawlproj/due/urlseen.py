@@ -30,6 +30,7 @@ from redis.exceptions import NoScriptError
 from crawlproj.due import bloom
 from crawlproj.due.canonical import STRIP_PARAMS, STRIP_PREFIXES, Canonicalizer
 from crawlproj.due.fingerprint import BITS, fingerprint
+from crawlproj.errors import CrawlprojError
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import lua_script
 
@@ -44,6 +45,10 @@ MODES = ("exact", "bloom")
 # and how many 16-byte hashes make one aux field: 4 + 2 x bloom.MAX_K bytes.
 _BLOOM_SEED = 0xD0E5EED
 _BLOOM_WORDS = -(-(4 + 2 * bloom.MAX_K) // 16)
+
+
+class DueConfigError(CrawlprojError, ValueError):
+    """A DUE setting out of its range; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -65,12 +70,16 @@ class DueConfig:
         object.__setattr__(self, "strip_params", tuple(p.lower() for p in self.strip_params))
         object.__setattr__(self, "strip_prefixes", tuple(p.lower() for p in self.strip_prefixes))
         if self.mode not in MODES:
-            raise ValueError(f"DUE_MODE must be one of {', '.join(MODES)}, not {self.mode!r}")
+            raise DueConfigError(f"DUE_MODE must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.bits not in BITS:
-            raise ValueError(f"DUE_FINGERPRINT_BITS must be 64 or 128, not {self.bits!r}")
+            raise DueConfigError(f"DUE_FINGERPRINT_BITS must be 64 or 128, not {self.bits!r}")
         if not (isinstance(self.load, int) and 1 <= self.load <= 1 << 20):
-            raise ValueError(f"DUE_BUCKET_LOAD must be an integer in [1, 2^20], not {self.load!r}")
-        bloom.layers(self.capacity, self.error_rate)  # validates both
+            raise DueConfigError(f"DUE_BUCKET_LOAD must be an integer in [1, 2^20], "
+                                 f"not {self.load!r}")
+        try:
+            bloom.layers(self.capacity, self.error_rate)  # validates both
+        except ValueError as exc:
+            raise DueConfigError(str(exc)) from None
 
     @classmethod
     def from_settings(cls, settings) -> DueConfig:
@@ -177,9 +186,19 @@ class URLSeen:
         name, need = (("set-max-intset-entries", int(2.5 * c.load)) if c.bits == 64
                       else ("set-max-listpack-entries", int(2.5 * c.load)))
         try:
-            have = int(list(self.redis.config_get(name).values())[0])
+            values = list(self.redis.config_get(name).values())
         except Exception:  # CONFIG may be refused (managed Redis, ACLs) or a cluster
             return
+        if not values:
+            # Sets of strings became listpacks in Redis 7.2 (and Valkey); an
+            # older server keeps each bucket of 16-byte fingerprints as a hash
+            # table. The crawl works, at several times the memory.
+            logger.warning(
+                "DUE: this server has no %s (Redis before 7.2): buckets of 128-bit "
+                "fingerprints take the hash-table encoding, several times the memory of a "
+                "listpack. Use 64-bit fingerprints (intsets), or Redis 7.2+ or Valkey.", name)
+            return
+        have = int(values[0])
         if have < need:
             logger.warning(
                 "DUE: the server's %s is %d; buckets of up to 2 x DUE_BUCKET_LOAD = %d "

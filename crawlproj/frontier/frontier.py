@@ -18,13 +18,52 @@ from typing import NamedTuple
 import msgpack
 from redis.exceptions import NoScriptError
 
+from crawlproj.addon import require_table
 from crawlproj.due.urlseen import SEEN_LUA, DueConfig, URLSeen
+from crawlproj.errors import CrawlprojError
 from crawlproj.keyspace import Keyspace
+from crawlproj.prioritizers import prioritizer_name
 from crawlproj.redisconn import lua_script
 
 # The DUE's seen test (crawlproj/due/lua/seen.lua) runs inside the sync script.
 SYNC_LUA = SEEN_LUA + lua_script("crawlproj.frontier", "sync.lua")
 RESCORE_LUA = lua_script("crawlproj.frontier", "rescore.lua")
+
+
+class CrawlMismatch(CrawlprojError):
+    """A process that adds URLs to a crawl has settings other than the crawl's."""
+
+
+def join(settings, redis) -> Keyspace:
+    """The keyspace of crawl CRAWL_ID for a process that adds URLs to it (a
+    worker, `scrapy seed`). The first such process fixes the crawl's record:
+    partitions, prioritizer and DUE configuration; a later one must ask for
+    the same partitions, prioritizer and DUE mode, else CrawlMismatch names
+    each difference. Its hosts would fall in other partitions, its scores
+    would not be comparable with the crawl's, and its DUE would not be the
+    one its memory was planned for. (The DUE's other settings are adopted,
+    with a warning: see URLSeen.)"""
+    require_table(settings)
+    crawl_id = settings.get("CRAWL_ID")
+    asked = settings.get("FRONTIER_PARTITIONS")  # None: the crawl's, or fitted to the server
+    if asked is not None:
+        partitions = settings.getint("FRONTIER_PARTITIONS")
+    else:
+        crawl = Keyspace.existing(redis, crawl_id)
+        partitions = crawl.partitions if crawl else Keyspace.fitted_partitions(redis, crawl_id)
+    prioritizer = prioritizer_name(settings.get("FRONTIER_PRIORITIZER"))
+    due = DueConfig.from_settings(settings)
+    keyspace, record = Keyspace.agree(redis, crawl_id, partitions,
+                                      prioritizer=prioritizer, due=due.to_json())
+    differences = [f"{name} {theirs} (not {ours})" for name, theirs, ours in (
+        ("FRONTIER_PARTITIONS", keyspace.partitions, partitions if asked is not None else None),
+        ("FRONTIER_PRIORITIZER", record["prioritizer"], prioritizer),
+        ("DUE_MODE", DueConfig.from_json(record["due"]).mode, due.mode),
+    ) if ours is not None and str(theirs) != str(ours)]
+    if differences:
+        raise CrawlMismatch(f"crawl {keyspace.crawl_id!r} runs with {' and '.join(differences)}: "
+                            "give this process the crawl's settings, or another CRAWL_ID")
+    return keyspace
 
 
 class Host:
@@ -139,9 +178,10 @@ class Frontier:
 
     @classmethod
     def from_settings(cls, settings, redis):
+        """The frontier of a process that adds URLs to the crawl (see join)."""
         return cls(
             redis,
-            Keyspace.from_settings(settings, redis),
+            join(settings, redis),
             lease_ttl=settings.getfloat("FRONTIER_LEASE_TTL"),
             backoff_base=settings.getfloat("FRONTIER_BACKOFF_BASE"),
             backoff_max=settings.getfloat("FRONTIER_BACKOFF_MAX"),
@@ -302,6 +342,24 @@ class Frontier:
             else max(0.0, (now - (oldest - self.lease_ttl_ms)) / 1000.0),
             "counters": totals,
         }
+
+    def counters(self) -> dict:
+        """The partitions' counters summed (queued, enqueued, leased, ...) and
+        the leases live now (hosts and pending URLs whose deadline has not
+        passed); reads only, unlike status(), which syncs."""
+        now_ms = int(self.redis.time()[0]) * 1000
+        pipe = self.redis.pipeline(transaction=False)
+        for p in range(self.partitions):
+            pipe.hgetall(self.keyspace.stats(p))
+            pipe.zcount(self.keyspace.leases(p), now_ms, "+inf")
+            pipe.zcount(self.keyspace.pending(p), now_ms, "+inf")
+        replies = pipe.execute()
+        totals = {"live_leases": 0}
+        for i in range(self.partitions):
+            for k, v in replies[3 * i].items():
+                totals[k.decode()] = totals.get(k.decode(), 0) + int(v)
+            totals["live_leases"] += replies[3 * i + 1] + replies[3 * i + 2]
+        return totals
 
     def is_empty(self, results: dict[int, Result]) -> bool:
         return all(r.queued == 0 and r.leases == 0 and r.pending == 0 for r in results.values())

@@ -4,12 +4,18 @@ pluggable prioritizer; Cho et al. §3's ordering metrics).
 A prioritizer gives each URL a score when it enters the frontier: lower scores
 are served sooner, among the hosts that politeness allows now. Name one with
 FRONTIER_PRIORITIZER: a short name below or a dotted path to a class with a
-`score(request) -> float` method (and optionally `from_crawler`).
+`score(request) -> float` method (and optionally `from_crawler`). A crawl's
+record keeps the name (:func:`prioritizer_name`): scores of two prioritizers
+are not comparable, so every worker of a crawl must use the same one.
 """
 
 from __future__ import annotations
 
+import difflib
+
 from scrapy.utils.misc import build_from_crawler, load_object
+
+from crawlproj.errors import CrawlprojError
 
 PRIORITIZERS = {
     "bfs": "crawlproj.prioritizers.basic.BreadthFirst",
@@ -21,9 +27,32 @@ PRIORITIZERS = {
 }
 
 
-def load_prioritizer(name: str, crawler):
+class PrioritizerError(CrawlprojError, ValueError):
+    """FRONTIER_PRIORITIZER names no prioritizer; the message is one line."""
+
+
+def prioritizer_name(name) -> str:
+    """The name a crawl records for FRONTIER_PRIORITIZER: the short name of a
+    built-in one (also when given by its class path), else the class path."""
+    name = str(name).strip()
+    short = {path: short for short, path in PRIORITIZERS.items()}
+    return short.get(name, name.lower() if name.lower() in PRIORITIZERS else name)
+
+
+def prioritizer_class(name) -> type:
+    """The class FRONTIER_PRIORITIZER names; PrioritizerError if none."""
+    name = prioritizer_name(name)
     path = PRIORITIZERS.get(name, name)
     if "." not in path:
-        raise ValueError(f"unknown FRONTIER_PRIORITIZER {name!r}; "
-                         f"use one of {sorted(PRIORITIZERS)} or a dotted class path")
-    return build_from_crawler(load_object(path), crawler)
+        close = difflib.get_close_matches(name.lower(), PRIORITIZERS, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise PrioritizerError(f"unknown FRONTIER_PRIORITIZER {name!r}{hint}; use one of "
+                               f"{', '.join(PRIORITIZERS)} or a dotted class path")
+    try:
+        return load_object(path)
+    except (ImportError, NameError, AttributeError, ValueError) as exc:
+        raise PrioritizerError(f"FRONTIER_PRIORITIZER {name!r} cannot be loaded: {exc}") from None
+
+
+def load_prioritizer(name, crawler):
+    return build_from_crawler(prioritizer_class(name), crawler)

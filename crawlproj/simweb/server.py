@@ -32,6 +32,8 @@ import traceback
 from collections import OrderedDict
 from typing import Any
 
+from crawlproj.errors import CrawlprojError
+
 from .model import REASONS, TEXT, Response, SimWeb, norm_host
 
 __all__ = ["SimWebProxy", "read_log", "run", "main"]
@@ -91,6 +93,10 @@ _KEEP = b"Connection: keep-alive\r\n\r\n"
 _CLOSE = b"Connection: close\r\n\r\n"
 
 
+class ServeError(CrawlprojError):
+    """The simulated web cannot be served (its port is taken); one line."""
+
+
 class SimWebProxy:
     """Serves a SimWeb.  ``port = await proxy.start(host, port)``, then
     ``await proxy.close()``; or use ``run()`` / the command line."""
@@ -109,7 +115,12 @@ class SimWebProxy:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Conn(self), host, port, backlog=1024)
+        try:
+            self._server = await loop.create_server(lambda: _Conn(self), host, port, backlog=1024)
+        except OSError as exc:
+            raise ServeError(f"the simulated web cannot listen on {host}:{port}: "
+                             f"{os.strerror(exc.errno) if exc.errno else exc}"
+                             f"{' (--port 0 picks a free port)' if port else ''}") from None
         self._flusher = asyncio.create_task(self._flush_loop())
         return self._server.sockets[0].getsockname()[1]
 

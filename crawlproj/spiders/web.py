@@ -20,7 +20,6 @@ from scrapy.http import Request, Response, TextResponse
 
 from crawlproj.addon import apply_environment, apply_table, check_names
 from crawlproj.contact import missing_contact
-from crawlproj.errors import CrawlprojError
 from crawlproj.extract import (
     Extracted,
     extract_page,
@@ -28,14 +27,10 @@ from crawlproj.extract import (
     mime_type,
 )
 from crawlproj.items import PageItem
-from crawlproj.scope import MODES, Scope
+from crawlproj.scope import Scope, ScopeError, scope_mode
 from crawlproj.seeds import check_seed, read_seeds
 
 __all__ = ["WebSpider", "ScopeError"]
-
-
-class ScopeError(CrawlprojError):
-    """The scope argument is not one of host, domain, any."""
 
 
 class WebSpider(scrapy.Spider):
@@ -48,9 +43,10 @@ class WebSpider(scrapy.Spider):
         URL with a comma in it must go in a file), or, from Python, a list.
         Optional: a worker started without it joins a running crawl and
         takes its URLs from the shared frontier. A seeds file that does not
-        exist raises :class:`~crawlproj.errors.CrawlprojError` from the
-        constructor, before anything starts (the ``crawl`` command prints it
-        as one line); bad entries are skipped with a warning each.
+        exist, or seeds without one usable URL, raise
+        :class:`~crawlproj.errors.CrawlprojError` from the constructor, before
+        anything starts (the ``crawl`` command prints it as one line); bad
+        entries among good ones are skipped with a warning each.
     ``scope``
         ``host``, ``domain`` or ``any``; overrides the CRAWL_SCOPE setting.
 
@@ -95,9 +91,7 @@ class WebSpider(scrapy.Spider):
                     self.seed_urls.append(url)
         elif seeds is not None and seeds.strip():
             self.seed_urls, self.seed_problems = read_seeds(seeds)
-        if scope is not None and scope.strip().lower() not in MODES:
-            raise ScopeError(f"scope must be one of {', '.join(MODES)}, not {scope!r}")
-        self._scope_arg = scope.strip().lower() if scope else None
+        self._scope_arg = scope_mode(scope, "scope") if scope else None
         self.scope: Scope  # from_crawler: this argument, or CRAWL_SCOPE
         self.text_max_chars: int  # from_crawler: PAGE_TEXT_MAX_CHARS
 
@@ -116,9 +110,7 @@ class WebSpider(scrapy.Spider):
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        mode = spider._scope_arg or str(settings.get("CRAWL_SCOPE")).strip().lower()
-        if mode not in MODES:
-            raise ScopeError(f"CRAWL_SCOPE must be one of {', '.join(MODES)}, not {mode!r}")
+        mode = spider._scope_arg or scope_mode(settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
         spider.scope = Scope(mode, spider.seed_urls)
         spider.text_max_chars = settings.getint("PAGE_TEXT_MAX_CHARS")
         return spider

@@ -60,10 +60,7 @@ def run(settings, args, opts) -> int:
     crawl_id = opts.crawl_id or settings.get("CRAWL_ID")
     try:
         redis = get_redis(settings)
-        keyspace = Keyspace.existing(redis, crawl_id)
-        if keyspace is None:
-            print(f"crawlproj: no crawl {crawl_id!r} on this server", file=sys.stderr)
-            return 1
+        keyspace = Keyspace.found(redis, crawl_id)
         store = LinkStore(redis, keyspace, LinkStore.directory_of(settings, crawl_id))
         counts = export_graph(store, args[0])
     except (CrawlprojError, OSError) as exc:

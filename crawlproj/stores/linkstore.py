@@ -234,6 +234,25 @@ class LinkStore:
                 return
             start += chunk
 
+    def remove_segment_files(self) -> tuple[int, int]:
+        """Delete the files of the crawl's segments written on this machine
+        (before its keys go: `scrapy crawls delete`); returns (files removed,
+        segments written on other machines, whose files stay there)."""
+        removed = elsewhere = 0
+        here = socket.gethostname()
+        for p in range(self.keyspace.partitions):
+            for seg in self.segments(p):
+                if seg.get("host") != here:
+                    elsewhere += 1
+                    continue
+                for f in seg["files"].values():
+                    try:
+                        os.unlink(f)
+                        removed += 1
+                    except FileNotFoundError:
+                        pass
+        return removed, elsewhere
+
     def stats(self) -> dict:
         """Pages, edges and bytes in Redis and on disk (for benchmarks)."""
         out = {"redis_pages": 0, "redis_edges": 0, "redis_bytes": 0,
