@@ -79,6 +79,10 @@ def test_the_first_process_records_the_crawl_later_ones_must_match(redis_url):
     with pytest.raises(CrawlMismatch, match="FRONTIER_PARTITIONS 4 \\(not 1\\) and "
                                             "FRONTIER_PRIORITIZER opic \\(not bfs\\) and "
                                             "DUE_MODE bloom \\(not exact\\): "):
+        join(settings(FRONTIER_PARTITIONS=1), r)
+    # FRONTIER_PARTITIONS unset (the default) adopts the crawl's count
+    with pytest.raises(CrawlMismatch, match="runs with FRONTIER_PRIORITIZER opic \\(not bfs\\) and "
+                                            "DUE_MODE bloom \\(not exact\\): "):
         join(settings(), r)
     assert Keyspace.record(r, "c") == record  # refusals change nothing
 
