@@ -568,7 +568,6 @@ def test_the_workers_environment_gives_the_settings_it_means(tmp_path):
                    "REDIS_URL": f"redis://:{PASSWORD}@valkey:6379/0", "REDIS_URL_REQUIRED": "True"}
 
 
-@pytest.mark.skipif(importlib.util.find_spec("scrapyd") is None, reason="needs scrapyd")
 def test_scrapyd_lists_the_project_under_its_name(tmp_path, monkeypatch):
     """Scrapyd's own reading of its configuration: in the service's working
     directory (no scrapy.cfg above it) the project is crawlproj; in a

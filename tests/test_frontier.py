@@ -225,7 +225,7 @@ def test_admission_refuses_bad_urls(redis_url):
     from scrapy import Request
     bfs = BreadthFirst()
     for url, reason in [("ftp://a.ex/x", "scheme"), ("http://a.ex/" + "x" * 3000, "url_too_long"),
-                        ("http://256.256.256.256/", "invalid_host"), ("http://a.09/", "invalid_host"),
+                        ("http://127.0.0.256/", "invalid_host"), ("http://a.09/", "invalid_host"),
                         ("http://a|b.ex/", "invalid_host")]:
         with pytest.raises(Refused) as info:
             admit(f, bfs, Request(url), None, 2083)

@@ -151,6 +151,7 @@ def _start_with_data_dir(workers: Workers, data_dir: Path):
 def test_unwritable_output_directory_stops_before_crawling(redis_url, tmp_path):
     ro = tmp_path / "ro"
     mounted = _mount_tmpfs(ro, "ro,size=64k")
+    data_dir = ro
     if not mounted:
         ro.mkdir(exist_ok=True)
         ro.chmod(0o555)
@@ -158,7 +159,10 @@ def test_unwritable_output_directory_stops_before_crawling(redis_url, tmp_path):
         try:
             probe.write_text("x")
             probe.unlink()
-            pytest.skip("no directory here refuses writes (root without mount)")
+            # root without mount: permissions refuse root nothing; a path
+            # under a regular file refuses everyone
+            (tmp_path / "plain").write_text("a file, not a directory")
+            data_dir = tmp_path / "plain" / "data"
         except OSError:
             pass
     try:
@@ -167,7 +171,7 @@ def test_unwritable_output_directory_stops_before_crawling(redis_url, tmp_path):
             reachable = sw.web.reachable(seeds, obey_robots=True)
             (tmp_path / "w1").mkdir()
             first = Workers(sw, redis_url, tmp_path / "w1", seeds, "ro", FAST)
-            (p,) = _start_with_data_dir(first, ro)
+            (p,) = _start_with_data_dir(first, data_dir)
             assert p.wait(120) == 1  # stopped on a store error
             _single_store_error(first.log(0))
             fetched_before = len(sw.settle_log())

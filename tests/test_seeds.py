@@ -90,7 +90,7 @@ def test_single_url_and_bare_host():
         # What the URL Standard's host parser rejects (crawlproj.urls).
         ("http://[broken", "invalid host name '[broken'"),
         ("http://127.999.1.1/", "invalid host name"),
-        ("http://256.256.256.256/", "invalid host name"),
+        ("http://127.0.0.256/", "invalid host name"),
         ("http://foo.09/", "invalid host name"),  # ends in a number: not IPv4
         ("http://a|b.example/", "invalid host name"),
         ("http://%zz.example/", "invalid host name"),

@@ -77,9 +77,10 @@ class SimWebServer:
                "--host", self.host, "--port", str(self.port), "--log", self.log_path,
                "--cache-mb", str(self.cache_mb), "--watch-stdin"]
         env = dict(os.environ)
-        # The child must import this very package, wherever it is.
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        # The child must import this very package, wherever it comes from (a
+        # checkout, site-packages, a Scrapyd egg): it gets this process's
+        # import path.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         # stdin is a pipe only we hold: if this process dies, the child sees
         # EOF and exits instead of serving forever.
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)

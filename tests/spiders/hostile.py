@@ -9,7 +9,7 @@ from crawlproj.spiders.web import WebSpider
 BAD_URLS = {
     "scheme": "ftp://h0001.example/pub/file.txt",
     "url_too_long": "http://h0001.example/" + "a" * 3000,
-    "invalid_host": "http://256.256.256.256/",  # IPv4 out of range: no browser fetches it
+    "invalid_host": "http://127.0.0.256/",  # IPv4 part out of range: no browser fetches it
 }
 
 
