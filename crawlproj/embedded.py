@@ -202,12 +202,17 @@ def _client(port: int, timeout: float) -> redis.Redis:
 
 
 def _answering_pid(port: int, timeout: float = 2.0) -> int | None:
-    """Pid of the server answering on port: 0 if it answers but refuses INFO
-    (a password is required, or it is loading), None if nothing answers."""
+    """Pid of the server serving commands on port: 0 if it answers but refuses
+    them (a password is required), None if nothing serves commands yet. A
+    server loading its data answers INFO but refuses the rest: not yet."""
     c = _client(port, timeout)
     try:
-        return c.info("server").get("process_id", 0)
-    except (redis.AuthenticationError, redis.BusyLoadingError, redis.ResponseError):
+        pid = c.info("server").get("process_id", 0)
+        c.ping()
+        return pid
+    except redis.BusyLoadingError:
+        return None
+    except (redis.AuthenticationError, redis.ResponseError):
         return 0
     except redis.RedisError:
         return None

@@ -277,6 +277,26 @@ def test_spawn_server_kill_and_restart(redis_server_factory):
     assert config(server.client(), "appendfsync") == "everysec"
 
 
+@pytest.mark.faults
+def test_spawn_server_returns_only_once_the_data_is_loaded(redis_server_factory):
+    """A restarted server answers INFO while it loads its AOF but refuses
+    commands (LOADING); spawn_server must not return before they are served.
+    key-load-delay (microseconds per key) makes the load last about a second."""
+    server = redis_server_factory(
+        extra={"key-load-delay": 50, "loading-process-events-interval-bytes": 1024}
+    )
+    c = server.client()
+    pipe = c.pipeline(transaction=False)
+    for i in range(20_000):
+        pipe.set(i, b"x" * 64)
+    pipe.execute()
+    c.execute_command("BGREWRITEAOF")  # an RDB base: loaded key by key
+    while c.info("persistence")["aof_rewrite_in_progress"]:
+        time.sleep(0.05)
+    server.restart()
+    assert server.client().dbsize() == 20_000
+
+
 def test_redis_url_fixture_is_flushed(redis_url, redis_server):
     c = redis.Redis.from_url(redis_url)
     assert c.dbsize() == 0
