@@ -26,6 +26,9 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
     lease pending pend      the host and URL leases             (frontier/lua/sync.lua)
     q:<host> p:<host>       a host's back queue and payloads    (frontier/lua/sync.lua)
     hosts fails stats       hosts seen, backoff counts, counters (frontier/lua/sync.lua)
+    hostpages               HASH   URLs leased per host: the trap guard's page budget
+    th:<host>               STRING the trap guard's recent simhashes of a host
+                                   (crawlproj/traps/nearhost.py)
     due                     HASH   the DUE's configuration and state (due/lua/seen.lua)
     seen:<L>:<a>            SET    exact mode: a bucket of URL fingerprints
     bloom:<j>:<b>           STRING bloom mode: bitmap b of layer j
@@ -282,6 +285,8 @@ class Keyspace:
     stats = _key("stats", "The partition's counters.")
     queue = _member_key("q:", "A host's back queue: fingerprint -> score.")
     payloads = _member_key("p:", "A host's queued requests: fingerprint -> payload.")
+    host_pages = _key("hostpages", "URLs leased per host, while the trap guard's page "
+                                   "budget is on: host -> count.")
     queues_pattern = _pattern("q:")
     payloads_pattern = _pattern("p:")
 
@@ -293,6 +298,11 @@ class Keyspace:
     def bloom_pattern(self, partition: int, layer: int) -> str:
         """SCAN pattern of the bloom mode's bitmaps of one layer."""
         return _glob_literal(f"{self.prefix(partition)}bloom:{layer}:") + "*"
+
+    # -- the trap guard's near-duplicate pages (middlewares/trapguard.py) -----------
+
+    trap_hashes = _member_key("th:", "A host's recent pages' simhashes, newest first, "
+                                     "each with its near-duplicate flag.")
 
     # -- the content-seen test (due/contentseen.py) --------------------------------
 

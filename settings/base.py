@@ -247,6 +247,43 @@ DEPTH_LIMIT = 10
 PAGE_TEXT_MAX_CHARS = 100_000
 
 # --------------------------------------------------------------------------
+# The trap guard: crawler traps, URL spaces without end (docs/hardening.md has
+# each rule's default and the measurement behind it). Each rule counts its
+# refusals as the stat trapguard/refused/<rule>; a limit of 0 switches its rule
+# off. The hop limit is DEPTH_LIMIT above, the URL length FRONTIER_MAX_URL_LENGTH.
+# --------------------------------------------------------------------------
+
+# URL rules, decided where URLs enter the frontier (crawlproj/traps.py).
+# A path segment at most this many times in a row: /a/a/ passes, /a/a/a/ is
+# refused (segment_run; Heritrix's PathologicalPathDecideRule, 2 repetitions).
+TRAPGUARD_MAX_SEGMENT_RUN = 2
+# A path segment at most this many times anywhere in the path: /a/x/a/y/a/
+# passes, a fourth /a/ is refused (segment_repeats; Nutch's and StormCrawler's
+# default filter refuses a segment's third alternating occurrence).
+TRAPGUARD_MAX_SEGMENT_REPEATS = 3
+# At most this many path segments (path_segments; Heritrix's
+# TooManyPathSegmentsDecideRule, 20).
+TRAPGUARD_MAX_PATH_SEGMENTS = 20
+# At most this many query parameters (query_params).
+TRAPGUARD_MAX_QUERY_PARAMS = 12
+# Per-host budgets, counted crawl-wide by the frontier (frontier/lua/sync.lua),
+# whatever the number of workers: a link to a host with this many URLs queued
+# is refused (host_queued), and a host's links once it has had this many URLs
+# leased plus queued (host_pages): Heritrix's queue budgets. 0 = no budget.
+TRAPGUARD_HOST_MAX_QUEUED = 100_000
+TRAPGUARD_HOST_MAX_PAGES = 1_000_000
+# Near-duplicate pages per host (middlewares/trapguard.py): a page whose text's
+# 64-bit simhash is within TRAPGUARD_NEAR_DUPLICATE_BITS bits of one of its
+# host's last TRAPGUARD_NEAR_DUPLICATE_WINDOW pages is a near duplicate (Manku,
+# Jain & Das Sarma 2007: k = 3 of 64 bits); once more than
+# TRAPGUARD_NEAR_DUPLICATE_PAGES of a host's last WINDOW pages are, the links
+# of its further near duplicates are not followed (near_duplicates):
+# calendars, soft 404s, session ids in paths. 0 pages = off.
+TRAPGUARD_NEAR_DUPLICATE_PAGES = 5
+TRAPGUARD_NEAR_DUPLICATE_BITS = 3
+TRAPGUARD_NEAR_DUPLICATE_WINDOW = 16
+
+# --------------------------------------------------------------------------
 # Stores: the crawl's output (crawlproj/stores, crawlproj/pipelines, docs/stores.md)
 # [Mercator §2: content store, link and URL databases; Heritrix: WARC + crawl.log]
 # --------------------------------------------------------------------------
@@ -331,6 +368,9 @@ SPIDER_MIDDLEWARES = {
     # drop a link this worker sent to the frontier lately, before Scrapy's
     # other middlewares and scraper handle it (after link contexts are counted)
     "middlewares.recentlinks.RecentLinksMiddleware": 940,
+    # the trap guard's near-duplicate rule: the links of a near-duplicate page
+    # of a host past its budget are dropped (after link contexts are counted)
+    "middlewares.trapguard.NearDuplicateHostsMiddleware": 945,
 }
 DOWNLOADER_MIDDLEWARES = {
     # robots.txt as Scrapy does it (100), then its Crawl-delay handed to the frontier

@@ -2,7 +2,10 @@
 
 Mercator §3 (step 6) runs every extracted URL through a URL filter before the DUE. Here
 the frontier refuses what no worker could ever fetch, with a reason that goes
-to the log and to the stats (frontier/refused/<reason>), and the crawl goes on.
+to the log and to the stats (frontier/refused/<reason>), and the crawl goes on;
+then the trap guard's URL rules (crawlproj/traps.py) refuse what looks like a
+crawler trap (trapguard/refused/<rule>). Links, seeds, redirect targets and
+retries all enter here, so each rule is decided in this one place.
 """
 
 from __future__ import annotations
@@ -39,16 +42,29 @@ class RecentURLs:
 
 
 class Refused(ValueError):
+    """A URL the frontier will not take; counted as ``<stat>/<reason>``."""
+
+    stat = "frontier/refused"
+
     def __init__(self, reason: str, message: str):
         super().__init__(message)
         self.reason, self.message = reason, message
 
 
-def admit(frontier, prioritizer, request, spider, max_length: int):
-    """(partition, enqueue entry) for request, or raise Refused."""
+class Trap(Refused):
+    """A URL the trap guard's rules refuse (crawlproj/traps.py)."""
+
+    stat = "trapguard/refused"
+
+
+def admit(frontier, prioritizer, request, spider, max_length: int, guard=None):
+    """(partition, enqueue entry) for request, or raise Refused. ``guard``:
+    the trap guard's URL rules (crawlproj.traps.TrapGuard), or None."""
     bad = refusal(request.url, max_length)
     if bad is not None:
         raise Refused(*bad)
+    if guard is not None and (trap := guard.refusal(request.url)) is not None:
+        raise Trap(*trap)
     try:
         fp = frontier.due.fingerprint(request.url)
     except ValueError as exc:  # canonicalisation refused it

@@ -111,7 +111,7 @@ class Batch:
         # were packed and parsed one by one (bench/args_bench.py: 1.1 instead
         # of 3.5 us per link, round trip included).
         out = [frontier.lease_ttl_ms, frontier.backoff_base_ms, frontier.backoff_max_ms,
-               frontier.backoff_after,
+               frontier.backoff_after, frontier.host_max_queued, frontier.host_max_pages,
                msgpack.packb([x for e in self.enqueue for x in e], use_bin_type=False)
                if self.enqueue else ""]
         out.append(len(self.release))
@@ -147,6 +147,8 @@ class Result:
     bumped: int = 0      # queued URLs whose score a duplicate link changed
     stale: int = 0       # releases of leases that had expired
     expired: int = 0     # expired leases put back in their queues
+    refused_host_queued: int = 0  # new URLs refused by the trap guard's budgets
+    refused_host_pages: int = 0
     next_ready_ms: int = -1  # earliest time a host may be ready here; -1 = nothing queued
     heap: int = 0
     ready: int = 0
@@ -160,7 +162,8 @@ class Frontier:
 
     def __init__(self, redis, keyspace: Keyspace, lease_ttl: float = 30.0,
                  backoff_base: float = 5.0, backoff_max: float = 3600.0,
-                 backoff_after: int = 3, due: DueConfig | None = None):
+                 backoff_after: int = 3, due: DueConfig | None = None,
+                 host_max_queued: int = 0, host_max_pages: int = 0):
         self.redis = redis
         self.keyspace = keyspace
         self.crawl_id = keyspace.crawl_id
@@ -171,6 +174,9 @@ class Frontier:
         self.backoff_base_ms = int(backoff_base * 1000)
         self.backoff_max_ms = int(backoff_max * 1000)
         self.backoff_after = int(backoff_after)
+        # the trap guard's per-host budgets, counted here for the whole crawl
+        self.host_max_queued = int(host_max_queued)
+        self.host_max_pages = int(host_max_pages)
         # the URL-seen test [Mercator §3.2], in the same partitions (docs/due.md)
         self.due = URLSeen(redis, keyspace, due)
         self._sha = None
@@ -187,6 +193,8 @@ class Frontier:
             backoff_max=settings.getfloat("FRONTIER_BACKOFF_MAX"),
             backoff_after=settings.getint("FRONTIER_BACKOFF_AFTER"),
             due=DueConfig.from_settings(settings),
+            host_max_queued=settings.getint("TRAPGUARD_HOST_MAX_QUEUED"),
+            host_max_pages=settings.getint("TRAPGUARD_HOST_MAX_PAGES"),
         )
 
     # -- building entries -------------------------------------------------

@@ -27,7 +27,7 @@ from scrapy import signals
 
 from crawlproj import internals
 from crawlproj.frontier import codec
-from crawlproj.frontier.admission import RecentURLs, Refused, admit
+from crawlproj.frontier.admission import RecentURLs, Refused, Trap, admit
 from crawlproj.frontier.frontier import Frontier
 from crawlproj.frontier.leases import FETCHING, LeaseBook
 from crawlproj.frontier.politeness import Politeness, retry_after
@@ -35,6 +35,8 @@ from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
 from crawlproj.redisconn import get_redis
+from crawlproj.traps import TrapGuard
+from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ class FrontierScheduler:
         s = crawler.settings
         self.politeness = Politeness.from_settings(s)
         self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH")
+        self.trap_guard = TrapGuard.from_settings(s)
         self.book = LeaseBook()
         prefetch = s.get("FRONTIER_PREFETCH")
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
@@ -118,10 +121,14 @@ class FrontierScheduler:
     def enqueue_request(self, request) -> bool:
         try:
             p, entry = admit(self.frontier, self.prioritizer, request, self.spider,
-                             self.max_url_length)
+                             self.max_url_length, self.trap_guard)
+        except Trap as exc:
+            self.trap_guard.log(host_of(request.url), exc.reason, request.url, exc.message)
+            self.stats.inc_value(f"{exc.stat}/{exc.reason}")
+            return False
         except Refused as exc:
             logger.warning("Frontier refused %s: %s", request.url[:200], exc.message)
-            self.stats.inc_value(f"frontier/refused/{exc.reason}")
+            self.stats.inc_value(f"{exc.stat}/{exc.reason}")
             return False
         if self.sent is not None and not request.dont_filter:
             self.sent.seen(request.url)

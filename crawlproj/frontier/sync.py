@@ -199,6 +199,10 @@ class FrontierSync:
                                ("expired_leases", r.expired)):
                 if value:
                     self.stats.inc_value(f"frontier/{key}", value)
+            for rule, value in (("host_queued", r.refused_host_queued),
+                                ("host_pages", r.refused_host_pages)):
+                if value:
+                    self.stats.inc_value(f"trapguard/refused/{rule}", value)
         self.stats.inc_value("frontier/leased", got)
         self.stats.inc_value("frontier/redis_commands", len(results))
         empty = self.is_empty()

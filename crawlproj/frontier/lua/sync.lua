@@ -32,7 +32,11 @@
 -- KEYS[1]  the partition's key prefix, e.g. "cp:{crawl/3}:" (routes the call
 --          to the cluster node that holds the partition's hash slot)
 -- ARGV     lease_ttl_ms, backoff_base_ms, backoff_max_ms, backoff_after,
---          then four sections:
+--          host_max_queued, host_max_pages (the trap guard's per-host budgets,
+--          0 = none: a new URL of a host with host_max_queued URLs queued, or
+--          with host_max_pages URLs leased so far plus queued, is refused; the
+--          leases are counted per host in hostpages, only while that budget is
+--          on), then four sections:
 --   enqueue: one msgpack array (or ''), 8 fields per URL:
 --            host, fingerprint, aux, score, payload, force, bump, first
 --            aux: what the DUE's seen test needs besides the fingerprint
@@ -57,6 +61,7 @@
 --   lease:   n, how many URLs to lease (one per host)
 -- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts a
 --   flat list of name, value: added, duplicates, bumped, stale, expired,
+--   refused_host_queued, refused_host_pages,
 --   next_ready_ms, heap, ready, leases, queued, pending
 
 local P = KEYS[1]
@@ -70,14 +75,17 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[1])
 local backoff_base, backoff_max = tonumber(ARGV[2]), tonumber(ARGV[3])
 local backoff_after = tonumber(ARGV[4])
-local i = 5
+local max_queued, max_pages = tonumber(ARGV[5]), tonumber(ARGV[6])
+local i = 7
 
 local function queue(host) return P .. 'q:' .. host end
 local function payloads(host) return P .. 'p:' .. host end
 local HOSTS = P .. 'hosts'  -- hosts seen, kept only for host-first orders
+local HOSTPAGES = P .. 'hostpages'  -- host -> URLs leased, while max_pages is on
 
 local queued_delta = 0
 local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
+local over_queued, over_pages = 0, 0
 
 -- A host has a queued URL of this score: a ready host takes it as its score if
 -- better; one on the heap or leased stays there (a leased host's release
@@ -143,13 +151,49 @@ local touched = {}
 -- host -> {score, fp, ...} and host -> {fp, payload, ...}; fp -> index of its
 -- score in its host's members (a fingerprint names one URL, so one host)
 local members, fields, at_of = {}, {}, {}
+-- The trap guard's budgets: which rule refuses a new URL of host, if any. A
+-- forced URL (a retry, a seed given again) was admitted once: never refused.
+local queued_of, leased_of = {}, {}
+local function over_budget(host)
+  if max_queued <= 0 and max_pages <= 0 then return nil end
+  local q = queued_of[host]
+  if q == nil then
+    q = redis.call('ZCARD', queue(host))
+    queued_of[host] = q
+  end
+  local m = members[host]
+  if m then q = q + #m / 2 end
+  if max_queued > 0 and q >= max_queued then return 'queued' end
+  if max_pages > 0 then
+    local l = leased_of[host]
+    if l == nil then
+      l = tonumber(redis.call('HGET', HOSTPAGES, host) or 0)
+      leased_of[host] = l
+    end
+    if l + q >= max_pages then return 'pages' end
+  end
+  return nil
+end
 for e = 1, #E, 8 do
   local host, fp, aux, score, payload, force, bump, first =
     E[e], E[e + 1], E[e + 2], E[e + 3], E[e + 4], E[e + 5], E[e + 6], E[e + 7]
   local best = nil
-  local new = due_test_and_set(P, fp, aux)  -- crawlproj/due/lua/seen.lua
+  local over = force ~= '1' and not at_of[fp] and over_budget(host)
+  local new, refused = false, false
+  if over then
+    -- tested without being marked seen: a link found again once the host's
+    -- queue has room is admitted then
+    refused = due_test(P, fp, aux)
+    if refused then
+      if over == 'queued' then over_queued = over_queued + 1 else over_pages = over_pages + 1 end
+    end
+  else
+    new = due_test_and_set(P, fp, aux)  -- crawlproj/due/lua/seen.lua
+  end
   local at = at_of[fp]  -- queued by this very call (then it is not new)
-  if not at and (new or force == '1') then
+  if refused then
+    -- refused by a budget: neither queued nor a duplicate
+  elseif not at and (new or force == '1') then
     if first ~= '' and redis.call('SADD', HOSTS, host) == 1 then score = first end
     -- a forced URL (a retry) may still be queued: it keeps its place
     if new or not redis.call('ZSCORE', queue(host), fp) then
@@ -298,6 +342,7 @@ if want > 0 then
       local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
       queued_delta = queued_delta - 1
       redis.call('HSET', LEASE, host, cmsgpack.pack({token, score, payload, fp}))
+      if max_pages > 0 then redis.call('HINCRBY', HOSTPAGES, host, 1) end
       redis.call('ZADD', LEASES, now + ttl, host)
       out[#out + 1] = host
       out[#out + 1] = token
@@ -325,7 +370,8 @@ for _, held in ipairs({LEASES, PENDING}) do
 end
 
 return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale', stale,
-                   'expired', expired, 'next_ready_ms', next_ready,
+                   'expired', expired, 'refused_host_queued', over_queued,
+                   'refused_host_pages', over_pages, 'next_ready_ms', next_ready,
                    'heap', redis.call('ZCARD', HEAP), 'ready', redis.call('ZCARD', READY),
                    'leases', redis.call('ZCARD', LEASES), 'queued', queued,
                    'pending', redis.call('ZCARD', PENDING)}}

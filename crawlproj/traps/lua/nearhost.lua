@@ -1,0 +1,37 @@
+-- The trap guard's near-duplicate test of one page against its host's recent
+-- pages (crawlproj/traps/nearhost.py). One call per page, atomic, so workers
+-- that fetch pages of one host in turn all count into one window.
+--
+-- KEYS[1]  th:<host>  STRING the host's last `window` pages, newest first,
+--                     9 bytes each: the simhash (two big-endian 32-bit
+--                     halves) and 1 if that page was a near duplicate
+-- ARGV     the page's simhash as two unsigned 32-bit halves (hi, lo), window,
+--          k (a near duplicate is within k bits of a recent page)
+-- Returns  {near (0 or 1), near duplicates among the host's last `window`
+--          pages, this one included}
+
+local hi, lo = tonumber(ARGV[1]), tonumber(ARGV[2])
+local window, k = tonumber(ARGV[3]), tonumber(ARGV[4])
+local SIZE = 9
+
+local function popcount(x)
+  local n = 0
+  while x ~= 0 do
+    x = bit.band(x, x - 1)
+    n = n + 1
+  end
+  return n
+end
+
+local recent = redis.call('GET', KEYS[1]) or ''
+local near, count = 0, 0
+local keep = (window - 1) * SIZE
+for pos = 1, #recent - SIZE + 1, SIZE do
+  local h, l, flag = struct.unpack('>I4I4B', recent, pos)
+  if near == 0 and popcount(bit.bxor(h, hi)) + popcount(bit.bxor(l, lo)) <= k then
+    near = 1
+  end
+  if pos <= keep then count = count + flag end
+end
+redis.call('SET', KEYS[1], struct.pack('>I4I4B', hi, lo, near) .. string.sub(recent, 1, keep))
+return {near, count + near}

@@ -1,0 +1,91 @@
+"""The trap guard's near-duplicate rule, as a spider middleware.
+
+A page whose text is a near duplicate of one of its host's recent pages
+(crawlproj/traps/nearhost.py) is flagged; once more than
+TRAPGUARD_NEAR_DUPLICATE_PAGES of a host's last TRAPGUARD_NEAR_DUPLICATE_WINDOW
+pages are flagged, the links of each further near duplicate are not followed
+(stat trapguard/refused/near_duplicates, one per link;
+trapguard/near_duplicate_pages counts the flagged pages). Pages that differ
+from the host's recent ones keep their links, so a site with a calendar in
+one corner is still crawled everywhere else. The window lives in Redis: every
+worker's pages of a host go into one.
+
+It reads the text the `web` spider put in the page's item, which comes out of
+the spider before the page's links; the test runs in a thread (redis-py is
+blocking). The URL rules of the trap guard are the frontier's
+(crawlproj/traps/__init__.py).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
+from crawlproj.items import PageItem
+from crawlproj.keyspace import Keyspace
+from crawlproj.redisconn import get_redis
+from crawlproj.traps.nearhost import NearHosts, simhash
+from crawlproj.urls import host_of
+
+logger = logging.getLogger(__name__)
+
+
+class NearDuplicateHostsMiddleware:
+    def __init__(self, near: NearHosts, budget: int, stats):
+        self.near = near
+        self.budget = budget
+        self.stats = stats
+        self._logged: set[str] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        s = crawler.settings
+        budget = s.getint("TRAPGUARD_NEAR_DUPLICATE_PAGES")
+        if budget <= 0:
+            raise NotConfigured
+        redis = get_redis(s)
+        near = NearHosts(redis, Keyspace.from_settings(s, redis),
+                         window=s.getint("TRAPGUARD_NEAR_DUPLICATE_WINDOW"),
+                         bits=s.getint("TRAPGUARD_NEAR_DUPLICATE_BITS"))
+        return cls(near, budget, crawler.stats)
+
+    def _test(self, host: str, text: str):
+        fingerprint = simhash(text)
+        return None if fingerprint is None else self.near.test(host, fingerprint)
+
+    async def _follows(self, response, item) -> bool:
+        """Whether the links of the page of item are followed."""
+        if item.get("duplicate_of") or not item.get("text") or not 200 <= response.status < 300:
+            return True
+        host = host_of(response.url)
+        try:
+            verdict = await maybe_deferred_to_future(deferToThread(self._test, host, item["text"]))
+        except Exception as exc:  # never lose a page's links to a Redis hiccup
+            logger.error("near-duplicate test failed for %s: %s", response.url[:200], exc)
+            self.stats.inc_value("trapguard/errors")
+            return True
+        if verdict is None or not verdict.near:
+            return True
+        self.stats.inc_value("trapguard/near_duplicate_pages")
+        if verdict.count <= self.budget:
+            return True
+        if host not in self._logged and len(self._logged) < 10_000:
+            self._logged.add(host)
+            logger.info("Trap guard: %d of the last pages of %s are near duplicates; the "
+                        "links of its further near duplicates are not followed (%s)",
+                        verdict.count, host, response.url[:200])
+        return False
+
+    async def process_spider_output(self, response, result, spider=None):
+        follow = True
+        async for x in result:
+            if isinstance(x, PageItem):
+                follow = await self._follows(response, x)
+            elif isinstance(x, Request) and not follow:
+                self.stats.inc_value("trapguard/refused/near_duplicates")
+                continue
+            yield x

@@ -1,0 +1,196 @@
+"""The trap guard's rules, each alone: URL rules at admission, per-host budgets
+in the frontier's script (a real Redis server), near-duplicate pages per host."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import redis
+from scrapy import Request
+from scrapy.settings import Settings
+
+from crawlproj.addon import apply_table
+from crawlproj.due.fingerprint import url_fingerprint
+from crawlproj.frontier.admission import Refused, Trap, admit
+from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
+from crawlproj.keyspace import Keyspace
+from crawlproj.prioritizers.basic import BreadthFirst
+from crawlproj.traps import TrapGuard
+from crawlproj.traps.nearhost import NearHosts, distance, simhash
+from crawlproj.urls import host_of
+
+
+def defaults() -> TrapGuard:
+    s = Settings()
+    apply_table(s)
+    return TrapGuard.from_settings(s)
+
+
+# -- URL rules ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("url, rule", [
+    ("http://a.ex/a/a/a/", "segment_run"),
+    ("http://a.ex/x/cal/cal/cal/p.html", "segment_run"),
+    ("http://a.ex/a/x/a/y/a/z/a/", "segment_repeats"),
+    ("http://a.ex/" + "/".join(f"d{i}" for i in range(21)), "path_segments"),
+    ("http://a.ex/s?" + "&".join(f"f{i}=1" for i in range(13)), "query_params"),
+    ("http://a.ex/s?a=1&a=1&a=1&a=1&a=1&a=1&a=1&a=1&a=1&a=1&a=1&a=1&a=1", "query_params"),
+])
+def test_each_url_rule_refuses_its_trap(url, rule):
+    assert defaults().refusal(url)[0] == rule
+
+
+@pytest.mark.parametrize("url", [
+    "http://a.ex/", "http://a.ex/a/a/", "http://a.ex/2024/01/01/news.html",
+    "http://a.ex/a/x/a/y/a/", "http://a.ex/" + "/".join(f"d{i}" for i in range(20)),
+    "http://a.ex/s?" + "&".join(f"f{i}=1" for i in range(12)), "http://a.ex/p?&&&x=1",
+    "http://a.ex//x//", "http://a.ex/%61/%61/a/",  # percent-encoded: other segments
+])
+def test_url_rules_pass_what_is_within_their_limits(url):
+    assert defaults().refusal(url) is None
+
+
+def test_a_limit_of_zero_switches_its_rule_off():
+    guard = TrapGuard(max_run=0, max_repeats=0, max_segments=0, max_params=0)
+    for url in ["http://a.ex/a/a/a/a/a/", "http://a.ex/" + "x/" * 50,
+                "http://a.ex/?" + "&".join(f"q{i}" for i in range(50))]:
+        assert guard.refusal(url) is None
+
+
+def test_admission_refuses_traps_as_the_trap_guards(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    f = Frontier(r, Keyspace.open(r, "t", 1))
+    with pytest.raises(Trap) as info:
+        admit(f, BreadthFirst(), Request("http://a.ex/a/a/a/"), None, 2083, defaults())
+    assert (info.value.stat, info.value.reason) == ("trapguard/refused", "segment_run")
+    # the frontier's own refusals keep their stat
+    with pytest.raises(Refused) as info:
+        admit(f, BreadthFirst(), Request("ftp://a.ex/a/a/a/"), None, 2083, defaults())
+    assert (info.value.stat, info.value.reason) == ("frontier/refused", "scheme")
+    assert admit(f, BreadthFirst(), Request("http://a.ex/a/a/"), None, 2083, defaults())
+
+
+# -- per-host budgets, counted by the frontier ---------------------------------------
+
+def frontier(redis_url, **kw) -> Frontier:
+    r = redis.Redis.from_url(redis_url)
+    return Frontier(r, Keyspace.open(r, "t", 2), **kw)
+
+
+def enqueue(f: Frontier, urls, force=False):
+    batches: dict[int, Batch] = {}
+    for url in urls:
+        host = host_of(url)
+        batches.setdefault(f.partition_of(host), Batch()).enqueue.append(
+            f.entry(host, url, 0, url.encode(), force=force))
+    res = f.sync(batches)
+    return (sum(r.added for r in res.values()), sum(r.refused_host_queued for r in res.values()),
+            sum(r.refused_host_pages for r in res.values()))
+
+
+def lease_all(f: Frontier):
+    got = []
+    while True:
+        res = f.sync({p: Batch(lease=100) for p in range(f.partitions)})
+        leased = [x for r in res.values() for x in r.leased]
+        if not leased:
+            return got
+        got += leased
+        batches: dict[int, Batch] = {}
+        for x in leased:
+            batches.setdefault(x.partition, Batch()).release.append(
+                Release(x.host, x.token, Host.OK, URL.DONE, 0, -1))
+        f.sync(batches)
+
+
+def test_host_queue_budget_refuses_new_urls_of_a_full_host_only(redis_url):
+    f = frontier(redis_url, host_max_queued=5)
+    # one call: the budget counts the URLs this very call queues
+    assert enqueue(f, [f"http://trap.ex/{i}" for i in range(8)] + ["http://ok.ex/1"]) == (6, 3, 0)
+    # a duplicate of a queued URL is a duplicate, not a refusal
+    assert enqueue(f, ["http://trap.ex/0"]) == (0, 0, 0)
+    # a refused URL was not marked seen: once the queue has room it is taken
+    assert len(lease_all(f)) == 6
+    assert enqueue(f, ["http://trap.ex/7"]) == (1, 0, 0)
+    # a forced URL (a retry) was admitted once: never refused
+    enqueue(f, [f"http://trap.ex/q{i}" for i in range(4)])
+    assert enqueue(f, ["http://trap.ex/7"], force=True) == (0, 0, 0)  # still queued: kept
+    assert enqueue(f, ["http://trap.ex/r"]) == (0, 1, 0)
+
+
+def test_host_page_budget_counts_leases_of_the_whole_crawl(redis_url):
+    f = frontier(redis_url, host_max_pages=10)
+    other = frontier(redis_url, host_max_pages=10)  # a second worker of the crawl
+    assert enqueue(f, [f"http://big.ex/{i}" for i in range(6)]) == (6, 0, 0)
+    assert len(lease_all(f)) == 6
+    # 6 leased: 4 more may be queued, whichever worker finds them
+    assert enqueue(other, [f"http://big.ex/n{i}" for i in range(6)]) == (4, 0, 2)
+    assert len(lease_all(other)) == 4
+    assert enqueue(f, ["http://big.ex/late", "http://small.ex/"]) == (1, 0, 1)
+    assert int(f.redis.hget(f.keyspace.host_pages(f.partition_of("big.ex")), "big.ex")) == 10
+
+
+def test_without_budgets_nothing_is_counted_or_refused(redis_url):
+    f = frontier(redis_url)
+    assert enqueue(f, [f"http://h.ex/{i}" for i in range(50)]) == (50, 0, 0)
+    assert len(lease_all(f)) == 50
+    assert not any(f.redis.exists(f.keyspace.host_pages(p)) for p in range(f.partitions))
+    assert url_fingerprint("http://h.ex/1") is not None
+
+
+# -- near-duplicate pages per host ---------------------------------------------------
+
+WORDS = [f"w{i}x" for i in range(5000)]
+
+
+def page(rng: random.Random, n: int = 400) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+SITE = ("Riverside city council home residents business visitors council and democracy "
+        "news jobs contact us search the site " * 3)
+
+
+def calendar(month: int) -> str:
+    """A month of a site's events calendar: the site's template, a grid of days."""
+    days = " ".join(f"{d} no events listed" for d in range(1, 29 + month % 3))
+    return (f"{SITE} events calendar month {month} of year {2000 + month // 12} {days} "
+            "previous month next month today subscribe to the calendar "
+            f"{SITE} accessibility privacy cookies copyright riverside city council")
+
+
+def test_simhash_separates_different_pages_and_joins_templated_ones():
+    rng = random.Random(7)
+    pages = [simhash(page(rng)) for _ in range(200)]
+    closest = min(distance(a, b) for i, a in enumerate(pages) for b in pages[i + 1:])
+    assert closest > 10
+    months = [simhash(calendar(m)) for m in range(24)]
+    # nearly every month is within 3 bits of one of the 16 before it (a
+    # simhash of a short page is noisy: the rule counts a window, not one page)
+    near = [min(distance(months[m], x) for x in months[max(0, m - 16):m]) <= 3
+            for m in range(1, 24)]
+    assert sum(near) >= 20
+    assert simhash("") is None and simhash("...") is None
+
+
+def test_a_host_is_flagged_by_its_recent_near_duplicates_across_workers(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "t", 2)
+    workers = [NearHosts(r, ks, window=16, bits=3), NearHosts(r, ks, window=16, bits=3)]
+    hashes = [simhash(calendar(m)) for m in range(12)]
+    expected, flags = [], []
+    for m, h in enumerate(hashes):  # what the window must say, computed here
+        flags.append(any(distance(h, x) <= 3 for x in hashes[max(0, m - 16):m]))
+        expected.append((flags[-1], sum(flags[-16:])))
+    verdicts = [workers[m % 2].test("cal.ex", h) for m, h in enumerate(hashes)]
+    assert [tuple(v) for v in verdicts] == expected
+    assert verdicts[-1].count >= 8
+    rng = random.Random(3)
+    # distinct pages on another host: never near, and the calendar host's window is its own
+    assert all(not workers[0].test("news.ex", simhash(page(rng))).near for _ in range(40))
+    # the window forgets: 16 distinct pages later the calendar host's count is back to 0
+    for _ in range(16):
+        workers[1].test("cal.ex", simhash(page(rng)))
+    assert workers[0].test("cal.ex", simhash(page(rng))) == (False, 0)
+    assert len(r.get(ks.trap_hashes(ks.partition_of("cal.ex"), "cal.ex"))) == 16 * 9
