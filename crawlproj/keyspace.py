@@ -27,8 +27,8 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
     q:<host> p:<host>       a host's back queue and payloads    (frontier/lua/sync.lua)
     hosts fails stats       hosts seen, backoff counts, counters (frontier/lua/sync.lua)
     hostpages               HASH   URLs leased per host: the trap guard's page budget
-    th:<host>               STRING the trap guard's recent simhashes of a host
-                                   (crawlproj/traps/nearhost.py)
+    th:<host> trapped       the trap guard's recent simhashes of a host, and the
+                            hosts it found trapped (crawlproj/traps/nearhost.py)
     due                     HASH   the DUE's configuration and state (due/lua/seen.lua)
     seen:<L>:<a>            SET    exact mode: a bucket of URL fingerprints
     bloom:<j>:<b>           STRING bloom mode: bitmap b of layer j
@@ -303,6 +303,8 @@ class Keyspace:
 
     trap_hashes = _member_key("th:", "A host's recent pages' simhashes, newest first, "
                                      "each with its near-duplicate flag.")
+    trapped = _key("trapped", "Hosts whose recent pages are near duplicates past the "
+                              "budget: host -> their count.")
 
     # -- the content-seen test (due/contentseen.py) --------------------------------
 

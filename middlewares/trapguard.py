@@ -1,11 +1,14 @@
 """The trap guard's near-duplicate rule, as a spider middleware.
 
 A page whose text is a near duplicate of one of its host's recent pages
-(crawlproj/traps/nearhost.py) is flagged; once more than
-TRAPGUARD_NEAR_DUPLICATE_PAGES of a host's last TRAPGUARD_NEAR_DUPLICATE_WINDOW
-pages are flagged, the links of each further near duplicate are not followed
-(stat trapguard/refused/near_duplicates, one per link;
-trapguard/near_duplicate_pages counts the flagged pages). Pages that differ
+(crawlproj/traps/nearhost.py) is flagged (stat trapguard/near_duplicate_pages),
+and its links to its own host are suspects: the frontier queues them behind
+every other URL of the host. Once more than TRAPGUARD_NEAR_DUPLICATE_PAGES of
+a host's last TRAPGUARD_NEAR_DUPLICATE_WINDOW pages are flagged, the host is
+trapped: the links of its further near duplicates to it are not followed,
+and the frontier drops its queued suspects instead of leasing them (stat
+trapguard/refused/near_duplicates, one per URL). A trap thus costs about
+the budget's pages, whatever each page's number of links. Pages that differ
 from the host's recent ones keep their links, so a site with a calendar in
 one corner is still crawled everywhere else. The window lives in Redis: every
 worker's pages of a host go into one.
@@ -28,7 +31,7 @@ from twisted.internet.threads import deferToThread
 from crawlproj.items import PageItem
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
-from crawlproj.traps.nearhost import NearHosts, simhash
+from crawlproj.traps.nearhost import SUSPECT_META, NearHosts, Verdict, simhash
 from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
@@ -50,42 +53,44 @@ class NearDuplicateHostsMiddleware:
         redis = get_redis(s)
         near = NearHosts(redis, Keyspace.from_settings(s, redis),
                          window=s.getint("TRAPGUARD_NEAR_DUPLICATE_WINDOW"),
-                         bits=s.getint("TRAPGUARD_NEAR_DUPLICATE_BITS"))
+                         bits=s.getint("TRAPGUARD_NEAR_DUPLICATE_BITS"), budget=budget)
         return cls(near, budget, crawler.stats)
 
     def _test(self, host: str, text: str):
         fingerprint = simhash(text)
         return None if fingerprint is None else self.near.test(host, fingerprint)
 
-    async def _follows(self, response, item) -> bool:
-        """Whether the links of the page of item are followed."""
+    async def _verdict(self, response, item) -> Verdict | None:
+        """The near-duplicate test of the page of item; None when not tested."""
         if item.get("duplicate_of") or not item.get("text") or not 200 <= response.status < 300:
-            return True
+            return None
         host = host_of(response.url)
         try:
             verdict = await maybe_deferred_to_future(deferToThread(self._test, host, item["text"]))
         except Exception as exc:  # never lose a page's links to a Redis hiccup
             logger.error("near-duplicate test failed for %s: %s", response.url[:200], exc)
             self.stats.inc_value("trapguard/errors")
-            return True
+            return None
         if verdict is None or not verdict.near:
-            return True
+            return None
         self.stats.inc_value("trapguard/near_duplicate_pages")
-        if verdict.count <= self.budget:
-            return True
-        if host not in self._logged and len(self._logged) < 10_000:
+        if verdict.count > self.budget and host not in self._logged \
+                and len(self._logged) < 10_000:
             self._logged.add(host)
-            logger.info("Trap guard: %d of the last pages of %s are near duplicates; the "
-                        "links of its further near duplicates are not followed (%s)",
+            logger.info("Trap guard: %d of the last pages of %s are near duplicates; its "
+                        "near duplicates' links to it are not followed (%s)",
                         verdict.count, host, response.url[:200])
-        return False
+        return verdict
 
     async def process_spider_output(self, response, result, spider=None):
-        follow = True
+        verdict, host = None, None
         async for x in result:
             if isinstance(x, PageItem):
-                follow = await self._follows(response, x)
-            elif isinstance(x, Request) and not follow:
-                self.stats.inc_value("trapguard/refused/near_duplicates")
-                continue
+                verdict = await self._verdict(response, x)
+                host = host_of(response.url)
+            elif isinstance(x, Request) and verdict is not None and host_of(x.url) == host:
+                if verdict.count > self.budget:
+                    self.stats.inc_value("trapguard/refused/near_duplicates")
+                    continue
+                x.meta[SUSPECT_META] = True
             yield x

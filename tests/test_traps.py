@@ -17,7 +17,7 @@ from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
 from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
 from crawlproj.traps import TrapGuard
-from crawlproj.traps.nearhost import NearHosts, distance, simhash
+from crawlproj.traps.nearhost import SUSPECT, NearHosts, distance, simhash
 from crawlproj.urls import host_of
 
 
@@ -177,7 +177,7 @@ def test_simhash_separates_different_pages_and_joins_templated_ones():
 def test_a_host_is_flagged_by_its_recent_near_duplicates_across_workers(redis_url):
     r = redis.Redis.from_url(redis_url)
     ks = Keyspace.open(r, "t", 2)
-    workers = [NearHosts(r, ks, window=16, bits=3), NearHosts(r, ks, window=16, bits=3)]
+    workers = [NearHosts(r, ks, window=16, bits=3, budget=5) for _ in range(2)]
     hashes = [simhash(calendar(m)) for m in range(12)]
     expected, flags = [], []
     for m, h in enumerate(hashes):  # what the window must say, computed here
@@ -194,3 +194,48 @@ def test_a_host_is_flagged_by_its_recent_near_duplicates_across_workers(redis_ur
         workers[1].test("cal.ex", simhash(page(rng)))
     assert workers[0].test("cal.ex", simhash(page(rng))) == (False, 0)
     assert len(r.get(ks.trap_hashes(ks.partition_of("cal.ex"), "cal.ex"))) == 16 * 9
+
+
+def test_a_trapped_hosts_suspects_are_dropped_and_its_other_urls_kept(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "t", 2)
+    f = Frontier(r, ks)
+    p = ks.partition_of("cal.ex")
+    suspects = [f"http://cal.ex/events/{m}/" for m in range(30)]
+    batch = Batch(enqueue=[f.entry("cal.ex", u, SUSPECT + 1, u.encode()) for u in suspects]
+                  + [f.entry("cal.ex", "http://cal.ex/about", 2, b"about"),
+                     f.entry("other.ex", "http://other.ex/", 1, b"other")])
+    f.sync({p: batch, ks.partition_of("other.ex"): Batch(
+        enqueue=[f.entry("other.ex", "http://other.ex/", 1, b"other")])})
+    # not trapped: suspects are leased, after the host's other URLs
+    first = lease_all_payloads(f, limit=2)
+    assert first[0] == b"about" and first[1].startswith(b"http://cal.ex/events/")
+    assert len(first) == 2
+    near = NearHosts(r, ks, window=16, bits=3, budget=5)
+    verdicts = [near.test("cal.ex", simhash(calendar(0))) for _ in range(7)]
+    assert [v.count for v in verdicts] == [0, 1, 2, 3, 4, 5, 6]
+    assert r.hexists(ks.trapped(p), "cal.ex")
+    res = f.sync({q: Batch(lease=100) for q in range(2)})
+    assert [x.payload for q in res.values() for x in q.leased] == []
+    assert sum(q.refused_suspects for q in res.values()) == 29
+    assert not r.exists(ks.queue(p, "cal.ex")) and not r.exists(ks.payloads(p, "cal.ex"))
+    # a host whose recent pages differ again is no longer trapped
+    rng = random.Random(5)
+    for _ in range(16):
+        near.test("cal.ex", simhash(page(rng)))
+    assert not r.hexists(ks.trapped(p), "cal.ex")
+
+
+def lease_all_payloads(f: Frontier, limit: int) -> list[bytes]:
+    """Lease and finish up to `limit` URLs of each host, one host URL at a time."""
+    out = []
+    for _ in range(limit):
+        res = f.sync({p: Batch(lease=100) for p in range(f.partitions)})
+        leased = [x for r in res.values() for x in r.leased]
+        out += [x.payload for x in leased]
+        batches: dict[int, Batch] = {}
+        for x in leased:
+            batches.setdefault(x.partition, Batch()).release.append(
+                Release(x.host, x.token, Host.OK, URL.DONE, 0, -1))
+        f.sync(batches)
+    return [x for x in out if x != b"other"]

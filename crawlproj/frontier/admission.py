@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from crawlproj.frontier import codec
+from crawlproj.traps.nearhost import SUSPECT, SUSPECT_META
 from crawlproj.urls import host_of, refusal
 
 
@@ -76,6 +77,8 @@ def admit(frontier, prioritizer, request, spider, max_length: int, guard=None):
     score = prioritizer.score(request)
     if not math.isfinite(score):
         score = 1e300
+    if request.meta.get(SUSPECT_META):
+        score += SUSPECT  # behind the host's other URLs; dropped if it is trapped
     first = prioritizer.first_score(request) if hasattr(prioritizer, "first_score") else None
     entry = frontier.entry(host, request.url, score, codec.encode(request, spider, host),
                            force=request.dont_filter, fp=fp, bump=bump,

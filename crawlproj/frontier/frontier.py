@@ -149,6 +149,7 @@ class Result:
     expired: int = 0     # expired leases put back in their queues
     refused_host_queued: int = 0  # new URLs refused by the trap guard's budgets
     refused_host_pages: int = 0
+    refused_suspects: int = 0  # queued suspects of trapped hosts dropped (traps/nearhost.py)
     next_ready_ms: int = -1  # earliest time a host may be ready here; -1 = nothing queued
     heap: int = 0
     ready: int = 0

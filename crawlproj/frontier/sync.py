@@ -200,7 +200,8 @@ class FrontierSync:
                 if value:
                     self.stats.inc_value(f"frontier/{key}", value)
             for rule, value in (("host_queued", r.refused_host_queued),
-                                ("host_pages", r.refused_host_pages)):
+                                ("host_pages", r.refused_host_pages),
+                                ("near_duplicates", r.refused_suspects)):
                 if value:
                     self.stats.inc_value(f"trapguard/refused/{rule}", value)
         self.stats.inc_value("frontier/leased", got)

@@ -128,6 +128,14 @@ class Response(NamedTuple):
     # Wall-clock time until which this exact response stays valid (pages that
     # change over time expire at their next version); lets the server cache.
     expires: float = math.inf
+    # Trap hosts (simweb/traps.py): more header lines, as (name, value); a
+    # Content-Length among them replaces the body's
+    headers: tuple = ()
+    # ... and how the server sends it, if not at once: "drip" (the body a byte
+    # at a time), "drip_head" (the head likewise), "endless" (body bytes until
+    # the client leaves), "endless_head" (header lines likewise), "silent"
+    # (nothing at all)
+    stream: str | None = None
 
 
 HTML = "text/html; charset=utf-8"
@@ -212,6 +220,7 @@ class SimWeb:
 
     kind = "abstract"
     _escape = True  # whether titles/URLs may need HTML escaping
+    traps = None  # a TrapHosts: trap hosts beside the web's own (simweb/traps.py)
     #: the JSON-able dict that rebuilds this web with ``SimWeb.from_spec``
     spec: dict[str, Any]
     #: host names, index = host id
@@ -484,6 +493,9 @@ class SimWeb:
         query; no fragment).  The server wraps this in HTTP."""
         h = self.host_index.get(norm_host(host))
         if h is None:
+            trap = self.traps.respond(norm_host(host), path) if self.traps else None
+            if trap is not None:
+                return trap
             return Response(502, TEXT, f"simweb: unknown host {host}\n".encode())
         if path == "/robots.txt":
             body = self._robots(h)
@@ -515,6 +527,10 @@ class SimWeb:
     # ---- crawl-level queries -------------------------------------------------
     def seeds(self, k: int = 1) -> list[str]:
         raise NotImplementedError
+
+    def trap_seeds(self) -> list[str]:
+        """The roots of the trap hosts (the generate option ``traps``)."""
+        return self.traps.seeds() if self.traps else []
 
     def reachable(self, seeds: Iterable[str | int], obey_robots: bool = True,
                   max_depth: int | None = None, skip_extensions: Iterable[str] = ()) -> set[str]:
@@ -623,6 +639,8 @@ _GENERATE_OPTIONS: list[tuple[str, Any, str]] = [
     ("change_rate", 0.0, "fraction of pages whose text changes over time"),
     ("change_period", 60.0, "seconds between versions of a changing page"),
     ("base_rate", 0.05, 'fraction of pages with <base href="http://host/">'),
+    ("traps", "", "trap hosts <name>.trap.example beside the others: 'all' or names "
+                  "(crawlproj/simweb/traps.py)"),
 ]
 GENERATE_DEFAULTS: dict[str, Any] = {n: d for n, d, _ in _GENERATE_OPTIONS}
 GENERATE_HELP: dict[str, str] = {n: h for n, _, h in _GENERATE_OPTIONS}
@@ -662,6 +680,8 @@ class GeneratedWeb(SimWeb):
         self._change_rate = float(o["change_rate"])
         self._change_period = float(o["change_period"])
         self._base_rate = float(o["base_rate"])
+        from .traps import TrapHosts, trap_names  # traps.py builds this module's Responses
+        self.traps = TrapHosts(trap_names(o["traps"])) if o["traps"] else None
         self._b = max(2, int(o["fanout"]))
         self._links = float(o["links"])
         self._local = float(o["local_links"])

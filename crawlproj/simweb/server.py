@@ -82,12 +82,23 @@ class _Log:
             self.f = None
 
 
-def _head(status: int, ctype: str, length: int, location: str | None = None) -> bytes:
-    """Status line and headers, without Connection and the final CRLF."""
+def _head(status: int, ctype: str, length: int | None, location: str | None = None,
+          headers: tuple = ()) -> bytes:
+    """Status line and headers, without Connection and the final CRLF. No
+    Content-Length when length is None or headers have one."""
     loc = f"Location: {location}\r\n" if location else ""
+    more = "".join(f"{k}: {v}\r\n" for k, v in headers)
+    if length is not None and not any(k.lower() == "content-length" for k, _ in headers):
+        more = f"Content-Length: {length}\r\n" + more
     return (f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}\r\nServer: simweb\r\n"
-            f"Content-Type: {ctype}\r\nContent-Length: {length}\r\n{loc}").encode("latin-1")
+            f"Content-Type: {ctype}\r\n{loc}{more}").encode("latin-1")
 
+
+# A streamed response (model.Response.stream) sends a chunk every this many
+# seconds: a drip, one byte; an endless body or head, STREAM_CHUNK bytes, as
+# long as the client takes them.
+STREAM_EVERY = 0.2
+STREAM_CHUNK = 64 * 1024
 
 _KEEP = b"Connection: keep-alive\r\n\r\n"
 _CLOSE = b"Connection: close\r\n\r\n"
@@ -143,11 +154,17 @@ class SimWebProxy:
 
     def lookup(self, host: str, path: str, now: float) -> tuple[int, bytes, bytes, float]:
         """(status, head, body, latency) of GET http://host/path, cached."""
+        status, head, body, latency, _ = self.respond(host, path, now)
+        return status, head, body, latency
+
+    def respond(self, host: str, path: str, now: float
+                ) -> tuple[int, bytes, bytes, float, str | None]:
+        """lookup(), and how the response is streamed (Response.stream)."""
         key = (host, path)
         hit = self.cache.get(key)
         if hit is not None and hit[3] > now:
             self.cache.move_to_end(key)
-            return hit[0], hit[1], hit[2], hit[4]
+            return hit[0], hit[1], hit[2], hit[4], None
         try:
             r: Response = self.web.respond(host, path, now)
         except Exception:  # a model bug must not take the server down
@@ -155,7 +172,11 @@ class SimWebProxy:
             r = Response(500, TEXT, b"simweb: internal error\n", expires=0.0)
         h = self.web.host_index.get(host)
         latency = self.web._latency[h] if h is not None else 0.0
-        head = _head(r.status, r.content_type, len(r.body), r.location)
+        endless = r.stream in ("endless", "endless_head")
+        head = _head(r.status, r.content_type, None if endless else len(r.body), r.location,
+                     r.headers)
+        if r.stream:
+            return r.status, head, r.body, latency, r.stream
         size = len(head) + len(r.body) + 200
         if size < self.cache_bytes // 16:
             if hit is not None:
@@ -166,7 +187,7 @@ class SimWebProxy:
             while self._cached > self.cache_bytes:
                 _, old = self.cache.popitem(last=False)
                 self._cached -= len(old[1]) + len(old[2]) + 200
-        return r.status, head, r.body, latency
+        return r.status, head, r.body, latency, None
 
 
 class _Conn(asyncio.Protocol):
@@ -202,7 +223,7 @@ class _Conn(asyncio.Protocol):
             self.tr.close()  # flood while we are busy: drop the client
 
     def resume_writing(self) -> None:
-        if self.pending is not None:
+        if self.pending is not None and self.timer is None:  # not streaming (_stream)
             self._finished()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -276,9 +297,12 @@ class _Conn(asyncio.Protocol):
             if method not in ("GET", "HEAD"):
                 self._error(t0, 405, host, path, method, ua, keep)
                 continue
-            status, head, body, latency = self.srv.lookup(host, path, t0)
+            status, head, body, latency, stream = self.srv.respond(host, path, t0)
             rec = {"t0": t0, "t1": 0.0, "conn": self.id, "method": method, "host": host,
                    "path": path, "status": status, "bytes": len(body), "ua": ua}
+            if stream:
+                self._stream(rec, stream, head + _CLOSE, body if method == "GET" else b"")
+                return
             data = head + (_KEEP if keep else _CLOSE) + (body if method == "GET" else b"")
             if latency > 0:
                 self.busy = True
@@ -287,6 +311,42 @@ class _Conn(asyncio.Protocol):
                     latency, self._send_delayed, rec, data, keep)
                 return
             self._send(rec, data, keep)
+
+    def _stream(self, rec: dict[str, Any], kind: str, head: bytes, body: bytes) -> None:
+        """Send a hostile response (Response.stream) until it is sent or the
+        client leaves; the connection closes after it."""
+        self.busy = self.closing = True
+        self.pending = rec  # logged when the connection ends
+        self.srv.requests += 1
+        loop = asyncio.get_running_loop()
+        if kind == "drip":
+            self.tr.write(head)
+            rest = iter(body)
+        elif kind == "drip_head":
+            rest = iter(head + body)
+        else:
+            rest = None
+        if kind == "endless_head":
+            self.tr.write(head.split(b"\r\n", 1)[0] + b"\r\n")
+        elif kind == "endless":
+            self.tr.write(head + body)
+        filler = b"X-Filler: " + b"a" * 100 + b"\r\n" if kind == "endless_head" else b"a"
+        filler *= STREAM_CHUNK // len(filler)
+
+        def step() -> None:
+            self.timer = None
+            if self.tr is None or self.tr.is_closing():
+                return
+            if rest is not None:
+                byte = next(rest, None)
+                if byte is None:
+                    self.tr.close()
+                    return
+                self.tr.write(bytes((byte,)))
+            elif kind != "silent" and self.tr.get_write_buffer_size() < 4 * STREAM_CHUNK:
+                self.tr.write(filler)  # 6.4 MB/s at most
+            self.timer = loop.call_later(STREAM_EVERY if rest is not None else 0.01, step)
+        self.timer = loop.call_later(STREAM_EVERY, step)
 
     def _send_delayed(self, rec: dict[str, Any], data: bytes, keep: bool) -> None:
         self.timer = None
@@ -350,6 +410,8 @@ def run(web: SimWeb, host: str = "127.0.0.1", port: int = 8899, log_path: str | 
     _event_loop_policy()
 
     async def main() -> None:
+        if web.traps is not None:
+            web.traps.prepare()  # bombs and big pages: seconds the event loop must not stall
         proxy = SimWebProxy(web, log_path, cache_mb << 20)
         bound = await proxy.start(host, port)
         stop = asyncio.Event()

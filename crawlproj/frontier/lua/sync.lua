@@ -61,7 +61,7 @@
 --   lease:   n, how many URLs to lease (one per host)
 -- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts a
 --   flat list of name, value: added, duplicates, bumped, stale, expired,
---   refused_host_queued, refused_host_pages,
+--   refused_host_queued, refused_host_pages, refused_suspects,
 --   next_ready_ms, heap, ready, leases, queued, pending
 
 local P = KEYS[1]
@@ -82,10 +82,15 @@ local function queue(host) return P .. 'q:' .. host end
 local function payloads(host) return P .. 'p:' .. host end
 local HOSTS = P .. 'hosts'  -- hosts seen, kept only for host-first orders
 local HOSTPAGES = P .. 'hostpages'  -- host -> URLs leased, while max_pages is on
+-- The trap guard's near-duplicate rule (crawlproj/traps/nearhost.py): a URL
+-- found on a near duplicate of its host is queued with SUSPECT added to its
+-- score, so it sorts behind the host's other URLs; a host in TRAPPED has its
+-- suspects dropped when one of them would be leased.
+local TRAPPED, SUSPECT = P .. 'trapped', 1e15
 
 local queued_delta = 0
 local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
-local over_queued, over_pages = 0, 0
+local over_queued, over_pages, suspects = 0, 0, 0
 
 -- A host has a queued URL of this score: a ready host takes it as its score if
 -- better; one on the heap or leased stays there (a leased host's release
@@ -335,6 +340,18 @@ if want > 0 then
     if not top[1] then break end
     local host = top[1]
     local item = redis.call('ZPOPMIN', queue(host))
+    if item[1] and tonumber(item[2]) >= SUSPECT and redis.call('HEXISTS', TRAPPED, host) == 1 then
+      -- the best URL is a suspect, so all that is left are: drop them
+      local rest = redis.call('ZRANGE', queue(host), 0, -1)
+      rest[#rest + 1] = item[1]
+      for j = 1, #rest, 4000 do
+        redis.call('HDEL', payloads(host), unpack(rest, j, math.min(j + 3999, #rest)))
+      end
+      redis.call('DEL', queue(host))
+      suspects = suspects + #rest
+      queued_delta = queued_delta - #rest
+      item = {}
+    end
     if item[1] then
       local fp, score = item[1], item[2]
       local payload = redis.call('HGET', payloads(host), fp)
@@ -371,7 +388,7 @@ end
 
 return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale', stale,
                    'expired', expired, 'refused_host_queued', over_queued,
-                   'refused_host_pages', over_pages, 'next_ready_ms', next_ready,
+                   'refused_host_pages', over_pages, 'refused_suspects', suspects, 'next_ready_ms', next_ready,
                    'heap', redis.call('ZCARD', HEAP), 'ready', redis.call('ZCARD', READY),
                    'leases', redis.call('ZCARD', LEASES), 'queued', queued,
                    'pending', redis.call('ZCARD', PENDING)}}

@@ -5,13 +5,16 @@
 -- KEYS[1]  th:<host>  STRING the host's last `window` pages, newest first,
 --                     9 bytes each: the simhash (two big-endian 32-bit
 --                     halves) and 1 if that page was a near duplicate
+-- KEYS[2]  trapped    HASH   hosts with more than `budget` near duplicates
+--                     among their last `window` pages: the frontier drops
+--                     their queued suspects (frontier/lua/sync.lua)
 -- ARGV     the page's simhash as two unsigned 32-bit halves (hi, lo), window,
---          k (a near duplicate is within k bits of a recent page)
+--          k (a near duplicate is within k bits of a recent page), budget, host
 -- Returns  {near (0 or 1), near duplicates among the host's last `window`
 --          pages, this one included}
 
 local hi, lo = tonumber(ARGV[1]), tonumber(ARGV[2])
-local window, k = tonumber(ARGV[3]), tonumber(ARGV[4])
+local window, k, budget, host = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local SIZE = 9
 
 local function popcount(x)
@@ -34,4 +37,10 @@ for pos = 1, #recent - SIZE + 1, SIZE do
   if pos <= keep then count = count + flag end
 end
 redis.call('SET', KEYS[1], struct.pack('>I4I4B', hi, lo, near) .. string.sub(recent, 1, keep))
-return {near, count + near}
+count = count + near
+if count > budget then
+  redis.call('HSET', KEYS[2], host, count)
+else
+  redis.call('HDEL', KEYS[2], host)
+end
+return {near, count}
