@@ -19,6 +19,13 @@ changes one fails there, loudly, and not in a crawl.
    reactor turns after its transfer ended. The frontier caps transfers
    itself (FRONTIER_REFILL_AT_TRANSFER_END) and lifts the engine's count
    above its cap so that the next transfer can start when one ends.
+4. bound_response_heads(): Scrapy's HTTP/1.1 download handler parses
+   responses with its _LenientHTTPClientParser (a Twisted HTTPClientParser
+   whose class it sets on each request's parser), which bounds each header
+   line (16 KiB) but not their number: a server that sends header lines
+   without end fills the worker's memory until DOWNLOAD_TIMEOUT
+   (DOWNLOAD_MAXSIZE counts body bytes only). That class is replaced by one
+   that gives up once the status line and headers pass a limit.
 """
 
 from __future__ import annotations
@@ -53,6 +60,35 @@ def on_request_done(crawler, callback: Callable) -> None:
             remove(request)
 
     slot.remove_request = remove_request
+
+
+class ResponseHeadTooLarge(Exception):
+    """A response's status line and headers passed the limit of bound_response_heads()."""
+
+
+def bound_response_heads(limit: int) -> None:
+    """Fail any response of this process whose status line and headers pass
+    limit bytes, as they arrive (the connection is dropped; Scrapy sees a
+    ResponseFailed). Idempotent: the last limit set holds."""
+    from scrapy.core.downloader.handlers import http11
+
+    lenient = http11._LenientHTTPClientParser
+    base = getattr(lenient, "crawlproj_base", lenient)
+
+    class BoundedHeadParser(base):
+        # no state of its own but a count: Scrapy assigns the class to a
+        # parser object Twisted made
+        crawlproj_base = base
+        head_limit = limit
+        head_bytes = 0
+
+        def lineReceived(self, line):  # status and header lines; the body is raw
+            self.head_bytes += len(line) + 1
+            if self.head_bytes > self.head_limit:
+                raise ResponseHeadTooLarge(f"response head longer than {self.head_limit} bytes")
+            super().lineReceived(line)
+
+    http11._LenientHTTPClientParser = BoundedHeadParser
 
 
 def raise_download_limit(crawler, limit: int) -> None:

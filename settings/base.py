@@ -282,6 +282,13 @@ TRAPGUARD_HOST_MAX_PAGES = 1_000_000
 TRAPGUARD_NEAR_DUPLICATE_PAGES = 5
 TRAPGUARD_NEAR_DUPLICATE_BITS = 3
 TRAPGUARD_NEAR_DUPLICATE_WINDOW = 16
+# Hostile responses. Bodies stop at DOWNLOAD_MAXSIZE (Scrapy: as they arrive,
+# and while they are decompressed, gzip, deflate, br and zstd alike); every
+# download, slow drips included, at DOWNLOAD_TIMEOUT, which Scrapy counts
+# over the whole download, not between bytes. What neither bounds: a status
+# line and headers without end. Cut them at this many bytes (0 = no limit;
+# Twisted alone bounds a header line, 16 KiB, not their number).
+TRAPGUARD_MAX_HEAD_BYTES = 256 * 1024
 
 # --------------------------------------------------------------------------
 # Stores: the crawl's output (crawlproj/stores, crawlproj/pipelines, docs/stores.md)
@@ -354,6 +361,8 @@ ITEM_PIPELINES = {
 
 EXTENSIONS = {
     "crawlproj.ranker.extension.RankerExtension": 500,
+    # a response's status line and headers cut at TRAPGUARD_MAX_HEAD_BYTES
+    "crawlproj.traps.ResponseHeadLimit": 0,
     # start-up objects out of the garbage collector's way (crawlproj/gcfreeze.py)
     "crawlproj.gcfreeze.GCFreeze": 100,
 }

@@ -35,9 +35,12 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from scrapy.exceptions import NotConfigured
+
+from crawlproj import internals
 from crawlproj.urls import InvalidURL, split
 
-__all__ = ["RULES", "TrapGuard"]
+__all__ = ["RULES", "ResponseHeadLimit", "TrapGuard"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,3 +120,21 @@ class TrapGuard:
     def __repr__(self) -> str:
         return (f"TrapGuard(run={self.max_run}, repeats={self.max_repeats}, "
                 f"segments={self.max_segments}, params={self.max_params})")
+
+
+class ResponseHeadLimit:
+    """An extension: every response's status line and headers are cut at
+    TRAPGUARD_MAX_HEAD_BYTES (crawlproj/internals.py, 4): a server sending
+    header lines without end must not fill the worker's memory for the
+    DOWNLOAD_TIMEOUT, which DOWNLOAD_MAXSIZE (body bytes) does not prevent."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        internals.bound_response_heads(limit)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        limit = crawler.settings.getint("TRAPGUARD_MAX_HEAD_BYTES")
+        if limit <= 0:
+            raise NotConfigured
+        return cls(limit)
