@@ -123,9 +123,11 @@ class Command(ScrapyCommand):
         if web.kind == "graph" and web.load_stats:
             print("  load: " + ", ".join(f"{k} {v}" for k, v in sorted(web.load_stats.items())))
         if opts.seeds_out:
+            # the trap hosts' roots too: nothing of the ordinary web links to them
             with open(opts.seeds_out, "w", encoding="utf-8") as f:
-                f.write("".join(s + "\n" for s in seeds))
-            print(f"  {len(seeds)} start URLs written to {opts.seeds_out}")
+                f.write("".join(s + "\n" for s in seeds + web.trap_seeds()))
+            print(f"  {len(seeds)} start URLs written to {opts.seeds_out}"
+                  + (f", and {len(web.trap_seeds())} trap hosts' roots" if web.trap_seeds() else ""))
         if action == "info":
             for k, v in web.stats().items():
                 print(f"  {k}: {v}")

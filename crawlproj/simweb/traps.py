@@ -36,6 +36,8 @@ from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
+from crawlproj.errors import CrawlprojError
+
 from .model import HTML, TEXT, Response, words_for
 
 __all__ = ["TRAPS", "TrapHosts", "trap_names"]
@@ -419,6 +421,10 @@ TRAPS: dict[str, Trap] = {
 }
 
 
+class NoSuchTrap(CrawlprojError, ValueError):
+    """A trap name that TRAPS lacks; the message is one line."""
+
+
 def trap_names(spec: str) -> list[str]:
     """The trap names of the generate option ``traps``: "" (none), "all", or
     comma-separated names."""
@@ -430,7 +436,7 @@ def trap_names(spec: str) -> list[str]:
     names = [n.strip() for n in spec.split(",") if n.strip()]
     unknown = [n for n in names if n not in TRAPS]
     if unknown:
-        raise ValueError(f"no such trap: {', '.join(unknown)} (known: {', '.join(TRAPS)})")
+        raise NoSuchTrap(f"no such trap: {', '.join(unknown)} (known: {', '.join(TRAPS)})")
     return names
 
 
