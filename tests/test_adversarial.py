@@ -144,6 +144,11 @@ def test_hostile_responses_are_cut_at_their_bounds(crawl):
                        ("endless-body", too_big | timeout), ("length-lie", too_big)]:
         attempts = crawl.attempts(name)
         assert attempts and set(attempts) <= ends, (name, attempts)
+    # bombs: decompression stopped past DOWNLOAD_MAXSIZE (Scrapy's
+    # HttpCompressionMiddleware, in 64 KiB steps), the page dropped
+    for name in (n for n in HOSTILE if n.endswith(("bomb", "bomb-twice"))):
+        assert f"Ignored response <200 http://{name}.trap.example/bomb> because its body" \
+            in "".join(crawl.logs), name
     # the 100,000 links: 10,000 kept by the extractor, each refused by a rule
     assert s["web/links/capped"] >= 90_000
     assert s["trapguard/refused/query_params"] >= 10_000
