@@ -33,9 +33,11 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from crawlproj import graphfile
+from crawlproj.simweb.responses import HTML, TEXT, Response
+from crawlproj.simweb.traps import TrapHosts, trap_names
 
 __all__ = ["SimWeb", "GeneratedWeb", "GraphWeb", "Response", "from_spec", "GENERATE_DEFAULTS",
            "GENERATE_HELP", "GRAPH_DEFAULTS"]
@@ -120,26 +122,6 @@ def words_for(key: int, n: int = 2) -> str:
 # --------------------------------------------------------------------------
 # Responses
 # --------------------------------------------------------------------------
-class Response(NamedTuple):
-    status: int
-    content_type: str
-    body: bytes
-    location: str | None = None
-    # Wall-clock time until which this exact response stays valid (pages that
-    # change over time expire at their next version); lets the server cache.
-    expires: float = math.inf
-    # Trap hosts (simweb/traps.py): more header lines, as (name, value); a
-    # Content-Length among them replaces the body's
-    headers: tuple = ()
-    # ... and how the server sends it, if not at once: "drip" (the body a byte
-    # at a time), "drip_head" (the head likewise), "endless" (body bytes until
-    # the client leaves), "endless_head" (header lines likewise), "silent"
-    # (nothing at all)
-    stream: str | None = None
-
-
-HTML = "text/html; charset=utf-8"
-TEXT = "text/plain; charset=utf-8"
 BINARY_TYPES = {
     ".png": "image/png",
     ".pdf": "application/pdf",
@@ -680,7 +662,6 @@ class GeneratedWeb(SimWeb):
         self._change_rate = float(o["change_rate"])
         self._change_period = float(o["change_period"])
         self._base_rate = float(o["base_rate"])
-        from .traps import TrapHosts, trap_names  # traps.py builds this module's Responses
         self.traps = TrapHosts(trap_names(o["traps"])) if o["traps"] else None
         self._b = max(2, int(o["fanout"]))
         self._links = float(o["links"])

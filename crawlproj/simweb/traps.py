@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from crawlproj.errors import CrawlprojError
 
-from .model import HTML, TEXT, Response, words_for
+from .responses import HTML, TEXT, Response
 
 __all__ = ["TRAPS", "TrapHosts", "trap_names"]
 
@@ -85,9 +85,12 @@ _NO_EVENTS = "no events are listed for this day"
 def _distinct(path: str, query: str = "") -> str:
     """Sixty words of its own for the page at path: pages that no
     near-duplicate test joins, so that a URL rule has to stop their trap."""
-    key = int.from_bytes(hashlib.blake2b(f"{path}?{query}".encode(), digest_size=8).digest(),
-                         "big")
-    return words_for(key, 60)
+    digest = hashlib.blake2b(f"{path}?{query}".encode(), digest_size=60).digest()
+    return " ".join(_SYLLABLES[b % 50] + _SYLLABLES[(b * 7 + 3) % 50] + _SYLLABLES[b // 5 % 50]
+                    for b in digest)
+
+
+_SYLLABLES = [c + v for c in "bdfgklmnpr" for v in "aeiou"]
 
 
 # ---- URL-space traps ------------------------------------------------------------

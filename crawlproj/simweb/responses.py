@@ -1,0 +1,31 @@
+"""What a simulated host answers: shared by the model (model.py) and the trap
+hosts (traps.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+__all__ = ["HTML", "TEXT", "Response"]
+
+
+class Response(NamedTuple):
+    status: int
+    content_type: str
+    body: bytes
+    location: str | None = None
+    # Wall-clock time until which this exact response stays valid (pages that
+    # change over time expire at their next version); lets the server cache.
+    expires: float = math.inf
+    # Trap hosts (simweb/traps.py): more header lines, as (name, value); a
+    # Content-Length among them replaces the body's
+    headers: tuple = ()
+    # ... and how the server sends it, if not at once: "drip" (the body a byte
+    # at a time), "drip_head" (the head likewise), "endless" (body bytes until
+    # the client leaves), "endless_head" (header lines likewise), "silent"
+    # (nothing at all)
+    stream: str | None = None
+
+
+HTML = "text/html; charset=utf-8"
+TEXT = "text/plain; charset=utf-8"
