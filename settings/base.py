@@ -129,6 +129,26 @@ RANKER_EVERY_PAGES = 0
 RANKER_TICK = 5.0
 RANKER_LOCK_TTL = 60.0
 
+# Recrawling [WebFountain §3-5; crawlproj/recrawl, docs/recrawl.md]. The policy
+# that spreads the recrawl budget over the change-rate buckets: uniform (every
+# page at one interval), adaptive (Nutch's AdaptiveFetchSchedule: x0.8 after a
+# change, x1.4 after none, sync delta 0.3, 60 s to 90 days), optimal (Cho &
+# Garcia-Molina's freshness-optimal allocation, by a Lagrange multiplier,
+# weighted by importance), webfountain (the time-period model, equations 1-6).
+RECRAWL_POLICY = "optimal"
+# Fetches per second for the whole crawl, all workers together: the model's
+# bandwidth constraint (1).
+RECRAWL_BUDGET = 1.0
+# The share of the budget for never-crawled URLs while any are queued
+# (uniform, adaptive, optimal; webfountain takes it from its z_t).
+RECRAWL_NEW_SHARE = 0.2
+# webfountain: the objective strategy of §5.1 (1 equal weights on every period,
+# 2 the last period only, 3 mostly the last), the length of a period in
+# seconds and the periods in a crawler cycle (T; the paper: 14).
+RECRAWL_WEBFOUNTAIN_STRATEGY = 1
+RECRAWL_WEBFOUNTAIN_PERIOD = 86400.0
+RECRAWL_WEBFOUNTAIN_PERIODS = 14
+
 # Lease: a URL handed to a worker is the worker's for this long (seconds); the
 # worker renews leases of downloads still running. A worker that dies (kill -9)
 # stops renewing, and its URLs return to their hosts' queues when the lease runs
