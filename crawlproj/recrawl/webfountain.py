@@ -229,7 +229,8 @@ def solve(m: Model, *, tol: float = 1e-6, max_iterations: int = 300) -> Solution
         g = np.concatenate([gx.ravel(), gz])
         lo = np.maximum(0.0, v - radius * scale)
         hi = np.minimum(v + radius * scale, upper)
-        res = linprog(g, A_ub=A, b_ub=h, bounds=np.column_stack([lo, hi]), method="highs")
+        res = linprog(g, A_ub=A, b_ub=h, bounds=np.column_stack([lo, hi]), method="highs",
+                      options={"presolve": False})  # 2T rows: presolve costs more than it saves
         lps += 1
         if res.status != 0:
             raise RuntimeError(f"WebFountain model: LP step failed: {res.message}")
