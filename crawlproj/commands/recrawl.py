@@ -19,7 +19,7 @@ from scrapy.commands import ScrapyCommand
 from crawlproj.addon import CommandSettings
 from crawlproj.recrawl.buckets import DAY
 from crawlproj.recrawl.policies import POLICIES, Plan, PolicyError, plan
-from crawlproj.recrawl.population import DISTRIBUTIONS, PopulationError, Population, simulate
+from crawlproj.recrawl.population import DISTRIBUTIONS, Population, PopulationError, simulate
 from crawlproj.recrawl.webfountain import STRATEGIES
 
 

@@ -27,6 +27,7 @@ maximum-likelihood rate is the changes seen per such time, X / T.
 from __future__ import annotations
 
 import math
+from datetime import timezone
 from email.utils import parsedate_to_datetime
 
 
@@ -66,7 +67,6 @@ def parse_http_date(value) -> float | None:
     if parsed is None:
         return None
     if parsed.tzinfo is None:       # HTTP dates are GMT
-        from datetime import timezone
         parsed = parsed.replace(tzinfo=timezone.utc)
     try:
         return parsed.timestamp()

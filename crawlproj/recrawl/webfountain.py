@@ -82,9 +82,10 @@ class Model:
         B = self.pages.size
         self.weights = np.asarray(self.weights, dtype=float)
         T = self.weights.size
-        self.change = np.broadcast_to(np.asarray(self.change, dtype=float).reshape(
-            (B, -1) if np.ndim(self.change) else (1, 1)), (B, T)).copy() \
-            if np.ndim(self.change) != 1 else np.repeat(np.asarray(self.change, float)[:, None], T, 1)
+        change = np.asarray(self.change, dtype=float)
+        if change.ndim == 1:                  # a_i: the same in every period
+            change = change[:, None]
+        self.change = np.broadcast_to(change, (B, T)).copy()
         self.capacity = np.broadcast_to(np.asarray(self.capacity, dtype=float), (T,)).copy()
         self.obsolete = np.zeros(B) if self.obsolete is None else np.asarray(self.obsolete, float)
         if self.new_share is None:
@@ -224,8 +225,9 @@ def solve(m: Model, *, tol: float = 1e-6, max_iterations: int = 300) -> Solution
     J, gx, gz = gradient(m, x, z)
     history = [J]
     lps = 0
-    it = 0
-    for it in range(1, max_iterations + 1):
+    iterations = 0
+    while iterations < max_iterations:
+        iterations += 1
         g = np.concatenate([gx.ravel(), gz])
         lo = np.maximum(0.0, v - radius * scale)
         hi = np.minimum(v + radius * scale, upper)
@@ -253,6 +255,6 @@ def solve(m: Model, *, tol: float = 1e-6, max_iterations: int = 300) -> Solution
     x, z = v[:B * T].reshape(B, T), v[B * T:]
     J, b, y, s, q, n = _forward(m, x, z)
     sol = Solution(crawled=x, new_crawled=z, obsolete=y[:, 1:], pages=b[:, 1:], new_pages=n,
-                   objective=J, iterations=it, lps=lps, start_pages=m.pages.copy(),
+                   objective=J, iterations=iterations, lps=lps, start_pages=m.pages.copy(),
                    history=history)
     return sol
