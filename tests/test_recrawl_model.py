@@ -172,6 +172,14 @@ def test_a_last_modified_in_the_future_or_unparsable_is_not_used():
         assert not s.lm_usable and s.lm_changes == 0
 
 
+def test_a_last_modified_just_ahead_of_the_fetch_counts_as_the_fetch_time():
+    """Clocks differ by seconds: a Last-Modified up to 60 s ahead is kept, as now."""
+    t = 1.7e9
+    s = update(RecrawlState(), Observation(t, True, http_date(t - DAY)))
+    s = update(s, Observation(t + DAY, True, http_date(t + DAY + 30)))
+    assert s.lm_usable and s.lm_changes == 1 and s.lm_exposure == 0.0
+
+
 def test_a_last_modified_that_contradicts_the_content_is_not_used():
     t = 1.7e9
     s = update(RecrawlState(), Observation(t, True, http_date(t - DAY)))

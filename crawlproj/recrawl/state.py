@@ -146,6 +146,7 @@ def update(state: RecrawlState, obs: Observation) -> RecrawlState:
     if not flags & LM_UNUSABLE:
         if obs.changed:
             lm_changes += 1
+            lm = min(lm, now)                   # within the clock skew allowed
             lm_exposure += now - lm
             last_change = lm
         else:
