@@ -4,6 +4,7 @@ state's size measured in a real Redis and `scrapy recrawl plan` run for real."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import math
@@ -422,34 +423,33 @@ def test_recrawl_plan_prints_every_bucket_and_draws_it(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def call_recrawl(args, capsys, **overrides):
-    """The command's run() in this process on the settings table (quicker than
-    a subprocess; the same code after Scrapy's own start-up). Returns (exit
-    code, stdout, stderr)."""
-    import argparse
-
+def call_recrawl(args, capsys):
+    """`scrapy recrawl ARGS` in this process, quicker than a subprocess: the
+    command on the settings table, its options parsed and -s applied by Scrapy's
+    own process_options, then run(). Returns (exit code, stdout, stderr)."""
     from scrapy.settings import Settings
 
     from crawlproj.commands.recrawl import Command
 
-    cmd = Command()
-    cmd.settings = Settings()
-    cmd.settings.setmodule(importlib.import_module("settings.base"), priority="project")
-    cmd.settings.setdict(overrides, priority="cmdline")
-    parser = argparse.ArgumentParser()
-    cmd.add_options(parser)
-    opts, rest = parser.parse_known_args([str(a) for a in args])
-    cmd.run(rest, opts)
-    out = capsys.readouterr()
-    return cmd.exitcode, out.out, out.err
+    table = Settings()
+    table.setmodule(importlib.import_module("settings.base"), priority="project")
+    command = Command()
+    command.settings = table
+    options_parser = argparse.ArgumentParser(prog="scrapy recrawl")
+    command.add_options(options_parser)
+    options, positional = options_parser.parse_known_args([str(a) for a in args])
+    command.process_options(positional, options)
+    command.run(positional, options)
+    captured = capsys.readouterr()
+    return command.exitcode, captured.out, captured.err
 
 
 def test_recrawl_plan_reads_a_population_file(tmp_path, capsys):
     f = tmp_path / "pop.json"
     f.write_text(json.dumps({"new_pages": 10, "buckets": [
         {"bucket": 100, "pages": 50}, {"bucket": 200, "pages": 5, "weight": 2}]}))
-    code, out, err = call_recrawl(["plan", "--population", f, "--json", "--budget", 0.01], capsys,
-                                  RECRAWL_POLICY="uniform")
+    code, out, err = call_recrawl(["plan", "--population", f, "--json", "--budget", 0.01,
+                                   "-s", "RECRAWL_POLICY=uniform"], capsys)
     assert code in (0, None), err
     doc = json.loads(out)
     assert doc["policy"] == "uniform" and doc["new_rate"] == pytest.approx(0.002)
@@ -464,17 +464,17 @@ def test_a_misspelt_policy_is_one_line_and_exit_status_2():
                                   "(one of uniform, adaptive, optimal, webfountain)")
 
 
-@pytest.mark.parametrize("args,overrides,says", [
-    (("plan", "--simulate", "gamma"), {"RECRAWL_POLICY": "Optimal"}, "unknown recrawl policy"),
-    (("plan", "--simulate", "gamma", "--strategy", 4, "--policy", "webfountain"), {}, "1, 2 or 3"),
-    (("plan",), {}, "give one of --population FILE and --simulate DIST"),
-    (("plan", "--population", "/nonexistent/pop.json"), {}, "cannot read"),
-    (("plan", "--simulate", "gamma", "--budget", 0), {}, "must be > 0"),
-    (("plan", "--simulate", "gamma"), {"RECRAWL_NEW_SHARE": 1.5}, "RECRAWL_NEW_SHARE"),
-    (("show", "--simulate", "gamma"), {}, "usage: scrapy recrawl plan"),
+@pytest.mark.parametrize("args,says", [
+    (("plan", "--simulate", "gamma", "-s", "RECRAWL_POLICY=Optimal"), "unknown recrawl policy"),
+    (("plan", "--simulate", "gamma", "--strategy", 4, "--policy", "webfountain"), "1, 2 or 3"),
+    (("plan",), "give one of --population FILE and --simulate DIST"),
+    (("plan", "--population", "/nonexistent/pop.json"), "cannot read"),
+    (("plan", "--simulate", "gamma", "--budget", 0), "must be > 0"),
+    (("plan", "--simulate", "gamma", "-s", "RECRAWL_NEW_SHARE=1.5"), "RECRAWL_NEW_SHARE"),
+    (("show", "--simulate", "gamma"), "usage: scrapy recrawl plan"),
 ])
-def test_recrawl_plan_refuses_bad_input_in_one_line(args, overrides, says, capsys):
-    code, out, err = call_recrawl(args, capsys, **overrides)
+def test_recrawl_plan_refuses_bad_input_in_one_line(args, says, capsys):
+    code, out, err = call_recrawl(args, capsys)
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1 and says in err
