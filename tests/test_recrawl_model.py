@@ -408,6 +408,7 @@ def recrawl(*args):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_recrawl_plan_prints_every_bucket_and_draws_it(tmp_path):
     png = tmp_path / "plan.png"
     out = recrawl("plan", "--simulate", "gamma", "--pages", 2000, "--per-page-day", 0.2,
