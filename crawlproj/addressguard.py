@@ -31,7 +31,13 @@ from collections import OrderedDict
 from twisted.internet.interfaces import IHostnameResolver, IResolutionReceiver
 from zope.interface import implementer
 
+from crawlproj.errors import CrawlprojError
+
 logger = logging.getLogger(__name__)
+
+
+class AddressGuardError(CrawlprojError):
+    """The guard cannot work with these settings; the message is one line."""
 
 _V4 = ipaddress.IPv4Network
 _V6 = ipaddress.IPv6Network
@@ -163,8 +169,8 @@ class AllowList:
             if name.startswith("*."):
                 name = name[2:]
             if not name or not re.fullmatch(r"[a-z0-9._-]+", name):
-                raise ValueError(f"ADDRESS_GUARD_ALLOW: {entry!r} is neither a network "
-                                 "(CIDR or address) nor a host name")
+                raise AddressGuardError(f"ADDRESS_GUARD_ALLOW: {entry!r} is neither a network "
+                                        "(CIDR or address) nor a host name")
             self.names.append(name)
 
     @classmethod

@@ -25,8 +25,18 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 from twisted.internet.error import DNSLookupError
 
-from crawlproj.addressguard import AllowList, GuardResolver, Policy, resolver_key
-from crawlproj.errors import CrawlprojError
+try:  # Scrapy 2.14+ hands download errors on as its own exceptions
+    from scrapy.exceptions import CannotResolveHostError
+except ImportError:  # pragma: no cover
+    CannotResolveHostError = DNSLookupError
+
+from crawlproj.addressguard import (
+    AddressGuardError,
+    AllowList,
+    GuardResolver,
+    Policy,
+    resolver_key,
+)
 from crawlproj.urls import hostname
 
 logger = logging.getLogger(__name__)
@@ -35,10 +45,6 @@ logger = logging.getLogger(__name__)
 # (Twisted's HostnameEndpoint), where the guard checks the address connected.
 _RESOLVING_HANDLERS = ("scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler",)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-class AddressGuardError(CrawlprojError):
-    """The guard cannot work with these settings; the message is one line."""
 
 
 class AddressGuardMiddleware:
@@ -51,10 +57,7 @@ class AddressGuardMiddleware:
     @classmethod
     def from_crawler(cls, crawler):
         s = crawler.settings
-        try:
-            allow = AllowList.from_settings(s)
-        except ValueError as exc:
-            raise AddressGuardError(str(exc)) from None
+        allow = AllowList.from_settings(s)
         handlers = {**s.getdict("DOWNLOAD_HANDLERS_BASE"), **s.getdict("DOWNLOAD_HANDLERS")}
         for scheme in ("http", "https"):
             handler = handlers.get(scheme)
@@ -103,7 +106,9 @@ class AddressGuardMiddleware:
         return None
 
     def process_exception(self, request, exception, spider=None):
-        if isinstance(exception, DNSLookupError):
+        # the guard resolver dropped every answer: the connection failed as
+        # if the name did not resolve
+        if isinstance(exception, (DNSLookupError, CannotResolveHostError)):
             host = urlparse_cached(request).hostname or ""
             reason = self.resolver.refusals.pop(resolver_key(host))
             if reason is not None:

@@ -58,6 +58,7 @@ class Command(ScrapyCrawlCommand):
 
     def check(self, spider: str, spargs: dict) -> None:
         """Everything a worker needs, in the order that touches nothing first."""
+        from crawlproj.addressguard import AllowList
         from crawlproj.due.urlseen import DueConfig
         from crawlproj.frontier.frontier import join
         from crawlproj.prioritizers import prioritizer_class
@@ -77,6 +78,7 @@ class Command(ScrapyCrawlCommand):
         scope_mode(self.settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
         prioritizer_class(self.settings.get("FRONTIER_PRIORITIZER"))
         DueConfig.from_settings(self.settings)
+        AllowList.from_settings(self.settings)
         # starts the embedded server when REDIS_URL is unset; then the crawl's
         # record, which the frontier checks again when it opens
         join(self.settings, get_redis(self.settings))
