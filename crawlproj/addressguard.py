@@ -222,6 +222,34 @@ class Policy:
         return "local_name" if local_name(host) else None
 
 
+# Download handlers that connect through the reactor's host name resolver
+# (Twisted's HostnameEndpoint), where the guard checks the address connected.
+_RESOLVING_HANDLERS = ("scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler",)
+
+
+def guarded_handlers(settings) -> list[str]:
+    """The schemes of http and https that have a download handler; raise
+    AddressGuardError if one of those handlers connects in a way the guard
+    cannot see (Scrapy's aiohttp or httpx handlers resolve names themselves)."""
+    from scrapy.utils.misc import load_object
+
+    handlers = {**settings.getdict("DOWNLOAD_HANDLERS_BASE"),
+                **settings.getdict("DOWNLOAD_HANDLERS")}
+    schemes = []
+    for scheme in ("http", "https"):
+        handler = handlers.get(scheme)
+        if not handler:
+            continue
+        cls = handler if isinstance(handler, type) else load_object(handler)
+        if not any(issubclass(cls, load_object(h)) for h in _RESOLVING_HANDLERS):
+            raise AddressGuardError(
+                f"the address guard cannot check the addresses {cls.__name__} connects to "
+                f"(DOWNLOAD_HANDLERS[{scheme!r}]): use Scrapy's HTTP11DownloadHandler, or "
+                "switch the guard off (docs/hardening.md)")
+        schemes.append(scheme)
+    return schemes
+
+
 class _Refusals:
     """The names the resolver refused lately, with the reason, for the
     downloader middleware to turn a failed connection into a refusal."""

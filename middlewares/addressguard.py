@@ -22,7 +22,6 @@ from collections import OrderedDict
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import load_object
 from twisted.internet.error import DNSLookupError
 
 try:  # Scrapy 2.14+ hands download errors on as its own exceptions
@@ -31,19 +30,16 @@ except ImportError:  # pragma: no cover
     CannotResolveHostError = DNSLookupError
 
 from crawlproj.addressguard import (
-    AddressGuardError,
     AllowList,
     GuardResolver,
     Policy,
+    guarded_handlers,
     resolver_key,
 )
 from crawlproj.urls import hostname
 
 logger = logging.getLogger(__name__)
 
-# Download handlers that connect through the reactor's host name resolver
-# (Twisted's HostnameEndpoint), where the guard checks the address connected.
-_RESOLVING_HANDLERS = ("scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler",)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -58,17 +54,8 @@ class AddressGuardMiddleware:
     def from_crawler(cls, crawler):
         s = crawler.settings
         allow = AllowList.from_settings(s)
-        handlers = {**s.getdict("DOWNLOAD_HANDLERS_BASE"), **s.getdict("DOWNLOAD_HANDLERS")}
-        for scheme in ("http", "https"):
-            handler = handlers.get(scheme)
-            if handler is None:
-                raise NotConfigured  # nothing downloads http(s): nothing to guard
-            cls_ = handler if isinstance(handler, type) else load_object(handler)
-            if not any(issubclass(cls_, load_object(h)) for h in _RESOLVING_HANDLERS):
-                raise AddressGuardError(
-                    f"the address guard cannot check the addresses {cls_.__name__} connects "
-                    f"to (DOWNLOAD_HANDLERS[{scheme!r}]): use Scrapy's HTTP11DownloadHandler, "
-                    "or switch the guard off (docs/hardening.md)")
+        if not guarded_handlers(s):
+            raise NotConfigured  # nothing downloads http(s): nothing to guard
         return cls(crawler, Policy(allow))
 
     @property

@@ -203,3 +203,25 @@ def test_a_bad_allow_list_stops_the_crawl_command_in_one_line(redis_url, tmp_pat
     assert run.returncode == 2
     assert one_line(run) == ("crawlproj: ADDRESS_GUARD_ALLOW: 'http://intranet/' is neither "
                              "a network (CIDR or address) nor a host name")
+
+
+def test_a_handler_the_guard_cannot_check_stops_the_crawl_command_in_one_line(redis_url, tmp_path):
+    from tests.test_bad_inputs import crawl, one_line
+
+    aiohttp = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
+    run = crawl(redis_url, tmp_path, "-a", "seeds=http://a.example/",
+                "-s", f'DOWNLOAD_HANDLERS={{"https": "{aiohttp}"}}')
+    assert run.returncode == 2
+    assert one_line(run) == (
+        "crawlproj: the address guard cannot check the addresses AiohttpDownloadHandler "
+        "connects to (DOWNLOAD_HANDLERS['https']): use Scrapy's HTTP11DownloadHandler, or "
+        "switch the guard off (docs/hardening.md)")
+
+
+def test_one_scheme_switched_off_leaves_the_guard_on_for_the_other():
+    crawler = get_crawler(settings_dict={"DOWNLOAD_HANDLERS": {
+        "https": None, "http": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"}})
+    crawler.stats.open_spider()
+    mw = AddressGuardMiddleware.from_crawler(crawler)
+    with pytest.raises(IgnoreRequest):
+        mw.process_request(Request("http://10.0.0.1/"))
