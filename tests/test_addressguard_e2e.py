@@ -20,12 +20,13 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 import pytest
 
 from tests.e2e import ROOT, stat
+from tests.loopback import QuietHandler, close, serve
 
 pytestmark = pytest.mark.e2e
 
@@ -62,18 +63,10 @@ class Listener(ThreadingHTTPServer):
         self.paths: list[str] = []
         listener = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 listener.paths.append(self.path)
-                body = f"<p>{SECRET}</p>".encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
+                self.reply(200, f"<p>{SECRET}</p>".encode())
 
         super().__init__(address, Handler)
 
@@ -90,37 +83,23 @@ class PublicSite(ThreadingHTTPServer):
     def __init__(self, address, targets: dict[str, str]):
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 case = self.path[len("/r/"):] if self.path.startswith("/r/") else None
                 if self.path == "/":
-                    links = "".join(f'<a href="/r/{c}">{c}</a>' for c in site.targets)
-                    self._send(200, f"<html><body>{links}</body></html>".encode())
+                    self.reply(200, links(site.targets))
                 elif case in site.targets:
-                    self.send_response(302)
-                    self.send_header("Location", site.targets[case])
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                    self.reply(302, headers={"Location": site.targets[case]})
                 else:
-                    self._send(404, b"not here")
-
-            def _send(self, status, body):
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
+                    self.reply(404, b"not here")
 
         self.targets = targets
         super().__init__(address, Handler)
 
 
-def serve(server):
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+def links(cases) -> bytes:
+    return ("<html><body>" + "".join(f'<a href="/r/{c}">{c}</a>' for c in cases)
+            + "</body></html>").encode()
 
 
 def two_loopbacks():
@@ -187,9 +166,7 @@ def direct_web(tmp_path):
     settings = {"ADDRESS_GUARD_ALLOW": "127.0.0.2",  # the public site, and nothing else
                 "TEST_RESOLVER_MAP": json.dumps(resolver_map)}
     yield listener, f"http://public.test:{port}/", settings
-    for server in (listener, site):
-        server.shutdown()
-        server.server_close()
+    close(listener), close(site)
 
 
 @pytest.mark.parametrize("scope", ["any", "host"])
@@ -237,35 +214,19 @@ class Proxy(ThreadingHTTPServer):
         self.paths: list[str] = []
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
-                from urllib.parse import urlsplit
-
                 url = urlsplit(self.path)
                 proxy.paths.append(url.path)
                 case = url.path[len("/r/"):] if url.path.startswith("/r/") else None
                 if url.hostname == "public.test" and url.path == "/":
-                    links = "".join(f'<a href="/r/{c}">{c}</a>' for c in targets)
-                    self._send(200, f"<html><body>{links}</body></html>".encode())
+                    self.reply(200, links(targets))
                 elif url.hostname == "public.test" and case in targets:
-                    self.send_response(302)
-                    self.send_header("Location", targets[case])
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                    self.reply(302, headers={"Location": targets[case]})
                 elif url.path == "/robots.txt":
-                    self._send(404, b"")
+                    self.reply(404)
                 else:
-                    self._send(200, f"<p>{SECRET}</p>".encode())
-
-            def _send(self, status, body):
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
+                    self.reply(200, f"<p>{SECRET}</p>".encode())
 
         super().__init__(("127.0.0.1", 0), Handler)
 
@@ -288,8 +249,7 @@ PROXIED = {  # case -> (redirect target, the guard's refusal reason)
 def proxy_web():
     proxy = serve(Proxy({case: url for case, (url, _) in PROXIED.items()}))
     yield proxy, f"http://127.0.0.1:{proxy.server_address[1]}"
-    proxy.shutdown()
-    proxy.server_close()
+    close(proxy)
 
 
 @pytest.mark.parametrize("guarded", [True, False], ids=["guarded", "control"])

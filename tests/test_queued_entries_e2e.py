@@ -14,8 +14,7 @@ import gzip
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import msgpack
 import pytest
@@ -25,6 +24,7 @@ from scrapy.utils.test import get_crawler
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.spiders.web import WebSpider
 from tests.e2e import ROOT, stat
+from tests.loopback import QuietHandler, close, serve
 
 pytestmark = pytest.mark.e2e
 
@@ -36,18 +36,13 @@ class Site(ThreadingHTTPServer):
         self.paths: list[str] = []
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 site.paths.append(self.path)
-                body = b"<html><p>a page</p></html>" if self.path == "/good" else b""
-                self.send_response(200 if body else 404)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
+                if self.path == "/good":
+                    self.reply(200, b"<html><p>a page</p></html>")
+                else:
+                    self.reply(404)
 
         super().__init__(("127.0.0.1", 0), Handler)
 
@@ -61,8 +56,7 @@ def test_bad_queued_entries_are_dropped_and_counted_and_the_good_one_crawled(
         "from scrapy import Request as Req\n")
     secret = tmp_path / "secret.txt"
     secret.write_text(SECRET)
-    site = Site()
-    threading.Thread(target=site.serve_forever, daemon=True).start()
+    site = serve(Site())
     host = f"127.0.0.1:{site.server_address[1]}"
     settings = {"REDIS_URL": redis_url, "CRAWL_ID": "poisoned", "FRONTIER_DELAY_FACTOR": 0,
                 "ADDRESS_GUARD_ALLOW": "127.0.0.1"}  # the site is on loopback
@@ -88,8 +82,7 @@ def test_bad_queued_entries_are_dropped_and_counted_and_the_good_one_crawled(
     try:
         run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     finally:
-        site.shutdown()
-        site.server_close()
+        close(site)
     log = run.stdout + run.stderr
     assert run.returncode == 0, log[-3000:]
     assert not (probe / "crawlproj_probe_module.imported").exists()  # never imported
