@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
-from scrapy.utils.project import get_project_settings
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 from twisted.internet.address import IPv4Address
 
@@ -149,9 +149,17 @@ def test_the_resolver_drops_only_the_refused_answers():
     assert guard.refusals.pop("mixed.test") is None  # it connects to the public one
 
 
+def project_settings() -> Settings:
+    """settings.base as Scrapy lays it (not get_project_settings, which sets
+    SCRAPY_SETTINGS_MODULE in this process's environment for the tests after)."""
+    settings = Settings()
+    settings.setmodule("settings.base", priority="project")
+    return settings
+
+
 @pytest.fixture
 def middleware():
-    project = get_project_settings()
+    project = project_settings()
     crawler = get_crawler(settings_dict={
         "DOWNLOAD_HANDLERS": dict(project.getwithbase("DOWNLOAD_HANDLERS")),
         "ADDRESS_GUARD_ALLOW": "127.0.0.2"})
@@ -184,7 +192,7 @@ def test_through_a_proxy_the_same_rules_hold(middleware):
 
 
 def test_the_project_downloads_http_and_https_only():
-    handlers = get_project_settings().getwithbase("DOWNLOAD_HANDLERS")
+    handlers = project_settings().getwithbase("DOWNLOAD_HANDLERS")
     assert {s for s, h in handlers.items() if h} == {"http", "https"}
 
 
