@@ -39,12 +39,11 @@ _TRANSIENT_META = ("download_slot", "download_latency", "download_timeout", "pro
                    "_auth_proxy", "crawlproj_lease", "frontier_score", "link_context")
 
 # meta keys a payload may not set on decode: where or how a download is made
-# (a proxy, a bind address, the size and time limits, the robots.txt
-# exemption), on top of the transient ones above and those starting with "_".
+# (a proxy, a bind address, the size limits, the robots.txt exemption, the
+# retries of a host), on top of the transient ones above and those starting
+# with "_".
 _UNTRUSTED_META = ("bindaddress", "download_maxsize", "download_warnsize",
-                   "download_fail_on_dataloss", "dont_obey_robotstxt", "handle_httpstatus_all",
-                   "handle_httpstatus_list", "dont_redirect", "dont_retry", "max_retry_times",
-                   "redirect_ttl", "cookiejar", "dont_merge_cookies", "is_start_request")
+                   "dont_obey_robotstxt", "max_retry_times")
 # headers a payload may not set: credentials, and what names the server
 _UNTRUSTED_HEADERS = {b"host", b"authorization", b"proxy-authorization", b"cookie"}
 # A payload is a URL, a Referer tail, a little meta: 64 KiB is far above any.
