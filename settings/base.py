@@ -376,3 +376,26 @@ ADDONS = {
 LOG_LEVEL = "INFO"
 TELNETCONSOLE_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
+
+# --------------------------------------------------------------------------
+# The address guard (crawlproj/addressguard.py, middlewares/addressguard.py,
+# docs/hardening.md)
+# --------------------------------------------------------------------------
+
+# Only public addresses are contacted: no loopback, private (RFC 1918, unique
+# local), link-local (169.254.169.254, the cloud metadata service), CGNAT,
+# multicast, reserved or unspecified address, in IPv4 or IPv6 (IPv4-mapped,
+# NAT64 and 6to4 forms judged by the IPv4 address they carry), whatever a page
+# or a redirect says; checked on the address connected to (a name resolved
+# once, and that answer checked), and through a proxy on IP literals and
+# local names (localhost, *.local, *.internal, ...). Networks (CIDRs, or
+# single addresses) and host names (with their subdomains) let through: a
+# list, or a string separated by commas or spaces, e.g.
+# "10.0.0.0/8, intranet.example.com". The proxies themselves (CRAWL_PROXY,
+# http_proxy, meta['proxy']) are the operator's and always let through.
+ADDRESS_GUARD_ALLOW = []
+DOWNLOADER_MIDDLEWARES["middlewares.addressguard.AddressGuardMiddleware"] = 760
+# http and https only: Scrapy's handlers of file:, data:, ftp: and s3: URLs
+# are switched off, so that no URL from a page, a redirect or the frontier
+# reads a local file or another store.
+DOWNLOAD_HANDLERS = {"file": None, "data": None, "ftp": None, "s3": None}

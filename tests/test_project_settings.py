@@ -20,6 +20,8 @@ def test_scrapy_loads_every_project_middleware(caplog, redis_url):
     crawler = get_crawler(WebSpider, {  # the project's middlewares, not its reactor
         "REDIS_URL": redis_url,
         "CRAWL_PROXY": "http://127.0.0.1:8899",  # else its middleware is rightly not configured
+        # the address guard checks that http(s) is downloaded by a handler it can guard
+        "DOWNLOAD_HANDLERS": dict(project.getwithbase("DOWNLOAD_HANDLERS")),
         **{key: project[key] for key in project
            if "MIDDLEWARES" in key or key.startswith("ROBOTSTXT")}})
     with caplog.at_level("ERROR"):

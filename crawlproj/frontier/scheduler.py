@@ -138,11 +138,13 @@ class FrontierScheduler:
             return None  # woken when a transfer ends (_left)
         while (lease := self.book.next()) is not None:
             try:
-                request = codec.decode(lease.payload, self.spider, lease.host)
-            except Exception as exc:  # a payload no worker can read: drop it, say so
+                request = codec.decode(lease.payload, self.spider, lease.host,
+                                       self.max_url_length)
+            except Exception as exc:  # a payload no worker can or may act on: drop it, say so
                 logger.error("Frontier: unreadable queued request on %s dropped: %s",
                              lease.host, exc)
                 self.stats.inc_value("frontier/undecodable")
+                self.stats.inc_value(f"frontier/undecodable/{getattr(exc, 'reason', 'format')}")
                 self.sync.release(self.book.done(lease), lease.partition)
                 continue
             # the page's importance as the frontier saw it, for its links'
