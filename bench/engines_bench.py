@@ -1,0 +1,192 @@
+"""Two embedded full-text engines side by side, for the crawl's index.
+
+tantivy (Rust, through the `tantivy` package) against SQLite's FTS5 (in
+Python's own sqlite3), on the same documents: pages of the simulated web,
+rendered and extracted exactly as the crawler does (crawlproj.extract), with
+the anchor texts of the links that point to each page. Measured: indexing
+pages/s (one writer, commits every --batch pages), query latency p50/p95 of
+the engine call alone (top 10 with the total count; known-item queries, the
+title of a random page, and one- and two-word queries drawn from the
+vocabulary), index bytes per page, and known-item rank 1.
+
+    .venv/bin/python bench/engines_bench.py --pages 100000
+
+docs/search.md has the figures and the choice made from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import tantivy
+
+from crawlproj.extract import extract_page
+from crawlproj.simweb.model import WORDS, SimWeb
+
+
+def documents(pages: int, hosts: int, seed: int = 1) -> list[dict]:
+    web = SimWeb.generate(seed=seed, hosts=hosts, pages=pages)
+    docs, anchors = [], defaultdict(list)
+    for node in range(pages):
+        url = web.url(node)
+        e = extract_page(web.render(node), url, "utf-8")
+        for target, anchor in e.links:
+            anchors[target].append(anchor)
+        docs.append({"url": url, "host": url.split("/")[2], "title": e.title, "text": e.text,
+                     "fetched_at": 1.7e9 + node, "pagerank": 1.0})
+    for d in docs:
+        d["anchors"] = " ".join(anchors.get(d["url"], ())[:50])
+    return docs
+
+
+def du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+class Tantivy:
+    name = "tantivy"
+
+    def __init__(self, path: Path):
+        sb = tantivy.SchemaBuilder()
+        sb.add_text_field("url", stored=True, tokenizer_name="raw")
+        sb.add_text_field("title", stored=True)
+        sb.add_text_field("text", stored=True)
+        sb.add_text_field("anchors", stored=False)
+        sb.add_float_field("pagerank", stored=True, fast=True)
+        sb.add_float_field("fetched_at", stored=True)
+        path.mkdir()
+        self.index = tantivy.Index(sb.build(), path=str(path))
+
+    def add(self, docs, batch):
+        w = self.index.writer(heap_size=256_000_000, num_threads=2)
+        for i, d in enumerate(docs, 1):
+            w.delete_documents_by_term("url", d["url"])
+            w.add_document(tantivy.Document(url=d["url"], title=d["title"], text=d["text"],
+                                            anchors=d["anchors"], pagerank=d["pagerank"],
+                                            fetched_at=d["fetched_at"]))
+            if i % batch == 0:
+                w.commit()
+        w.commit()
+        w.wait_merging_threads()
+        self.index.reload()
+
+    def search(self, q):
+        query = self.index.parse_query(q, ["title", "text", "anchors"],
+                                       field_boosts={"title": 4.0, "anchors": 2.0},
+                                       conjunction_by_default=True)
+        s = self.index.searcher()
+        r = s.search(query, 10, count=True, weight_by_field="pagerank")
+        return r.count, [s.doc(a)["url"][0] for _, a in r.hits]
+
+
+class Fts5:
+    name = "sqlite-fts5"
+
+    def __init__(self, path: Path):
+        path.mkdir()
+        self.db = sqlite3.connect(path / "index.sqlite3")
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript("""
+            CREATE TABLE docs(id INTEGER PRIMARY KEY, url TEXT UNIQUE, pagerank REAL, fetched_at REAL);
+            CREATE VIRTUAL TABLE fts USING fts5(title, text, anchors, tokenize='unicode61');
+        """)
+
+    def add(self, docs, batch):
+        db = self.db
+        for i, d in enumerate(docs, 1):
+            old = db.execute("SELECT id FROM docs WHERE url = ?", (d["url"],)).fetchone()
+            if old:
+                db.execute("DELETE FROM fts WHERE rowid = ?", old)
+                db.execute("DELETE FROM docs WHERE id = ?", old)
+            cur = db.execute("INSERT INTO docs(url, pagerank, fetched_at) VALUES (?, ?, ?)",
+                             (d["url"], d["pagerank"], d["fetched_at"]))
+            db.execute("INSERT INTO fts(rowid, title, text, anchors) VALUES (?, ?, ?, ?)",
+                       (cur.lastrowid, d["title"], d["text"], d["anchors"]))
+            if i % batch == 0:
+                db.commit()
+        db.commit()
+        db.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+        db.commit()
+
+    def search(self, q):
+        db = self.db
+        total = db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (q,)).fetchone()[0]
+        rows = db.execute(
+            "SELECT docs.url FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ? "
+            "ORDER BY bm25(fts, 4.0, 1.0, 2.0) * (1 + docs.pagerank) LIMIT 10", (q,)).fetchall()
+        return total, [r[0] for r in rows]
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+
+
+def run(engine_cls, docs, args, root):
+    path = root / engine_cls.name
+    engine = engine_cls(path)
+    t = time.perf_counter()
+    engine.add(docs, args.batch)
+    secs = time.perf_counter() - t
+    rnd = random.Random(7)
+    sample = rnd.sample(docs, min(args.queries, len(docs)))
+    lat, hits1 = [], 0
+    for d in sample:
+        t = time.perf_counter()
+        _, urls = engine.search(d["title"])
+        lat.append(time.perf_counter() - t)
+        hits1 += bool(urls) and urls[0] == d["url"]
+    words = []
+    for _ in range(args.queries):
+        words.append(rnd.choice(WORDS) if rnd.random() < 0.5 else f"{rnd.choice(WORDS)} {rnd.choice(WORDS)}")
+    lat_words = []
+    for q in words:
+        t = time.perf_counter()
+        engine.search(q)
+        lat_words.append(time.perf_counter() - t)
+    size = du(path)
+    return {"engine": engine_cls.name, "pages_per_s": len(docs) / secs, "index_s": secs,
+            "bytes_per_page": size / len(docs),
+            "known_p50_ms": statistics.median(lat) * 1e3, "known_p95_ms": pct(lat, 95) * 1e3,
+            "words_p50_ms": statistics.median(lat_words) * 1e3,
+            "words_p95_ms": pct(lat_words, 95) * 1e3,
+            "known_item_rank1": hits1 / len(sample)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pages", type=int, default=100_000)
+    ap.add_argument("--hosts", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=500, help="pages per commit")
+    ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--engines", default="tantivy,fts5")
+    args = ap.parse_args()
+    t = time.perf_counter()
+    docs = documents(args.pages, args.hosts)
+    text_bytes = sum(len(d["text"].encode()) for d in docs) / len(docs)
+    print(f"{len(docs):,} pages prepared in {time.perf_counter() - t:.1f} s, "
+          f"{text_bytes:,.0f} bytes of text per page; {os.cpu_count()} CPUs")
+    root = Path(tempfile.mkdtemp(prefix="engines-bench-"))
+    try:
+        for name in args.engines.split(","):
+            r = run({"tantivy": Tantivy, "fts5": Fts5}[name], docs, args, root)
+            print(f"{r['engine']:12s} index {r['pages_per_s']:8,.0f} pages/s ({r['index_s']:.1f} s)  "
+                  f"{r['bytes_per_page']:7,.0f} B/page  known-item p50 {r['known_p50_ms']:.2f} ms "
+                  f"p95 {r['known_p95_ms']:.2f} ms  words p50 {r['words_p50_ms']:.2f} ms "
+                  f"p95 {r['words_p95_ms']:.2f} ms  rank-1 {r['known_item_rank1']:.1%}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
