@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from crawlproj.ranker.pagerank import CHO_DAMPING, TransitionMatrix, build_adjacency, pagerank
+from crawlproj.search.ids import id64, signed64
 
 FILE = "anchors.sqlite3"
 # anchor texts kept per link target; the most a popular page needs for its words
@@ -31,7 +32,7 @@ CREATE TABLE IF NOT EXISTS anchors(target TEXT, source TEXT, text TEXT,
                                    PRIMARY KEY(target, source)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS anchors_by_source ON anchors(source);
 CREATE TABLE IF NOT EXISTS stale(key TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS pagerank(key TEXT PRIMARY KEY, score REAL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pagerank(id INTEGER PRIMARY KEY, score REAL);
 """
 
 
@@ -88,6 +89,10 @@ class AnchorStore:
     def forget(self, keys: list[str]) -> None:
         self.db.executemany("DELETE FROM stale WHERE key = ?", [(k,) for k in keys])
 
+    def pagerank_of(self, key: str) -> float:
+        row = self.db.execute("SELECT score FROM pagerank WHERE id = ?", (signed64(id64(key)),)).fetchone()
+        return row[0] if row else 0.0
+
     def commit(self) -> None:
         self.db.commit()
 
@@ -117,18 +122,21 @@ class AnchorStore:
         self.db.execute("DELETE FROM ranked")
         self.db.executemany("INSERT INTO ranked VALUES (?, ?)",
                             ((k, float(scores[i])) for k, i in ids.items()))
-        self.db.execute("INSERT INTO pagerank SELECT ranked.key, ranked.score FROM ranked "
-                        "JOIN docs ON docs.key = ranked.key")
+        self.db.executemany("INSERT INTO pagerank(id, score) VALUES (?, ?)", (
+            (signed64(id64(k)), s) for k, s in self.db.execute(
+                "SELECT ranked.key, ranked.score FROM ranked JOIN docs ON docs.key = ranked.key"
+            ).fetchall()))
         self.db.commit()
         return n
 
     # -- the query server ---------------------------------------------------
 
-    def pageranks(self, keys: list[str]) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
+    def pageranks(self, ids: list[int]) -> dict[int, float]:
+        """PageRank by the index's unsigned key ids (index.id64)."""
+        out: dict[int, float] = {}
+        for i in range(0, len(ids), 500):
+            chunk = [signed64(u) for u in ids[i:i + 500]]
             marks = ",".join("?" * len(chunk))
-            out.update(self.db.execute(
-                f"SELECT key, score FROM pagerank WHERE key IN ({marks})", chunk))  # noqa: S608
+            out.update((u & 0xFFFFFFFFFFFFFFFF, s) for u, s in self.db.execute(
+                f"SELECT id, score FROM pagerank WHERE id IN ({marks})", chunk))  # noqa: S608
         return out

@@ -28,7 +28,6 @@ def records(index: PageIndex, chunk: int = 1000):
     for offset in range(0, total, chunk):
         hits = searcher.search(query, chunk, count=False, order_by_field=None, offset=offset).hits
         docs = [searcher.doc(addr) for _, addr in hits]
-        ranks = index.anchors.pageranks([d["key"][0] for d in docs])
         for d in docs:
             key = d["key"][0]
             yield key, {
@@ -37,7 +36,7 @@ def records(index: PageIndex, chunk: int = 1000):
                 "text": d["text"][0] if d["text"] else "",
                 "anchors": index.anchors.anchor_text(key),
                 "fetched_at": datetime.fromtimestamp(d["fetched_at"][0], timezone.utc).isoformat(),
-                "pagerank": ranks.get(key, 0.0),
+                "pagerank": index.anchors.pagerank_of(key),
             }
 
 

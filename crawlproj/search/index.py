@@ -22,6 +22,7 @@ import tantivy
 from crawlproj.errors import CrawlprojError
 from crawlproj.search.anchors import AnchorStore
 from crawlproj.search.document import Document
+from crawlproj.search.ids import id64
 from crawlproj.stores.common import data_dir, safe_name
 
 SEARCH_FIELDS = ("title", "text", "anchors")
@@ -48,7 +49,12 @@ def schema() -> tantivy.Schema:
     sb.add_text_field("text", stored=True)
     sb.add_text_field("anchors", stored=False)
     sb.add_float_field("fetched_at", stored=True)
+    # 64-bit ids of the key and the host as fast (columnar) fields: ranking
+    # reads them for every candidate without loading its stored document
+    sb.add_unsigned_field("key_id", fast=True)
+    sb.add_unsigned_field("host_id", fast=True)
     return sb.build()
+
 
 
 class PageIndex:
@@ -84,14 +90,19 @@ class PageIndex:
 
     # -- writing --------------------------------------------------------------
 
-    def put(self, doc: Document, anchors: str | None = None) -> None:
-        """Add or replace the document of doc.key."""
+    def put(self, doc: Document, anchors: str | None = None, new: bool = False) -> None:
+        """Add or replace the document of doc.key (new: it has none yet)."""
         key = doc.key
-        self.writer.delete_documents_by_term("key", key)
-        self.writer.add_document(tantivy.Document(
+        if not new:
+            self.writer.delete_documents_by_term("key", key)
+        d = tantivy.Document(
             key=key, url=doc.url, host=doc.host, title=doc.title, text=doc.text,
             anchors=self.anchors.anchor_text(key) if anchors is None else anchors,
-            fetched_at=float(doc.fetched_at)))
+            fetched_at=float(doc.fetched_at))
+        # typed explicitly: a keyword argument over 2**63 would be taken for a float
+        d.add_unsigned("key_id", id64(key))
+        d.add_unsigned("host_id", id64(doc.host))
+        self.writer.add_document(d)
 
     def stored(self, key: str) -> Document | None:
         """The document of key as the index has it (outlinks not kept)."""

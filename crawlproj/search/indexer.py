@@ -66,14 +66,16 @@ class Indexer:
             if seen is None or doc.fetched_at >= seen.fetched_at:
                 latest[key] = doc
         anchors = self.index.anchors
-        fresh = {}
+        fresh, new = {}, set()
         for key, doc in latest.items():
             before = anchors.fetched_at(key)
             if before is None or doc.fetched_at >= before:
                 anchors.record(key, doc.fetched_at, doc.outlinks)
                 fresh[key] = doc
-        for doc in fresh.values():
-            self.index.put(doc)
+                if before is None:
+                    new.add(key)
+        for key, doc in fresh.items():
+            self.index.put(doc, new=key in new)
         anchors.forget(list(fresh))
         refreshed = 0
         stale = anchors.stale(self.refresh)

@@ -176,22 +176,25 @@ class Searcher:
             found = searcher.search(query, k, count=True)
         except ValueError as exc:
             raise QueryError(f"query cannot be run: {exc}") from None
-        docs = [(score, searcher.doc(addr)) for score, addr in found.hits]
-        ranks = self.index.anchors.pageranks([d["key"][0] for _, d in docs])
+        addrs = [addr for _, addr in found.hits]
+        key_ids = searcher.fast_field_values("key_id", addrs) if addrs else []
+        host_ids = searcher.fast_field_values("host_id", addrs) if addrs else []
+        ranks = self.index.anchors.pageranks([k for k in key_ids if k is not None])
         ranked = []
-        for score, d in docs:
-            pr = ranks.get(d["key"][0], 0.0)
-            ranked.append((score * (1.0 + r.pagerank_weight * math.log1p(pr)), d["host"][0], d))
+        for (score, addr), kid, hid in zip(found.hits, key_ids, host_ids):
+            pr = ranks.get(kid, 0.0)
+            ranked.append((score * (1.0 + r.pagerank_weight * math.log1p(pr)), hid, addr))
         ranked.sort(key=lambda x: -x[0])
         page = diversify(ranked, n, per_host)[offset:offset + n]
         hits = []
         if page:
             snippets = tantivy.SnippetGenerator.create(searcher, query, self.index.index.schema, "text")
             snippets.set_max_num_chars(SNIPPET_CHARS)
-            for score, host, d in page:
+            for score, _, addr in page:
+                d = searcher.doc(addr)
                 snip = snippets.snippet_from_doc(d)
                 text = highlight(snip) if snip.highlighted() else lead(d["text"][0] if d["text"] else "")
                 hits.append(Hit(url=d["url"][0], title=d["title"][0] if d["title"] else "",
                                 snippet=text, score=round(score, 4), fetched_at=d["fetched_at"][0],
-                                host=host))
+                                host=d["host"][0]))
         return Results(q, found.count, round((time.perf_counter() - t0) * 1e3, 3), hits, notice)

@@ -1,6 +1,6 @@
-"""Two embedded full-text engines side by side, for the crawl's index.
+"""The crawl's full-text index: the engine choice, then the product.
 
-tantivy (Rust, through the `tantivy` package) against SQLite's FTS5 (in
+`--compare`: two embedded full-text engines side by side. tantivy (Rust, through the `tantivy` package) against SQLite's FTS5 (in
 Python's own sqlite3), on the same documents: pages of the simulated web,
 rendered and extracted exactly as the crawler does (crawlproj.extract), with
 the anchor texts of the links that point to each page. Measured: indexing
@@ -9,28 +9,48 @@ the engine call alone (top 10 with the total count; known-item queries, the
 title of a random page, and one- and two-word queries drawn from the
 vocabulary), index bytes per page, and known-item rank 1.
 
-    .venv/bin/python bench/engines_bench.py --pages 100000
+    .venv/bin/python bench/search_bench.py --compare --pages 100000
 
-docs/search.md has the figures and the choice made from them.
+Default: crawlproj's own index on the same pages. The indexer
+(crawlproj.search.indexer.Indexer.write, batches of INDEX_BATCH, anchor
+store and commits included) writes them; `scrapy ui` serves them, and the
+queries go through HTTP (one keep-alive connection, GET /api/search): p50 /
+p95 of the whole round trip, known-item search (a page's title as the query:
+is the page the first result?), and index bytes per page.
+
+    .venv/bin/python bench/search_bench.py --pages 100000
+
+docs/search.md has the figures and the choices made from them.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import os
 import random
 import shutil
+import socket
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import urlencode
 
 import tantivy
 
 from crawlproj.extract import extract_page
+from crawlproj.search.document import Document
+from crawlproj.search.index import PageIndex
+from crawlproj.search.indexer import Indexer
 from crawlproj.simweb.model import WORDS, SimWeb
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def documents(pages: int, hosts: int, seed: int = 1) -> list[dict]:
@@ -42,7 +62,7 @@ def documents(pages: int, hosts: int, seed: int = 1) -> list[dict]:
         for target, anchor in e.links:
             anchors[target].append(anchor)
         docs.append({"url": url, "host": url.split("/")[2], "title": e.title, "text": e.text,
-                     "fetched_at": 1.7e9 + node, "pagerank": 1.0})
+                     "fetched_at": 1.7e9 + node, "pagerank": 1.0, "links": e.links})
     for d in docs:
         d["anchors"] = " ".join(anchors.get(d["url"], ())[:50])
     return docs
@@ -163,27 +183,101 @@ def run(engine_cls, docs, args, root):
             "known_item_rank1": hits1 / len(sample)}
 
 
+def queries(docs, n, seed=7):
+    rnd = random.Random(seed)
+    known = rnd.sample(docs, min(n, len(docs)))
+    words = [rnd.choice(WORDS) if rnd.random() < 0.5 else f"{rnd.choice(WORDS)} {rnd.choice(WORDS)}"
+             for _ in range(n)]
+    return known, words
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def product(docs, args, root: Path):
+    directory = root / "index"
+    index = PageIndex(directory, write=True)
+    indexer = Indexer(index, None, args.batch)
+    t = time.perf_counter()
+    for i in range(0, len(docs), args.batch):
+        indexer.write([Document(d["url"], d["title"], d["text"], d["fetched_at"], d["links"])
+                       for d in docs[i:i + args.batch]])
+    secs = time.perf_counter() - t
+    t = time.perf_counter()
+    while index.anchors.stale(1):
+        indexer.write([])
+    catch_up = time.perf_counter() - t
+    t = time.perf_counter()
+    indexer.maybe_rank(force=True)
+    rank_s = time.perf_counter() - t
+    n_docs = index.num_docs()
+    index.close()
+    size = du(directory)
+    print(f"indexer: {len(docs) / secs:,.0f} pages/s ({secs:.1f} s for {len(docs):,} pages, batches of "
+          f"{args.batch}); anchor text catch-up {catch_up:.1f} s, PageRank {rank_s:.1f} s; "
+          f"{n_docs:,} documents, {size / n_docs:,.0f} bytes/page ({size / 2**20:,.0f} MiB)", flush=True)
+    port = free_port()
+    env = dict(os.environ, CRAWLPROJ_INDEX_DIR=str(directory))
+    ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(port)], cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ui.stdout.readline()  # "crawlproj search on ..."
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+        def get(q, **params):
+            t = time.perf_counter()
+            conn.request("GET", "/api/search?" + urlencode({"q": q, **params}))
+            body = conn.getresponse().read()
+            return time.perf_counter() - t, json.loads(body)
+
+        known, words = queries(docs, args.queries)
+        for d in known[:50]:  # warm the page cache and the searcher, as a running server is
+            get(d["title"])
+        lat, first = [], 0
+        for d in known:
+            dt, r = get(d["title"])
+            lat.append(dt)
+            first += bool(r["results"]) and r["results"][0]["url"] == d["url"]
+        lat_words = [get(q)[0] for q in words]
+        both = lat + lat_words
+        print(f"HTTP /api/search: known-item p50 {statistics.median(lat) * 1e3:.2f} ms "
+              f"p95 {pct(lat, 95) * 1e3:.2f} ms; words p50 {statistics.median(lat_words) * 1e3:.2f} ms "
+              f"p95 {pct(lat_words, 95) * 1e3:.2f} ms; all p50 {statistics.median(both) * 1e3:.2f} ms "
+              f"p95 {pct(both, 95) * 1e3:.2f} ms; known item at rank 1: {first / len(known):.1%} "
+              f"of {len(known):,}", flush=True)
+    finally:
+        ui.terminate()
+        ui.wait()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=int, default=100_000)
     ap.add_argument("--hosts", type=int, default=1000)
-    ap.add_argument("--batch", type=int, default=500, help="pages per commit")
+    ap.add_argument("--batch", type=int, default=1000, help="pages per commit")
     ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--compare", action="store_true", help="tantivy against SQLite FTS5")
     ap.add_argument("--engines", default="tantivy,fts5")
     args = ap.parse_args()
     t = time.perf_counter()
     docs = documents(args.pages, args.hosts)
     text_bytes = sum(len(d["text"].encode()) for d in docs) / len(docs)
     print(f"{len(docs):,} pages prepared in {time.perf_counter() - t:.1f} s, "
-          f"{text_bytes:,.0f} bytes of text per page; {os.cpu_count()} CPUs")
-    root = Path(tempfile.mkdtemp(prefix="engines-bench-"))
+          f"{text_bytes:,.0f} bytes of text per page; {os.cpu_count()} CPUs", flush=True)
+    root = Path(tempfile.mkdtemp(prefix="search-bench-"))
     try:
+        if not args.compare:
+            product(docs, args, root)
+            return
         for name in args.engines.split(","):
             r = run({"tantivy": Tantivy, "fts5": Fts5}[name], docs, args, root)
             print(f"{r['engine']:12s} index {r['pages_per_s']:8,.0f} pages/s ({r['index_s']:.1f} s)  "
                   f"{r['bytes_per_page']:7,.0f} B/page  known-item p50 {r['known_p50_ms']:.2f} ms "
                   f"p95 {r['known_p95_ms']:.2f} ms  words p50 {r['words_p50_ms']:.2f} ms "
-                  f"p95 {r['words_p95_ms']:.2f} ms  rank-1 {r['known_item_rank1']:.1%}")
+                  f"p95 {r['words_p95_ms']:.2f} ms  rank-1 {r['known_item_rank1']:.1%}", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
