@@ -1,7 +1,8 @@
 """The crawl's full-text index: the engine choice, then the product.
 
-`--compare`: two embedded full-text engines side by side. tantivy (Rust, through the `tantivy` package) against SQLite's FTS5 (in
-Python's own sqlite3), on the same documents: pages of the simulated web,
+`--compare`: two embedded full-text engines side by side, tantivy (Rust,
+through the `tantivy` package) and SQLite's FTS5 (in Python's own sqlite3),
+on the same documents: pages of the simulated web,
 rendered and extracted exactly as the crawler does (crawlproj.extract), with
 the anchor texts of the links that point to each page. Measured: indexing
 pages/s (one writer, commits every --batch pages), query latency p50/p95 of
