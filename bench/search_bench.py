@@ -21,6 +21,14 @@ is the page the first result?), and index bytes per page.
 
     .venv/bin/python bench/search_bench.py --pages 100000
 
+`--freshness`: how soon a handed-over page is searchable. A real Redis
+server, `scrapy index` (the crawl's indexer) and `scrapy ui` as processes;
+documents pushed onto the hand-over list at --rate pages/s, as workers'
+pipelines push them; each polled through HTTP, oldest first, until found
+(the indexer takes the list in order, so they become visible in order).
+
+    .venv/bin/python bench/search_bench.py --freshness --pages 6000 --rate 200
+
 docs/search.md has the figures and the choices made from them.
 """
 
@@ -254,6 +262,64 @@ def product(docs, args, root: Path):
         ui.wait()
 
 
+def freshness(docs, args, root: Path):
+    import redis as redis_lib
+
+    from crawlproj.embedded import spawn_server
+    from crawlproj.keyspace import Keyspace
+    from crawlproj.search.handover import HandOver
+
+    port = free_port()
+    server = spawn_server(port, root / "redis", appendonly=False)
+    procs = []
+    try:
+        url = f"redis://127.0.0.1:{port}"
+        r = redis_lib.Redis.from_url(url)
+        ks = Keyspace.open(r, "fresh")
+        env = dict(os.environ, REDIS_URL=url, CRAWL_ID="fresh", CRAWLPROJ_INDEX_DIR=str(root / "fresh"))
+        procs.append(subprocess.Popen([sys.executable, "-m", "scrapy", "index"], cwd=ROOT, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        while r.get(ks.indexer_lock) is None or not (root / "fresh" / "meta.json").exists():
+            time.sleep(0.1)
+        ui_port = free_port()
+        ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(ui_port)], cwd=ROOT,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(ui)
+        ui.stdout.readline()
+        conn = http.client.HTTPConnection("127.0.0.1", ui_port, timeout=30)
+        handover = HandOver(r, ks)
+        pushed: list[float] = []
+        lags: list[float] = []
+
+        def found(i):
+            conn.request("GET", "/api/search?" + urlencode({"q": f"fresh{i}", "n": 1}))
+            return json.loads(conn.getresponse().read())["total"] > 0
+
+        start = time.monotonic()
+        i = 0
+        while len(lags) < len(docs):
+            now = time.monotonic()
+            while i < len(docs) and now - start >= i / args.rate:
+                d = docs[i]
+                handover.push([Document(f"http://fresh.example/{i}", f"fresh{i} {d['title']}", d["text"],
+                                        time.time(), d["links"]).pack()])
+                pushed.append(time.monotonic())
+                i += 1
+            if len(lags) < i and found(len(lags)):
+                lags.append(time.monotonic() - pushed[len(lags)])
+            else:
+                time.sleep(0.005)
+        print(f"freshness: {len(lags):,} pages pushed at {args.rate:,.0f}/s; handed over -> searchable "
+              f"through HTTP: p50 {statistics.median(lags):.2f} s, p95 {pct(lags, 95):.2f} s, "
+              f"max {max(lags):.2f} s", flush=True)
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait()
+        server.kill()
+        server.wait()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=int, default=100_000)
@@ -261,6 +327,8 @@ def main():
     ap.add_argument("--batch", type=int, default=1000, help="pages per commit")
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--compare", action="store_true", help="tantivy against SQLite FTS5")
+    ap.add_argument("--freshness", action="store_true", help="hand-over to searchable, through HTTP")
+    ap.add_argument("--rate", type=float, default=200.0, help="--freshness: pages pushed per second")
     ap.add_argument("--engines", default="tantivy,fts5")
     args = ap.parse_args()
     t = time.perf_counter()
@@ -270,6 +338,9 @@ def main():
           f"{text_bytes:,.0f} bytes of text per page; {os.cpu_count()} CPUs", flush=True)
     root = Path(tempfile.mkdtemp(prefix="search-bench-"))
     try:
+        if args.freshness:
+            freshness(docs, args, root)
+            return
         if not args.compare:
             product(docs, args, root)
             return

@@ -306,7 +306,7 @@ INDEX_HANDOVER_DELAY = 0.1
 # holder dies). False on workers of other machines than the query server's:
 # the index lives on the indexer's disk (run `scrapy index` there).
 INDEX_WRITER = True
-INDEX_TICK = 0.25
+INDEX_TICK = 0.1
 INDEX_LOCK_TTL = 10.0
 # Documents per commit at most; a commit ends every batch.
 INDEX_BATCH = 1000
