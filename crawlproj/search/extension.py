@@ -11,67 +11,33 @@ same indexer as its own process.
 
 from __future__ import annotations
 
-import logging
-import time
-
-from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from twisted.internet import task, threads
 
+from crawlproj.lockedwork import LockedWork
 from crawlproj.search.runner import IndexerRunner
 
-logger = logging.getLogger(__name__)
 
+class IndexerExtension(LockedWork):
+    name = "index"
+    # the pipelines have handed everything over by now: write it before leaving
+    wait_at_close = True
 
-class IndexerExtension:
     def __init__(self, crawler, runner: IndexerRunner):
-        self.crawler = crawler
+        super().__init__(crawler, crawler.settings.getfloat("INDEX_TICK"))
         self.runner = runner
-        self.tick = crawler.settings.getfloat("INDEX_TICK")
-        self.stats = crawler.stats
-        self._loop = None
-        self._busy = False
 
     @classmethod
     def from_crawler(cls, crawler):
         s = crawler.settings
         if not (s.getbool("INDEX_ENABLED") and s.getbool("INDEX_WRITER")):
             raise NotConfigured
-        ext = cls(crawler, IndexerRunner.from_settings(s))
-        crawler.signals.connect(ext.opened, signals.spider_opened)
-        crawler.signals.connect(ext.closed, signals.spider_closed)
-        return ext
+        return cls(crawler, IndexerRunner.from_settings(s)).connect()
 
-    def opened(self, spider=None):
-        self._loop = task.LoopingCall(self._tick)
-        self._loop.start(self.tick, now=False)
-
-    def closed(self, spider=None):
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        # the pipelines have handed everything over: write it before leaving
-        return threads.deferToThread(self._finish)
-
-    def _finish(self):
-        while self._busy:  # a tick's thread is writing: let it end
-            time.sleep(0.05)
-        self.runner.drain_and_release()
-
-    def _tick(self):
-        if self._busy:
-            return None
-        self._busy = True
-        d = threads.deferToThread(self.runner.tick)
-        d.addCallback(self._count)
-        d.addErrback(lambda f: logger.error("Indexer failed: %s", f.getErrorMessage())
-                     or self.stats.inc_value("index/errors"))
-        d.addBoth(self._idle)
-        return None
-
-    def _count(self, batch):
+    def work(self):
+        batch = self.runner.tick()
         if batch is not None and batch.taken:
             self.stats.inc_value("index/written", batch.written)
             self.stats.inc_value("index/refreshed", batch.refreshed)
 
-    def _idle(self, _):
-        self._busy = False
+    def leave(self):
+        self.runner.drain_and_release()
