@@ -13,6 +13,7 @@ search server: OpenSearch/Elasticsearch _bulk NDJSON, or --format solr.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -79,8 +80,14 @@ class Command(ScrapyCommand):
             f = sys.stdout if out == "-" else open(out, "w", encoding="utf-8")
         except OSError as exc:
             raise CrawlprojError(f"cannot write {out}: {exc.strerror or exc}") from None
-        with f if out != "-" else _nothing():
-            n = export(index, f, fmt, self.settings.get("CRAWL_ID"))
+        try:
+            with f if out != "-" else _nothing():
+                n = export(index, f, fmt, self.settings.get("CRAWL_ID"))
+        except BrokenPipeError:  # `| head`: the reader has all it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return
+        except OSError as exc:
+            raise CrawlprojError(f"cannot write {out}: {exc.strerror or exc}") from None
         print(f"{n:,} documents exported to {out}", file=sys.stderr)
 
     def rebuild(self):
