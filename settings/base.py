@@ -320,7 +320,7 @@ INDEX_PAGERANK_INTERVAL = 60.0
 # host on the first page (0 = no limit).
 SEARCH_BOOST_TITLE = 3.0
 SEARCH_BOOST_ANCHORS = 2.0
-SEARCH_PAGERANK_WEIGHT = 0.5
+SEARCH_PAGERANK_WEIGHT = 0.2
 SEARCH_CANDIDATES = 200
 SEARCH_PER_HOST = 2
 # Longest query accepted (characters), deepest result reachable by paging.

@@ -15,7 +15,9 @@ multiplicative, so that a page matching nothing stays at nothing and a
 page's importance scales its relevance rather than replacing it; the log
 keeps PageRank's heavy tail (a few pages hold hundreds of times the mean)
 from burying the best textual match under the most linked page. PR is on
-Cho's scale (mean 1): an average page gets x1.35 at the default weight 0.5.
+Cho's scale (mean 1): an average page gets x1.14 at the default weight 0.2,
+a hub of PR 100 x1.92 (docs/search.md: a larger weight lets hubs whose text
+merely contains the words outrank the page a query names).
 
 The first page shows at most SEARCH_PER_HOST results of one host (the others
 move down, after the first page), as the WebCrawler's "every server
@@ -73,7 +75,7 @@ class Results:
 class Ranking:
     boost_title: float = 3.0
     boost_anchors: float = 2.0
-    pagerank_weight: float = 0.5
+    pagerank_weight: float = 0.2
     candidates: int = 200
     per_host: int = 2
     max_query_chars: int = 1000
