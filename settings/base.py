@@ -309,6 +309,50 @@ CRAWLLOG_ENABLED = True
 CRAWLLOG_DIR = None
 
 # --------------------------------------------------------------------------
+# Search: the crawl's full-text index and the query server [WebCrawler]
+# (crawlproj/search, crawlproj/ui, docs/search.md)
+# --------------------------------------------------------------------------
+
+# Every fetched HTML page (not content-seen duplicates) is handed over through
+# Redis to the crawl's one indexer, which writes a tantivy index in INDEX_DIR
+# (None = CRAWL_DATA_DIR/index/<crawl>). `scrapy index --rebuild` rebuilds it
+# from the WARC files; `scrapy ui` serves the search page.
+INDEX_ENABLED = True
+INDEX_DIR = None
+# Workers group their documents into one push per this many seconds at most.
+INDEX_HANDOVER_DELAY = 0.1
+# True: this worker may be the indexer (the holder of the crawl's indexer lock,
+# renewed every INDEX_TICK seconds, taken over INDEX_LOCK_TTL seconds after its
+# holder dies). False on workers of other machines than the query server's:
+# the index lives on the indexer's disk (run `scrapy index` there).
+INDEX_WRITER = True
+INDEX_TICK = 0.1
+INDEX_LOCK_TTL = 10.0
+# Documents per commit at most; a commit ends every batch.
+INDEX_BATCH = 1000
+# PageRank over the indexed pages' links is recomputed this often (seconds),
+# when pages were added since.
+INDEX_PAGERANK_INTERVAL = 60.0
+
+# Ranking (crawlproj/search/searcher.py): BM25 per field, summed with these
+# boosts (text 1), times (1 + SEARCH_PAGERANK_WEIGHT * ln(1 + PageRank)) over
+# the SEARCH_CANDIDATES best by BM25; at most SEARCH_PER_HOST results of one
+# host on the first page (0 = no limit).
+SEARCH_BOOST_TITLE = 3.0
+SEARCH_BOOST_ANCHORS = 2.0
+SEARCH_PAGERANK_WEIGHT = 0.2
+SEARCH_CANDIDATES = 200
+SEARCH_PER_HOST = 2
+# Longest query accepted (characters), deepest result reachable by paging.
+SEARCH_MAX_QUERY_CHARS = 1000
+SEARCH_MAX_RESULTS = 1000
+
+# `scrapy ui`: the web app's address. Loopback unless told otherwise: the
+# search page has no authentication.
+UI_PORT = 6810
+UI_BIND = "127.0.0.1"
+
+# --------------------------------------------------------------------------
 # Scrapy settings the project relies on
 # --------------------------------------------------------------------------
 
@@ -333,10 +377,12 @@ ITEM_PIPELINES = {
     "crawlproj.pipelines.links.LinkStorePipeline": 400,
     "crawlproj.pipelines.pagemeta.PageMetaPipeline": 500,
     "crawlproj.pipelines.crawllog.CrawlLogPipeline": 600,
+    "crawlproj.pipelines.index.IndexPipeline": 700,
 }
 
 EXTENSIONS = {
     "crawlproj.ranker.extension.RankerExtension": 500,
+    "crawlproj.search.extension.IndexerExtension": 510,
     # start-up objects out of the garbage collector's way (crawlproj/gcfreeze.py)
     "crawlproj.gcfreeze.GCFreeze": 100,
 }
