@@ -307,6 +307,11 @@ class SimWeb:
         """Whether pages follow change processes (the spec has change_dist)."""
         return self._change is not None
 
+    def is_html(self, node: int) -> bool:
+        """Whether a node answers 200 with an HTML page (the pages that have
+        versions)."""
+        return self._kind(node) in (K_OK, K_PRIVATE)
+
     def true_rate(self, node: int) -> float:
         """Mean changes per simulated day of a page (0 when it never changes:
         no change process, or not an HTML page)."""
