@@ -216,3 +216,173 @@ def test_untrustworthy_last_modified_hosts():
         assert r.last_modified == expect
     assert set(SimWeb.generate(seed=1, hosts=60, pages=300, change_dist="fixed:1",
                                change_epoch=1.0).lm_mode(h) for h in web.hosts) == {"true"}
+
+
+# ---------------------------------------------------------------------------
+# Over HTTP: validators, 304, the version in the log
+# ---------------------------------------------------------------------------
+def test_conditional_get_and_the_logged_version():
+    # a real-time clock (a simulated day is a day) so no page changes during
+    # the test, except that day 0 lies 40 days back
+    epoch = time.time() - 40 * 86400.0
+    spec = {"seed": 6, "hosts": 40, "pages": 200, "change_dist": "fixed:0.5", "day_seconds": 86400.0,
+            "change_epoch": epoch, "lm_untrusted": 0.6}
+    with SimWebServer(spec) as sw:
+        web = sw.web
+        roots = {m: next(f"http://{h}/" for h in web.hosts if web.lm_mode(h) == m)
+                 for m in ("true", "now", "none")}
+        u = roots["true"]
+        node = web.node_of(u)
+        st, h, body = sw.fetch(u)
+        v = web.version(node)
+        assert st == 200 and body == web.render(node)
+        assert h["etag"] == web.etag(node, v)
+        assert h["last-modified"] == ChangeClock.http_date(web.changed(node, v))
+        assert ChangeClock.parse_http_date(h["date"]) == pytest.approx(
+            HTTP_DAY0 + web.clock.day(time.time()) * 86400, abs=5)
+        lm = h["last-modified"]
+        hit = lambda hdrs: sw.fetch(u, headers=hdrs)  # noqa: E731
+        assert hit({"If-None-Match": h["etag"]})[0] == 304
+        st304, h304, b304 = hit({"If-None-Match": f'"x", W/{h["etag"]}'})
+        assert (st304, b304, h304["etag"], h304["last-modified"]) == (304, b"", h["etag"], lm)
+        assert "content-length" not in h304
+        assert hit({"If-None-Match": '"0-00000000"'})[0] == 200
+        # If-None-Match wins over If-Modified-Since
+        assert hit({"If-None-Match": '"0-00000000"', "If-Modified-Since": lm})[0] == 200
+        assert hit({"If-Modified-Since": lm})[0] == 304
+        assert hit({"If-Modified-Since": h["date"]})[0] == 304
+        earlier = ChangeClock.http_date(web.changed(node, v) - 1 / 86400)
+        assert hit({"If-Modified-Since": earlier})[0] == 200
+        later = ChangeClock.http_date(web.clock.day(time.time()) + 1)   # in the future: invalid
+        assert hit({"If-Modified-Since": later})[0] == 200
+        assert hit({"If-Modified-Since": "yesterday"})[0] == 200
+        assert sw.fetch(u, method="HEAD", headers={"If-None-Match": h["etag"]})[0] == 304
+        # a host whose Last-Modified is the time of the request: If-Modified-Since means nothing
+        st, hn, _ = sw.fetch(roots["now"])
+        assert hn["last-modified"] == hn["date"]
+        assert sw.fetch(roots["now"], headers={"If-Modified-Since": hn["date"]})[0] == 200
+        assert sw.fetch(roots["now"], headers={"If-None-Match": hn["etag"]})[0] == 304
+        # a host without Last-Modified
+        st, h0, _ = sw.fetch(roots["none"])
+        assert "last-modified" not in h0 and "etag" in h0
+        assert sw.fetch(roots["none"], headers={"If-Modified-Since": h0["date"]})[0] == 200
+        # robots.txt and 404s have no validators and no version
+        st, hr, _ = sw.fetch(f"http://{web.hosts[0]}/robots.txt")
+        assert "etag" not in hr
+        recs = sw.settle_log()
+    pages = [r for r in recs if r["path"] == "/" and r["host"] == u[7:-1]]
+    assert [r["status"] for r in pages].count(304) == 5
+    assert all(r["v"] == v for r in pages)
+    assert all(r["bytes"] == 0 for r in pages if r["status"] == 304)
+    assert not any("v" in r for r in recs if r["path"] == "/robots.txt")
+
+
+def test_refetch_gets_new_bytes_after_a_change_and_the_same_without():
+    # 1 simulated day = 2 s, each page changes about 4 times a day
+    spec = {"seed": 8, "hosts": 5, "pages": 40, "change_dist": "fixed:4", "day_seconds": 2.0,
+            "page_bytes": 1000}
+    with SimWebServer(spec) as sw:
+        web = sw.web
+        u = web.seeds(1)[0]
+        node = web.node_of(u)
+        t = time.time()
+        v = web.version(node, t)
+        end = web.clock.wall(web.changed(node, v + 1))
+        if end - t < 0.3:  # too close to the next change: wait for it
+            time.sleep(end - t + 0.01)
+            v += 1
+            end = web.clock.wall(web.changed(node, v + 1))
+        a = sw.fetch(u)
+        b = sw.fetch(u)
+        time.sleep(max(0.0, end - time.time()) + 0.01)
+        c = sw.fetch(u)
+        d = sw.fetch(u, headers={"If-None-Match": a[1]["etag"]})
+        recs = [r for r in sw.settle_log() if r["path"] == "/"]
+    assert a[2] == b[2] and a[1]["etag"] == b[1]["etag"]
+    assert c[2] != a[2] and c[1]["etag"] != a[1]["etag"]
+    assert d[0] == 200 and d[2] == web.render(node, web.clock.wall(web.changed(node, recs[-1]["v"])) + 1e-6)
+    assert [r["v"] for r in recs][:2] == [v, v] and recs[2]["v"] > v
+    for r in recs:  # the version logged is the version at arrival
+        assert r["v"] == web.version(node, r["t0"])
+
+
+# ---------------------------------------------------------------------------
+# Freshness
+# ---------------------------------------------------------------------------
+def test_tally_by_hand():
+    # versions begin at days 1, 3 and 3.5; fetched at 0 (v0), 2 (v1), 4 (v3)
+    changes = [1.0, 3.0, 3.5]
+    fetches = [(0.0, 0), (2.0, 1), (4.0, 3)]
+    # [0,1) fresh, [1,2) stale aged 0..1, [2,3) fresh, [3,4) stale aged 0..1, [4,5) fresh
+    assert tally(fetches, changes, 0.0, 5.0) == (5.0, 3.0, 1.0)
+    # a window that cuts intervals: [1.5,2) aged 0.5..1, [2,3) fresh, [3,4) aged 0..1, [4,4.5) fresh
+    assert tally(fetches, changes, 1.5, 4.5) == (3.0, 1.5, 0.375 + 0.5)
+    # order of the fetches does not matter; before the first fetch nothing is held
+    assert tally(fetches[::-1], changes, 0.0, 5.0) == (5.0, 3.0, 1.0)
+    assert tally([(2.0, 1)], changes, 0.0, 5.0) == (3.0, 1.0, 2.0)   # age 0..2 over [3,5)
+    # the age counts from the first missed change, not the last
+    assert tally([(0.0, 0)], changes, 0.0, 4.0) == (4.0, 1.0, 4.5)
+    # a page that never changes is always fresh
+    assert tally([(0.5, 0)], [], 0.0, 2.0) == (1.5, 1.5, 0.0)
+    assert tally([], changes, 0.0, 5.0) == (0.0, 0.0, 0.0)
+
+
+def test_bucket_of():
+    assert [bucket_of(r) for r in (0.001, 0.00999, 0.01, 0.5, 1.0, 9.99, 10.0, 96.0)] == [
+        -3, -3, -2, -1, 0, 0, 1, 1]
+    assert bucket_of(0.0) is None
+    assert bucket_of(10 ** 0.5, 2) == 1 and bucket_of(10 ** 0.5 * 0.999, 2) == 0
+
+
+def test_measure_from_a_log_by_hand():
+    web = SimWeb.generate(seed=3, hosts=4, pages=30, change_dist="loguniform:0.01:100",
+                          day_seconds=10.0, change_epoch=5000.0)
+    node = next(v for v in range(web.n_nodes) if web.is_html(v) and web.true_rate(v) > 0.2)
+    host, path = web.host_path(node)
+    T0, T1, T2 = (web.changed(node, k) for k in range(3))
+    a, b, end = (T0 + T1) / 2, (T1 + T2) / 2, T2 + 0.25
+    wall = web.clock.wall
+    recs = [{"t0": wall(a), "t1": wall(a), "method": "GET", "host": host, "path": path, "status": 200, "v": 0},
+            {"t0": wall(b), "t1": wall(b), "method": "GET", "host": host, "path": path, "status": 304, "v": 1},
+            # neither a HEAD nor an aborted GET gives the crawler a copy
+            {"t0": wall(b), "t1": wall(b), "method": "HEAD", "host": host, "path": path, "status": 200, "v": 1},
+            {"t0": wall(a), "t1": wall(a), "method": "GET", "host": host, "path": path, "status": 200, "v": 0,
+             "aborted": True}]
+    rep = measure(recs, web, start=a, end=end, nodes=[node])
+    held = end - a
+    fresh = (T1 - a) + (T2 - b)
+    age = (b - T1) ** 2 / 2 + 0.25 ** 2 / 2
+    assert rep.total.fetches == 2 and rep.total.fetched == 1 and rep.total.pages == 1
+    assert rep.total.freshness == pytest.approx(fresh / held, rel=1e-9)
+    assert rep.total.age == pytest.approx(age / held, rel=1e-9)
+    assert rep.total.coverage == pytest.approx(1.0)
+    [bucket] = rep.buckets
+    assert bucket.lo <= web.true_rate(node) < bucket.hi and bucket.lo in (0.1, 1.0, 10.0)
+
+
+def test_measure_a_live_crawl_per_rate_bucket():
+    # fetch every page of a web at a steady pace: fast-changing pages must
+    # come out less fresh and older than slow ones
+    spec = {"seed": 9, "hosts": 10, "pages": 120, "change_dist": "loguniform:0.05:50",
+            "day_seconds": 0.5, "page_bytes": 500, "crawl_delay_fraction": 0.0}
+    with SimWebServer(spec) as sw:
+        web = sw.web
+        pages = [web.url(v) for v in range(web.n_nodes) if web.is_html(v)
+                 and not web.is_disallowed(web.url(v))]
+        t_end = time.time() + 3.0
+        etags: dict[str, str] = {}
+        while time.time() < t_end:
+            for u in pages:
+                st, h, _ = sw.fetch(u, headers={"If-None-Match": etags[u]} if u in etags else {})
+                etags[u] = h["etag"]
+        recs = sw.settle_log()
+    rep = measure(recs, web, per_decade=1)
+    assert sum(b.pages for b in rep.buckets) == rep.total.pages == len(pages)
+    slow, fast = rep.buckets[0], rep.buckets[-1]
+    assert slow.hi <= 1 and fast.lo >= 10
+    assert slow.freshness > fast.freshness and slow.age < fast.age
+    assert 0 <= fast.freshness <= 1 and rep.total.coverage > 0.7
+    assert any(r["status"] == 304 for r in recs) and any(r["status"] == 200 for r in recs)
+    for r in recs:
+        if "v" in r:
+            assert r["v"] == web.version(web.node_of(f"http://{r['host']}{r['path']}"), r["t0"])
