@@ -386,3 +386,24 @@ def test_measure_a_live_crawl_per_rate_bucket():
     for r in recs:
         if "v" in r:
             assert r["v"] == web.version(web.node_of(f"http://{r['host']}{r['path']}"), r["t0"])
+
+
+def test_scrapy_simweb_flags_set_the_change_options():
+    import argparse
+
+    from scrapy.settings import Settings
+
+    from crawlproj.commands.simweb import Command
+
+    cmd = Command()
+    cmd.settings = Settings()
+    parser = argparse.ArgumentParser()
+    cmd.add_options(parser)
+    opts = parser.parse_args(["--change-dist", "gamma:0.8:0.25", "--day-seconds", "5",
+                              "--change-workweek", "0.7", "--change-links", "0.2", "--lm-untrusted", "0.1",
+                              "--change-epoch", "1234"])
+    spec = cmd._spec(opts)
+    web = SimWeb.from_spec(spec)
+    assert (web.clock.epoch, web.clock.day_seconds) == (1234.0, 5.0)
+    assert web.spec["change_dist"] == "gamma:0.8:0.25" and web.spec["change_workweek"] == 0.7
+    assert web.spec["change_links"] == 0.2 and web.spec["lm_untrusted"] == 0.1

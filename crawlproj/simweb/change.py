@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import email.utils
+import itertools
 import math
 import random
 from array import array
@@ -42,6 +43,10 @@ DAY = 86400.0
 WORK_START, WORK_END = 5 / 24, 17 / 24
 #: A page whose rate is 0 was last modified this many days before day 0.
 STATIC_AGE = 365.0
+#: Gaps are drawn this many at a time, from one generator seeded by
+#: (seed, page, chunk): random access without a state per page, and about a
+#: microsecond per change.
+CHUNK = 64
 
 
 def parse_dist(text: str) -> tuple[str, tuple[float, ...]]:
@@ -177,9 +182,12 @@ class ChangeProcess:
             self._rates[node] = r
         return r
 
-    def _gap(self, node: int, i: int, rate: float) -> float:
-        """The i-th exponential gap, in operational days."""
-        return -math.log(1.0 - self._unit(self.seed, node, self._s_gap, i)) / rate
+    def _gaps(self, node: int, i: int, rate: float) -> list[float]:
+        """Exponential gaps i, i+1, ... to the end of i's chunk, in
+        operational days."""
+        rnd = random.Random(self._mix(self.seed, node, self._s_gap, i // CHUNK)).random
+        gaps = [-math.log(1.0 - rnd()) / rate for _ in range(CHUNK)]
+        return gaps[i % CHUNK:]
 
     def _to_day(self, L: float) -> float:
         return L if self.week is None else self.week.inverse(L)
@@ -191,7 +199,7 @@ class ChangeProcess:
         rate = self.rate(node)
         if ts is None:
             if rate > 0:
-                L = -self._gap(node, 0, rate)
+                L = -self._gaps(node, 0, rate)[0]
                 ts = array("d", [self._to_day(L)])
                 self._ops[node] = 0.0
             else:
@@ -199,14 +207,10 @@ class ChangeProcess:
             self._times[node] = ts
         if rate > 0 and ts[-1] <= until:
             L = self._ops[node]
-            i = len(ts)
-            while True:
-                L += self._gap(node, i, rate)
-                i += 1
-                s = self._to_day(L)
-                ts.append(s)
-                if s > until:
-                    break
+            while ts[-1] <= until:
+                ops = list(itertools.accumulate(self._gaps(node, len(ts), rate), initial=L))[1:]
+                ts.extend(ops if self.week is None else map(self.week.inverse, ops))
+                L = ops[-1]
             self._ops[node] = L
         return ts
 

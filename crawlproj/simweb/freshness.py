@@ -27,12 +27,15 @@ cases can be checked by hand (tests/test_simweb_change.py).
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .model import SimWeb
+from .server import read_log
 
 __all__ = ["PageTally", "Bucket", "Report", "tally", "fetches_of", "measure", "bucket_of"]
 
@@ -168,3 +171,29 @@ def measure(records: Iterable[Mapping[str, Any]], web: SimWeb, start: float | No
         buckets.append(row(lo, hi, acc[key]))
     total = row(0.0, math.inf, acc["all"]) if "all" in acc else row(0.0, math.inf, [0, 0, 0, 0.0, 0.0, 0.0])
     return Report(start, end, buckets, total)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m crawlproj.simweb.freshness --spec JSON|@file --log FILE
+    [--start DAY] [--end DAY] [--per-decade 1]``: print the table.  The spec
+    must carry the change_epoch the server used."""
+    p = argparse.ArgumentParser(prog="python -m crawlproj.simweb.freshness", description=main.__doc__)
+    p.add_argument("--spec", required=True, help="spec as JSON text, or @file.json")
+    p.add_argument("--log", required=True, help="the server's request log")
+    p.add_argument("--start", type=float, help="window start, simulated days")
+    p.add_argument("--end", type=float, help="window end, simulated days")
+    p.add_argument("--per-decade", type=int, default=1, help="rate buckets per factor of 10")
+    a = p.parse_args(argv)
+    spec = a.spec
+    if spec.startswith("@"):
+        with open(spec[1:], encoding="utf-8") as f:
+            spec = f.read()
+    spec = json.loads(spec)
+    if not spec.get("change_epoch"):
+        p.error("the spec has no change_epoch: give the one the server printed")
+    web = SimWeb.from_spec(spec)
+    print(measure(read_log(a.log), web, a.start, a.end, a.per_decade).format())
+
+
+if __name__ == "__main__":
+    main()

@@ -463,8 +463,11 @@ def main(argv: list[str] | None = None) -> None:
     web = SimWeb.from_spec(json.loads(spec))
 
     def ready(port: int) -> None:
-        print(json.dumps({"event": "listening", "host": a.host, "port": port, "pid": os.getpid(),
-                          "hosts": len(web.hosts), "pages": web.n_nodes}), flush=True)
+        info = {"event": "listening", "host": a.host, "port": port, "pid": os.getpid(),
+                "hosts": len(web.hosts), "pages": web.n_nodes}
+        if web.changing:
+            info["change_epoch"] = web.spec["change_epoch"]
+        print(json.dumps(info), flush=True)
 
     run(web, a.host, a.port, a.log, a.cache_mb, on_ready=ready, watch_stdin=a.watch_stdin)
 
