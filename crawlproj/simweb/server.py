@@ -138,8 +138,7 @@ class SimWebProxy:
         self.log = _Log(log_path)
         # (host, path) -> (status, head, body, expires, latency, validators);
         # validators is (version, ETag, Last-Modified text and Unix seconds,
-        # LM mode) for pages
-        # of a web with change processes, else None.
+        # LM mode) for pages of a web with change processes, else None.
         self.cache: OrderedDict[tuple[str, str], tuple[int, bytes, bytes, float, float, Any]] = OrderedDict()
         self.changing = getattr(web, "changing", False)
         self.cache_bytes = cache_bytes
