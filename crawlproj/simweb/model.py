@@ -176,11 +176,13 @@ def split_url(url: str) -> tuple[str, str]:
 
 
 def norm_host(netloc: str) -> str:
-    """Host key: lower case, no userinfo, no default port."""
+    """Host key: lower case, no userinfo, no default port, no trailing dot
+    (``HOST.:80`` is ``host``, as DNS and a real server see it)."""
     netloc = netloc.rsplit("@", 1)[-1].lower()
     if netloc.endswith(":80"):
         netloc = netloc[:-3]
-    return netloc.rstrip(":")  # 'host:' has an empty port
+    netloc = netloc.rstrip(":")  # 'host:' has an empty port
+    return netloc[:-1] if netloc.endswith(".") else netloc
 
 
 def _relative(src_dir: str, tpath: str) -> str | None:
