@@ -134,8 +134,9 @@ def verdict(status: int | None) -> str:
 class RobotsCache:
     """Parsed rules per origin: a bounded LRU here, the crawl's keys in Redis.
 
-    get_local() never waits; get_shared() and put() talk to Redis (the
-    middleware runs them off the reactor thread). Only known rules are kept
+    read() and write() only talk to Redis, so that the middleware runs them
+    off the reactor thread; everything that touches the LRU (get_local,
+    loaded, keep) runs on the reactor thread. Only known rules are kept
     locally: a failed fetch is remembered in Redis alone, so that the next
     lease of the host, on any worker, fetches robots.txt again."""
 
@@ -153,6 +154,8 @@ class RobotsCache:
         host = origin.split("://", 1)[1]
         return self.keyspace.robots(self.keyspace.partition_of(host), origin)
 
+    # -- this worker's LRU -----------------------------------------------------
+
     def get_local(self, origin: str) -> Rules | None:
         hit = self._local.get(origin)
         if hit is None:
@@ -164,34 +167,48 @@ class RobotsCache:
         self._local.move_to_end(origin)
         return rules
 
-    def _keep(self, origin: str, rules: Rules, ttl_ms: int) -> None:
+    def keep(self, origin: str, rules: Rules, ttl_ms: int | None = None) -> None:
+        """Keep known rules here for ttl_ms (the entry's expiry by default)."""
         if not rules.known or self.size <= 0:
             return
-        self._local[origin] = (rules, self.clock() + ttl_ms / 1000.0)
+        ttl = self.expiry_ms if ttl_ms is None or ttl_ms <= 0 else min(ttl_ms, self.expiry_ms)
+        self._local[origin] = (rules, self.clock() + ttl / 1000.0)
         self._local.move_to_end(origin)
         while len(self._local) > self.size:
             self._local.popitem(last=False)
 
-    def get_shared(self, origin: str) -> Rules | None:
-        """The origin's entry in Redis (known rules or failures so far), kept
-        locally when known; None when there is none."""
+    def loaded(self, origin: str, stored: bytes | None, ttl_ms: int = -1) -> Rules | None:
+        """The rules of an entry read(), kept here when known."""
+        if stored is None:
+            return None
+        rules, _ = Rules.load(stored, self.useragent)
+        self.keep(origin, rules, ttl_ms)
+        return rules
+
+    # -- the crawl's keys --------------------------------------------------------
+
+    def read(self, origin: str) -> tuple[bytes | None, int]:
+        """The origin's stored entry and its time to live (ms), from Redis."""
         pipe = self.redis.pipeline(transaction=False)
         key = self.key(origin)
         pipe.get(key)
         pipe.pttl(key)
         stored, ttl = pipe.execute()
-        if stored is None:
-            return None
-        rules, _ = Rules.load(stored, self.useragent)
-        self._keep(origin, rules, ttl if ttl and ttl > 0 else self.expiry_ms)
-        return rules
+        return stored, ttl
+
+    def write(self, origin: str, stored: bytes) -> None:
+        """Store an origin's entry (Rules.parsed()[1], ALLOW_ALL, DISALLOW_ALL
+        or failed(n)) for every worker, expiring."""
+        self.redis.set(self.key(origin), stored, px=self.expiry_ms)
+
+    # -- both, on one thread ---------------------------------------------------
+
+    def get_shared(self, origin: str) -> Rules | None:
+        return self.loaded(origin, *self.read(origin))
 
     def put(self, origin: str, stored: bytes, rules: Rules | None = None) -> None:
-        """Store an origin's entry (Rules.parsed()[1], ALLOW_ALL, DISALLOW_ALL
-        or failed(n)) for every worker, and its rules (parsed from stored
-        unless given) here."""
-        self.redis.set(self.key(origin), stored, px=self.expiry_ms)
-        self._keep(origin, rules or Rules.load(stored, self.useragent)[0], self.expiry_ms)
+        self.write(origin, stored)
+        self.keep(origin, rules or Rules.load(stored, self.useragent)[0])
 
     def __len__(self) -> int:
         return len(self._local)

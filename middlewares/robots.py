@@ -125,19 +125,21 @@ class RobotsMiddleware:
         return None
 
     async def _shared(self, origin: str) -> Rules | None:
+        # Redis off the reactor thread; the worker's LRU on it
         try:
-            return await maybe_deferred_to_future(
-                threads.deferToThread(self.cache.get_shared, origin))
+            stored, ttl = await maybe_deferred_to_future(
+                threads.deferToThread(self.cache.read, origin))
         except Exception as exc:  # the cache is a cache: fetch robots.txt instead
             logger.warning("robots.txt cache of %s unreadable: %s", origin, exc)
             return None
+        return self.cache.loaded(origin, stored, ttl)
 
     async def _store(self, origin: str, stored: bytes, rules: Rules | None = None) -> None:
         self.stats.inc_value("robotstxt/stored")
         self.stats.inc_value("robotstxt/stored_bytes", len(stored))
+        self.cache.keep(origin, rules or Rules.load(stored, self.useragent)[0])
         try:
-            await maybe_deferred_to_future(
-                threads.deferToThread(self.cache.put, origin, stored, rules))
+            await maybe_deferred_to_future(threads.deferToThread(self.cache.write, origin, stored))
         except Exception as exc:
             logger.warning("robots.txt rules of %s not shared: %s", origin, exc)
 
