@@ -36,6 +36,7 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
                                    partition being the fingerprint's, not a host's
     links links:segments links:lock  the link store (crawlproj/stores/linkstore.py)
     pm:<b>                  HASH   page metadata bucket b (crawlproj/stores/pagemeta.py)
+    r:<origin>              STRING an origin's robots.txt rules, expiring (crawlproj/robots.py)
 
 Lua scripts get the partition prefix as KEYS[1] and name the keys under it
 themselves; the methods here give Python the same names (tests/test_keyspace.py
@@ -328,4 +329,9 @@ class Keyspace:
     links_lock = _key("links:lock", "The link store's compaction lock.")
     pagemeta = _member_key("pm:", "A bucket of page metadata: fingerprint -> history.")
     pagemeta_pattern = _pattern("pm:")
+
+    # -- the robots cache (robots.py) ---------------------------------------------
+
+    robots = _member_key("r:", "An origin's robots.txt rules (in its host's partition).")
+    robots_pattern = _pattern("r:")
     partition_pattern = _pattern("")  # every key of one partition

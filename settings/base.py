@@ -34,10 +34,33 @@ COMMANDS_MODULE = "crawlproj.commands"
 # module, -s) is sent as it is instead. [Mercator §3.1: administrators complain
 # to a crawler's operator; crawlproj/contact.py]
 CRAWL_CONTACT = None
-# robots.txt is fetched before a host's first page and obeyed (Scrapy's
-# RobotsTxtMiddleware); its Crawl-delay counts in the politeness wait below.
+# robots.txt is fetched before a host's first page and obeyed
+# (middlewares/robots.py); its Crawl-delay counts in the politeness wait below.
 # [Mercator §3: courteous crawlers implement the Robots Exclusion Protocol]
 ROBOTSTXT_OBEY = True
+
+# --------------------------------------------------------------------------
+# robots.txt, one fetch per origin per crawl (Mercator §3.3's robots cache;
+# RFC 9309; docs/frontier.md, "robots.txt")
+# --------------------------------------------------------------------------
+# Whichever worker first holds a host's lease without its rules fetches its
+# robots.txt, under that lease, as the host's request; the page goes back to
+# its queue and the host waits its politeness delay from that download. The
+# rules are shared through Redis and expire after ROBOTS_EXPIRY seconds
+# (RFC 9309 §2.4: at most 24 h; a larger value is taken as 24 h).
+ROBOTS_EXPIRY = 86400
+# Parsed rules kept in each worker (origins, least recently used out).
+ROBOTS_CACHE_SIZE = 10000
+# Bytes of a robots.txt read; the download stops there (RFC 9309 §2.5: at
+# least 500 KiB must be parsed).
+ROBOTS_MAXSIZE = 500 * 1024
+# A 5xx, a 429 or a network error disallows the whole origin: its host waits
+# this many seconds, its URLs stay queued, then robots.txt is fetched again
+# (RFC 9309 §2.3.1.4) ...
+ROBOTS_RETRY_WAIT = 60.0
+# ... up to this many failures in a row; then the origin is taken as
+# disallowing everything until its entry expires, and its URLs are dropped.
+ROBOTS_RETRY_TIMES = 5
 
 # --------------------------------------------------------------------------
 # Where the crawl lives
@@ -399,8 +422,11 @@ SPIDER_MIDDLEWARES = {
     "middlewares.recentlinks.RecentLinksMiddleware": 940,
 }
 DOWNLOADER_MIDDLEWARES = {
-    # robots.txt as Scrapy does it (100), then its Crawl-delay handed to the frontier
-    "middlewares.robots.CrawlDelayMiddleware": 101,
+    # robots.txt fetched once per origin per crawl under the host's lease, rules
+    # shared through Redis, Crawl-delay handed to the frontier, in place of
+    # Scrapy's per-worker RobotsTxtMiddleware
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "middlewares.robots.RobotsMiddleware": 100,
     # the content-seen test: last before the spider, on decoded bodies of the
     # final (post-redirect) responses
     "middlewares.contentseen.ContentSeenMiddleware": 80,

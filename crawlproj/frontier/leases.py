@@ -6,7 +6,8 @@ This worker's leases live here, each in one state:
 
     QUEUED    leased, waiting for the engine to pull it (best first)
     FETCHING  handed to the engine, download not ended; the lease holds the
-              URL's host
+              URL's host (its download may be the host's robots.txt, fetched
+              on the page's behalf: then the page goes back, see returned())
     ENDED     downloaded, its host released with its politeness wait; the
               URL stays leased, pending, until the engine is done with its page
 
@@ -98,6 +99,17 @@ class LeaseBook:
             self.fetching -= 1
             return [Release(lease.host, lease.token, fate, URL.DONE, int(delay * 1000))]
         return [Release(lease.host, lease.token, Host.NONE, URL.DONE)]
+
+    def returned(self, lease: Lease, fate: str, delay: float, wait_ms: int = -1) -> list[Release]:
+        """The lease's turn with its host went to another download (its
+        host's robots.txt, Mercator §3.3): the URL goes back to its host's
+        queue unfetched, and the host waits delay seconds from that download
+        (fate and wait_ms as for ended()), whichever worker leases it next."""
+        del self._leases[lease.partition, lease.token]
+        if lease.state == FETCHING:
+            self.fetching -= 1
+            return [Release(lease.host, lease.token, fate, URL.RETURN, int(delay * 1000), wait_ms)]
+        return [Release(lease.host, lease.token, Host.NONE, URL.RETURN)]
 
     def give_back(self) -> list[Release]:
         """Everything held goes back: every URL to its queue (a page

@@ -14,6 +14,10 @@ The life of a URL in one worker:
       its politeness wait (sync), the URL stays leased, pending
     engine done with the page's output (internals.on_request_done) -> book:
       the URL's lease ends (sync), after the page's links
+A lease whose host has no robots rules yet carries its host's robots.txt
+download instead (middlewares/robots.py, meta ROBOTS_FOR names the page):
+its times and status count as the lease's download, and the page goes back
+to its queue unfetched (robots_fetched), the host waiting from that download.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from scrapy import signals
 from crawlproj import internals
 from crawlproj.frontier import codec
 from crawlproj.frontier.admission import RecentURLs, Refused, admit
-from crawlproj.frontier.frontier import Frontier
+from crawlproj.frontier.frontier import Frontier, Host
 from crawlproj.frontier.leases import FETCHING, LeaseBook
 from crawlproj.frontier.politeness import Politeness, retry_after
 from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
 from crawlproj.redisconn import get_redis
+from crawlproj.robots import ROBOTS_FOR
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +80,10 @@ class FrontierScheduler:
             if s.getbool("FRONTIER_REFILL_AT_TRANSFER_END") else 0
         self.spider = None
         self._inflight: dict = {}  # request -> its lease, from next_request to done
-        self._other_transfers = 0  # requests not the frontier's (robots.txt) transferring
+        self._other_transfers = 0  # requests on no lease of the frontier, transferring
+        # page request -> the host's extra wait (None: its politeness delay
+        # alone), for pages whose lease carried their host's robots.txt
+        self._returning: dict = {}
         self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
 
     @classmethod
@@ -105,6 +113,7 @@ class FrontierScheduler:
         releases = self.book.give_back()
         self.stats.inc_value("frontier/returned", sum(1 for r in releases if r.url_fate))
         self._inflight.clear()
+        self._returning.clear()
         d = self.sync.close(releases)
         d.addCallback(lambda _: logger.info("Frontier closed (%s): %s", reason, self._summary()))
         return d
@@ -161,7 +170,31 @@ class FrontierScheduler:
 
     # -- download bookkeeping (signals) -------------------------------------
 
+    def _lease_of(self, request):
+        """The lease a download is made under: its own, or, for a robots.txt
+        request, the page's on whose behalf it is made."""
+        return self._inflight.get(request.meta.get(ROBOTS_FOR, request))
+
+    def robots_fetched(self, request, crawl_delay: float | None = None,
+                       retry_wait: float | None = None) -> bool:
+        """request's lease carried its host's robots.txt download: when the
+        engine drops request, its URL goes back to its queue and the host waits
+        from that download (its politeness delay, crawl_delay, and retry_wait
+        when robots.txt could not be had). False if request holds no lease."""
+        lease = self._inflight.get(request)
+        if lease is None:
+            return False
+        lease.download.crawl_delay = crawl_delay
+        self._returning[request] = retry_wait
+        return True
+
     def _reached(self, request, spider=None):
+        if ROBOTS_FOR in request.meta:
+            lease = self._lease_of(request)
+            if lease is not None and lease.download.reached is None:
+                lease.download.reached = time.monotonic()
+            if lease is not None:
+                return  # a transfer of the lease, counted in book.fetching
         lease = self._inflight.get(request)
         if lease is None:
             self._other_transfers += 1
@@ -169,7 +202,7 @@ class FrontierScheduler:
             lease.download.reached = time.monotonic()
 
     def _downloaded(self, response, request, spider=None):
-        lease = self._inflight.get(request)
+        lease = self._lease_of(request)
         if lease is not None:
             lease.download.status = response.status
             if response.status in (429, 503):
@@ -179,6 +212,11 @@ class FrontierScheduler:
         """The download ended: the host may be contacted again after its
         politeness wait, counted from now (Mercator §3.1), not from when the
         page's links are in. The URL itself stays leased until then."""
+        if ROBOTS_FOR in request.meta:
+            lease = self._lease_of(request)
+            if lease is not None:  # the page's lease ends when the engine drops the page
+                lease.download.left = time.monotonic()
+                return
         lease = self._inflight.get(request)
         if lease is None:
             self._other_transfers -= 1
@@ -201,6 +239,17 @@ class FrontierScheduler:
         if lease is None:
             return  # not the frontier's (robots.txt, a request from another path)
         download = lease.download
+        if request in self._returning:
+            retry_wait = self._returning.pop(request)
+            if retry_wait is None:
+                fate, wait_ms = self.politeness.host_fate(download)
+            else:
+                fate, wait_ms = Host.BUSY, int(retry_wait * 1000)
+            self.sync.release(self.book.returned(lease, fate, self.politeness.delay(download),
+                                                 wait_ms), lease.partition)
+            self.stats.inc_value("frontier/robots_returned")
+            self.sync.ask()
+            return
         fate, wait_ms = self.politeness.host_fate(download)
         self.sync.release(self.book.done(lease, fate, self.politeness.delay(download)),
                           lease.partition)

@@ -407,20 +407,29 @@ class SimWeb:
         return None
 
     # ---- host queries ---------------------------------------------------
+    def host_id(self, host: str) -> int | None:
+        """The host a request names, as its server takes it: a fully
+        qualified name (``host.``) is the same server as ``host``."""
+        key = norm_host(host)
+        h = self.host_index.get(key)
+        if h is None and key.endswith("."):
+            h = self.host_index.get(key[:-1])
+        return h
+
     def latency(self, host: str) -> float:
         """Seconds the server waits before answering any request to host
         (0 for unknown hosts)."""
-        h = self.host_index.get(norm_host(host))
+        h = self.host_id(host)
         return 0.0 if h is None else self._latency[h]
 
     def crawl_delay(self, host: str) -> float | None:
         """The Crawl-delay in the host's robots.txt (seconds), or None."""
-        h = self.host_index.get(norm_host(host))
+        h = self.host_id(host)
         return None if h is None else (self._delay[h] or None)
 
     def robots_txt(self, host: str) -> str | None:
         """The host's robots.txt text, or None when it answers 404."""
-        b = self._robots(self.host_index[norm_host(host)])
+        b = self._robots(self.host_id(host))
         return None if b is None else b.decode()
 
     def _robots(self, h: int) -> bytes | None:
@@ -591,7 +600,7 @@ class SimWeb:
     def respond(self, host: str, path: str, t: float | None = None) -> Response:
         """What the simulated host answers to GET path (path includes the
         query; no fragment).  The server wraps this in HTTP."""
-        h = self.host_index.get(norm_host(host))
+        h = self.host_id(host)
         if h is None:
             return Response(502, TEXT, f"simweb: unknown host {host}\n".encode())
         if path == "/robots.txt":

@@ -215,7 +215,7 @@ class SimWebProxy:
         except Exception:  # a model bug must not take the server down
             traceback.print_exc()
             r = Response(500, TEXT, b"simweb: internal error\n", expires=0.0)
-        h = self.web.host_index.get(host)
+        h = self.web.host_id(host)
         latency = self.web._latency[h] if h is not None else 0.0
         head = _head(r.status, r.content_type, len(r.body), r.location)
         val = None
