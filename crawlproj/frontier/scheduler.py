@@ -34,7 +34,8 @@ from crawlproj.frontier.politeness import Politeness, retry_after
 from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
-from crawlproj.redisconn import get_redis
+from crawlproj.redisconn import embedded_restarter, get_redis
+from crawlproj.redisguard import RedisGuard
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,10 @@ PREFETCH_SPARE = 8
 # requests in its downloader: those transferring and those whose responses are
 # still on their way up through the downloader middlewares.
 ENGINE_SLACK = 2
+# A lease is not downloaded this close to its deadline (seconds, at most a
+# tenth of the TTL): the request must reach the host before the frontier may
+# give the host to another worker.
+LEASE_MARGIN = 1.0
 
 
 class FrontierScheduler:
@@ -61,7 +66,8 @@ class FrontierScheduler:
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
                                  s.getbool("FRONTIER_IDLE_CLOSE"), s.getfloat("FRONTIER_IDLE_WAIT"),
-                                 self._wake)
+                                 self._wake, on_unreachable=embedded_restarter(s))
+        self.lease_margin = min(LEASE_MARGIN, frontier.lease_ttl_ms / 10000.0)
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
         size = s.getint("DUE_CACHE_SIZE")
@@ -77,6 +83,7 @@ class FrontierScheduler:
         self._inflight: dict = {}  # request -> its lease, from next_request to done
         self._other_transfers = 0  # requests not the frontier's (robots.txt) transferring
         self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
+        self._said_expired = False
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -95,6 +102,7 @@ class FrontierScheduler:
         internals.on_request_done(self.crawler, self._done)
         if self.transfer_cap:
             internals.raise_download_limit(self.crawler, ENGINE_SLACK * self.transfer_cap)
+        RedisGuard.of(self.crawler).watch(self.sync.commit)
         logger.info("Frontier opened: crawl %r, %d partition(s), worker %s, prioritizer %s",
                     self.frontier.crawl_id, self.frontier.partitions, self.worker_id,
                     type(self.prioritizer).__name__)
@@ -136,7 +144,12 @@ class FrontierScheduler:
                 self.book.fetching + self._other_transfers >= self.transfer_cap:
             self._capped = True
             return None  # woken when a transfer ends (_left)
+        if self.sync.holding():
+            return None  # woken when Redis answers again
         while (lease := self.book.next()) is not None:
+            if self.book.expired(lease, time.monotonic(), self.lease_margin):
+                self._lost(lease)
+                continue
             try:
                 request = codec.decode(lease.payload, self.spider, lease.host)
             except Exception as exc:  # a payload no worker can read: drop it, say so
@@ -151,6 +164,33 @@ class FrontierScheduler:
             self._inflight[request] = lease
             return request
         return None
+
+    def may_download(self, request) -> bool:
+        """Is request's lease still this worker's? Asked by the lease check
+        (middlewares/lease.py) right before each download starts: a worker
+        stopped or cut off from Redis longer than FRONTIER_LEASE_TTL must not
+        fetch a URL, nor contact a host, that the frontier has given to
+        another worker meanwhile. A request not from the frontier (robots.txt)
+        may."""
+        lease = self._inflight.get(request)
+        if lease is None or not self.book.expired(lease, time.monotonic(), self.lease_margin):
+            return True
+        del self._inflight[request]
+        self._lost(lease)
+        return False
+
+    def _lost(self, lease) -> None:
+        """Forget a lease past its deadline: nothing is sent (the frontier gives
+        its URL and host to another worker, or to us again)."""
+        self.book.forget(lease)
+        self.stats.inc_value("frontier/expired_dropped")
+        if not self._said_expired:
+            self._said_expired = True
+            logger.warning("Frontier: leases expired before their download started (this "
+                           "worker was stopped or cut off from Redis longer than "
+                           "FRONTIER_LEASE_TTL): their URLs are left to other workers "
+                           "(counted in frontier/expired_dropped)")
+        self.sync.ask()
 
     def sent_lately(self, url: str) -> bool:
         """Did this worker send this exact URL to the frontier lately? Then
