@@ -91,11 +91,17 @@ def refusal(exc: BaseException) -> str | None:
     retrying (unreachable, timed out, loading, restarting)."""
     if not isinstance(exc, redis.ResponseError):
         return None
-    text = str(exc).strip()
-    for code, why in REFUSALS.items():
-        if text.startswith(code) or f" {code} " in f" {text} ":
-            return f"{why} ({' '.join(text.split())[:200]})"
-    return None
+    text = " ".join(str(exc).split())
+    # redis-py strips the codes it has a class for; inside a script (and in a
+    # pipeline's message) the server's text says what it was
+    if isinstance(exc, redis.exceptions.OutOfMemoryError) or "> 'maxmemory'" in text:
+        code = "OOM"
+    elif isinstance(exc, redis.exceptions.NoPermissionError):
+        code = "NOPERM"
+    else:
+        code = next((c for c in REFUSALS if text.startswith(c) or f" {c} " in f" {text} "),
+                    None)
+    return None if code is None else f"{REFUSALS[code]} ({text[:200]})"
 
 
 def _getbool(settings, name: str) -> bool:
