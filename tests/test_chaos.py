@@ -185,6 +185,22 @@ def test_sigterm_ends_a_worker_while_redis_is_down(redis_server_factory, tmp_pat
         finish_with_a_new_worker(workers, sw, reachable, fault_at + LONGEST_SLEEP)
 
 
+def test_ctrl_c_while_the_crawl_starts_ends_the_worker(redis_url, tmp_path, crawls):
+    """Scrapy stops the reactor without closing the spider when Ctrl-C comes
+    while the crawl starts: no thread a store started may keep the process."""
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        for i in range(2):
+            (tmp_path / str(i)).mkdir()
+            workers = Workers(sw, redis_url, tmp_path / str(i), sw.web.seeds(2), f"early{i}",
+                              SETTINGS)
+            crawls.append(workers)
+            (worker,) = workers.start(1)
+            while "Frontier opened" not in workers.log(0) and worker.poll() is None:
+                time.sleep(0.005)
+            Workers.signal(worker, signal.SIGINT)
+            worker.wait(60)  # raises if the worker does not end
+
+
 # -- Redis refuses: the crawl stops, once, losing nothing ------------------------
 
 
