@@ -38,10 +38,10 @@ class RedisGuard:
 
     @classmethod
     def of(cls, crawler) -> RedisGuard:
-        guard = getattr(crawler, "_crawlproj_redis_guard", None)
-        if guard is None:
-            guard = crawler._crawlproj_redis_guard = cls(crawler)
-        return guard
+        """The crawler's one guard: the frontier and the stores share it."""
+        if not hasattr(crawler, "_crawlproj_redis_guard"):
+            crawler._crawlproj_redis_guard = cls(crawler)
+        return crawler._crawlproj_redis_guard
 
     def watch(self, commit) -> None:
         """commit (a GroupCommit) reports refusals here, and is told when the

@@ -149,8 +149,12 @@ def test_redis_paused_for_20_seconds(redis_server_factory, tmp_path, crawls):
         # a paused server is told from a slow one after STALLED seconds: a
         # download handed out before that may have its end unrecorded
         assert_whole_and_polite(sw, reachable, fault_at + LONGEST_SLEEP + STALLED)
-        log = workers.log(0) + workers.log(1)
-        assert "Redis write failed" in log and "Redis writes work again" in log
+        for i in (0, 1):
+            log = workers.log(i)
+            # a paused server answers nothing: the read timeout tells it
+            assert "frontier: Redis write failed" in log
+            assert "frontier: Redis still failing" in log  # said again while it lasts
+            assert "frontier: Redis writes work again" in log
 
 
 def test_ctrl_c_ends_a_worker_while_redis_is_paused(redis_server_factory, tmp_path, crawls):
@@ -207,6 +211,17 @@ def test_ctrl_c_while_the_crawl_starts_ends_the_worker(redis_url, tmp_path, craw
 STOP_LINE = "Stopping the crawl (finish reason redis_refused)"
 
 
+def assert_each_stopped_once(workers, reason: str) -> None:
+    """Every worker ends, having said why once."""
+    for p in workers.procs:
+        p.wait(60)  # raises if a worker does not end
+    for i in range(len(workers.procs)):
+        log = workers.log(i)
+        assert errors_in(log, STOP_LINE) == 1, log[-3000:]
+        assert reason in log
+        assert "'finish_reason': 'redis_refused'" in log
+
+
 def test_redis_restarted_empty_stops_the_crawl(redis_server_factory, tmp_path, crawls):
     server = redis_server_factory(appendonly=False)
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
@@ -214,14 +229,8 @@ def test_redis_restarted_empty_stops_the_crawl(redis_server_factory, tmp_path, c
         server.kill()
         time.sleep(0.5)
         server.restart()  # no AOF: the crawl's state is gone
-        for p in workers.procs:
-            p.wait(60)  # raises if a worker does not end
-        for i in (0, 1):
-            log = workers.log(i)
-            assert errors_in(log, STOP_LINE) == 1, log[-3000:]
-            assert "the crawl's state is not on the Redis server" in log
-            assert "'finish_reason': 'redis_refused'" in log
-            assert "DUE not configured" not in log
+        assert_each_stopped_once(workers, "the crawl's state is not on the Redis server")
+        assert "DUE not configured" not in workers.log(0) + workers.log(1)
 
 
 def test_redis_out_of_memory_stops_the_crawl_and_loses_nothing(redis_server_factory, tmp_path, crawls):
@@ -231,12 +240,7 @@ def test_redis_out_of_memory_stops_the_crawl_and_loses_nothing(redis_server_fact
         fault_at = time.time()
         with server.client() as c:
             c.config_set("maxmemory", "1")  # noeviction: every write refused
-        for p in workers.procs:
-            p.wait(60)  # raises if a worker does not end
-        for i in (0, 1):
-            log = workers.log(i)
-            assert errors_in(log, STOP_LINE) == 1, log[-3000:]
-            assert "Redis is out of memory (maxmemory) and refuses writes" in log
+        assert_each_stopped_once(workers, "Redis is out of memory (maxmemory) and refuses writes")
         records = sw.settle_log()
         assert set(checks.fetch_counts(records)) < reachable  # the crawl did stop early
         with server.client() as c:
