@@ -173,7 +173,7 @@ class GroupCommit:
             logger.info("%s: Redis writes work again", self.name)
             self._failing = False
         for w in waiters:
-            if w is not None:
+            if w is not None and not w.called:
                 w.callback(None)
         if self.on_result is not None:
             self.on_result(result)
