@@ -18,12 +18,21 @@ reason once, and the entries are dropped. They lose nothing: what a worker
 holds stays leased in Redis and goes back to its queue when the lease expires.
 While the crawl closes (stopping()), a page waiting for its write to an
 unreachable server is let go, so that Ctrl-C ends a worker during an outage.
+
+A server that dies may take its last writes with it even though it answered
+them: with appendfsync everysec, up to a second or two of writes are not in
+the AOF it restarts from. A writer whose writes may be applied twice
+(replay=True: the frontier, whose script tests each URL against the DUE and
+fences each release by its lease token) has the entries it wrote in the last
+REPLAY_WINDOW seconds written again with the ones that failed, so that
+nothing acknowledged before a crash is lost.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +53,10 @@ CLOSE_TIMEOUT = 3.0
 # (paused, hung), before the read timeout says so: a round trip takes
 # milliseconds (docs/benchmarks.md).
 STALLED = 1.0
+# How far back (seconds) written entries are written again after a failure:
+# the AOF's everysec loss (at most about 2 s, Redis' persistence docs) plus the
+# time a worker may take to notice (its next write, at most LONGEST_SLEEP).
+REPLAY_WINDOW = 5.0
 
 
 class GroupCommit:
@@ -56,7 +69,8 @@ class GroupCommit:
                  prepare: Callable[[list], Any] | None = None,
                  on_result: Callable[[Any], None] | None = None,
                  on_refused: Callable[[str], None] | None = None,
-                 on_unreachable: Callable[[], None] | None = None):
+                 on_unreachable: Callable[[], None] | None = None,
+                 replay: bool = False):
         self.write = write
         self.name = name
         self.stats = stats
@@ -67,6 +81,8 @@ class GroupCommit:
         self.on_refused = on_refused
         self.on_unreachable = on_unreachable   # runs in the writer thread
         self.refused: str | None = None  # why Redis refuses our writes for good
+        # (monotonic time, entries) of the writes done lately, when replay is on
+        self._written: deque | None = deque() if replay else None
         self._entries: list = []
         self._waiters: list[Deferred | None] = []  # beside _entries, one each
         self._busy = False
@@ -144,7 +160,7 @@ class GroupCommit:
         self._busy = True
         self._write_started = time.monotonic()
         d = threads.deferToThread(self._run, payload)
-        d.addCallbacks(self._done, self._failed, callbackArgs=(waiters,),
+        d.addCallbacks(self._done, self._failed, callbackArgs=(waiters, entries),
                        errbackArgs=(entries, waiters))
 
     def _run(self, payload):
@@ -163,10 +179,15 @@ class GroupCommit:
     def _is_closed(self) -> bool:
         return self._closed is not None and self._closed.called
 
-    def _done(self, result, waiters) -> None:
+    def _done(self, result, waiters, entries) -> None:
         self._busy = False
         if self._is_closed():  # given up at close: nobody waits for this any more
             return
+        if self._written is not None and entries:
+            now = time.monotonic()
+            self._written.append((now, entries))
+            while self._written[0][0] < now - REPLAY_WINDOW:
+                self._written.popleft()
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/redis_writes")
         if self._failing:
@@ -197,6 +218,7 @@ class GroupCommit:
             logger.error("%s: Redis write failed (retrying every %.0f s): %s",
                          self.name, self.retry_delay, failure.getErrorMessage())
             self._failing, self._failing_since, self._said_at = True, now, now
+            self._replay(now)
         elif now - self._said_at >= STILL_FAILING_EVERY:
             self._said_at = now
             logger.warning("%s: Redis still failing after %.0f s (%d entries waiting): %s",
@@ -205,6 +227,18 @@ class GroupCommit:
         if self._stopping:
             self._release_waiters()
         self._timer = reactor.callLater(self.retry_delay, self._write)
+
+    def _replay(self, now: float) -> None:
+        """Write again, first, what was written in the last REPLAY_WINDOW
+        seconds: the server may have lost it."""
+        if not self._written:
+            return
+        again = [e for t, entries in self._written if t >= now - REPLAY_WINDOW for e in entries]
+        self._written.clear()
+        self._entries[:0] = again
+        self._waiters[:0] = [None] * len(again)
+        if self.stats is not None:
+            self.stats.inc_value(f"{self.name}/replayed", len(again))
 
     def _refuse(self, reason: str) -> None:
         """Redis refuses our writes for good: say why (once), write no more."""

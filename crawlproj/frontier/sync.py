@@ -58,7 +58,7 @@ class FrontierSync:
         self._received: dict[int, float] = {}  # partition -> monotonic time of its result
         self.commit = self._commit = GroupCommit(
             frontier.sync, "frontier", stats, prepare=self._batches, on_result=self._synced,
-            on_unreachable=on_unreachable)
+            on_unreachable=on_unreachable, replay=True)
         self._sent_at = 0.0           # monotonic time the sync under way was sent
         self._renewing: set = set()   # (partition, token) renewed by the sync under way
         self._poll = False
