@@ -158,10 +158,14 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=WEB["hosts"])
     ap.add_argument("--pages", type=int, default=WEB["pages"])
     ap.add_argument("--out", help="write the results as JSON here too")
+    ap.add_argument("--keep", help="run in this directory and keep the logs (default: a "
+                    "temporary one, removed)")
     args = ap.parse_args()
     web = {**WEB, "hosts": args.hosts, "pages": args.pages}
     results = []
     with tempfile.TemporaryDirectory(prefix="chaos-bench-") as work:
+        if args.keep:
+            work = args.keep
         for name in args.scenarios.split(","):
             res = run(name, args.ttl, web, Path(work))
             print(json.dumps(res), flush=True)

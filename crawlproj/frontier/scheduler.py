@@ -173,7 +173,17 @@ class FrontierScheduler:
         another worker meanwhile. A request not from the frontier (robots.txt)
         may."""
         lease = self._inflight.get(request)
-        if lease is None or not self.book.expired(lease, time.monotonic(), self.lease_margin):
+        if lease is None:
+            return True
+        if self.sync.holding():
+            # Redis does not take our writes: a request that waited in the
+            # middlewares (for its host's robots.txt) would be fetched with no
+            # way to record it; its lease goes back when it expires
+            del self._inflight[request]
+            self.book.forget(lease)
+            self.stats.inc_value("frontier/held_dropped")
+            return False
+        if not self.book.expired(lease, time.monotonic(), self.lease_margin):
             return True
         del self._inflight[request]
         self._lost(lease)
