@@ -129,6 +129,11 @@ class GroupCommit:
             timer.cancel()
         self._timer = reactor.callLater(within, self._write)
 
+    @property
+    def failing(self) -> bool:
+        """Redis failed or refused our last write (not merely slow)."""
+        return self._failing or self.refused is not None
+
     def stalled(self) -> bool:
         """Redis does not take our writes now: they fail, or the one out has
         been waiting for its answer for more than STALLED seconds."""

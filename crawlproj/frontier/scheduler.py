@@ -175,7 +175,7 @@ class FrontierScheduler:
         lease = self._inflight.get(request)
         if lease is None:
             return True
-        if self.sync.holding():
+        if self.sync.commit.failing:
             # Redis does not take our writes: a request that waited in the
             # middlewares (for its host's robots.txt) would be fetched with no
             # way to record it; its lease goes back when it expires
