@@ -436,6 +436,9 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.record.RecordMiddleware": 950,
     # CRAWL_PROXY as the request's proxy, for Scrapy's HttpProxyMiddleware (750)
     "middlewares.proxy.ProxyMiddleware": 740,
+    # last before the download: a request whose frontier lease this worker
+    # lost (stopped or cut off past FRONTIER_LEASE_TTL) is dropped
+    "middlewares.lease.LeaseCheckMiddleware": 990,
 }
 
 # The table above under every crawler, and misspelt names refused

@@ -207,3 +207,23 @@ def test_random_workers_lose_nothing_against_the_real_frontier(redis_url):
             f.sync({p: Batch(release=[Release(x.host, x.token, Host.FREE, URL.DONE)
                                       for x in got if x.partition == p]) for p in range(2)})
         assert sorted(left) == sorted({u.encode() for u in urls} - done)
+
+
+def test_a_lease_past_its_deadline_is_forgotten_without_a_release():
+    book = LeaseBook()
+    book.add(leased(("a", "1"), ("b", "2"), ("c", "3")), deadline=100.0)
+    assert not book.expired(book.next(), 98.0, margin=1.0)
+    assert book.expired(next(iter(book)), 99.0, margin=1.0)
+    book.renewed(0, "1", 200.0)
+    assert not book.expired(next(iter(book)), 150.0)
+    b = book.next()  # handed to the engine, then found past its deadline
+    book.forget(b)
+    assert book.fetching == 1 and len(book) == 2
+    book.lost(0, "3")  # the frontier says: no longer yours
+    (c,) = [x for x in book if x.token == "3"]
+    assert book.expired(c, 0.0)
+    book.renewed(0, "3", 1e9)  # a lost lease stays lost
+    assert book.expired(c, 0.0)
+    book.forget(c)
+    assert book.queued == 0 and book.next() is None
+    assert [r.token for r in book.give_back()] == ["1"]

@@ -38,7 +38,8 @@ from crawlproj.frontier.politeness import Politeness, retry_after
 from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
-from crawlproj.redisconn import get_redis
+from crawlproj.redisconn import embedded_restarter, get_redis
+from crawlproj.redisguard import RedisGuard
 from crawlproj.robots import ROBOTS_FOR
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,10 @@ PREFETCH_SPARE = 8
 # requests in its downloader: those transferring and those whose responses are
 # still on their way up through the downloader middlewares.
 ENGINE_SLACK = 2
+# A lease is not downloaded this close to its deadline (seconds, at most a
+# tenth of the TTL): the request must reach the host before the frontier may
+# give the host to another worker.
+LEASE_MARGIN = 1.0
 
 
 class FrontierScheduler:
@@ -66,7 +71,8 @@ class FrontierScheduler:
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
                                  s.getbool("FRONTIER_IDLE_CLOSE"), s.getfloat("FRONTIER_IDLE_WAIT"),
-                                 self._wake)
+                                 self._wake, on_unreachable=embedded_restarter(s))
+        self.lease_margin = min(LEASE_MARGIN, frontier.lease_ttl_ms / 10000.0)
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
         size = s.getint("DUE_CACHE_SIZE")
@@ -85,6 +91,7 @@ class FrontierScheduler:
         # alone), for pages whose lease carried their host's robots.txt
         self._returning: dict = {}
         self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
+        self._said_expired = False
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -103,6 +110,7 @@ class FrontierScheduler:
         internals.on_request_done(self.crawler, self._done)
         if self.transfer_cap:
             internals.raise_download_limit(self.crawler, ENGINE_SLACK * self.transfer_cap)
+        RedisGuard.of(self.crawler).watch(self.sync.commit)
         logger.info("Frontier opened: crawl %r, %d partition(s), worker %s, prioritizer %s",
                     self.frontier.crawl_id, self.frontier.partitions, self.worker_id,
                     type(self.prioritizer).__name__)
@@ -145,7 +153,12 @@ class FrontierScheduler:
                 self.book.fetching + self._other_transfers >= self.transfer_cap:
             self._capped = True
             return None  # woken when a transfer ends (_left)
+        if self.sync.holding():
+            return None  # woken when Redis answers again
         while (lease := self.book.next()) is not None:
+            if self.book.expired(lease, time.monotonic(), self.lease_margin):
+                self._lost(lease)
+                continue
             try:
                 request = codec.decode(lease.payload, self.spider, lease.host,
                                        self.max_url_length)
@@ -162,6 +175,43 @@ class FrontierScheduler:
             self._inflight[request] = lease
             return request
         return None
+
+    def may_download(self, request) -> bool:
+        """Is request's lease still this worker's? Asked by the lease check
+        (middlewares/lease.py) right before each download starts: a worker
+        stopped or cut off from Redis longer than FRONTIER_LEASE_TTL must not
+        fetch a URL, nor contact a host, that the frontier has given to
+        another worker meanwhile. A request not from the frontier (robots.txt)
+        may."""
+        lease = self._inflight.get(request)
+        if lease is None:
+            return True
+        if self.sync.commit.failing:
+            # Redis does not take our writes: a request that waited in the
+            # middlewares (for its host's robots.txt) would be fetched with no
+            # way to record it; its lease goes back when it expires
+            del self._inflight[request]
+            self.book.forget(lease)
+            self.stats.inc_value("frontier/held_dropped")
+            return False
+        if not self.book.expired(lease, time.monotonic(), self.lease_margin):
+            return True
+        del self._inflight[request]
+        self._lost(lease)
+        return False
+
+    def _lost(self, lease) -> None:
+        """Forget a lease past its deadline: nothing is sent (the frontier gives
+        its URL and host to another worker, or to us again)."""
+        self.book.forget(lease)
+        self.stats.inc_value("frontier/expired_dropped")
+        if not self._said_expired:
+            self._said_expired = True
+            logger.warning("Frontier: leases expired before their download started (this "
+                           "worker was stopped or cut off from Redis longer than "
+                           "FRONTIER_LEASE_TTL): their URLs are left to other workers "
+                           "(counted in frontier/expired_dropped)")
+        self.sync.ask()
 
     def sent_lately(self, url: str) -> bool:
         """Did this worker send this exact URL to the frontier lately? Then
