@@ -449,7 +449,11 @@ ADDONS = {
 }
 
 LOG_LEVEL = "INFO"
+# No console that runs Python sent to a local port (Scrapy's telnet console,
+# and its remote-control HTTP server, on by default since 2.19): a worker's
+# process holds the crawl's Redis password, and any local user could reach one.
 TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 
 # --------------------------------------------------------------------------
