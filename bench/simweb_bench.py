@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/simweb_bench.py [--hosts 300 --pages 3000 --page-bytes 1000]
         [--connections 32] [--duration 10] [--requests 200000]
+        [--change-dist loguniform:0.00274:96 --day-seconds 10]
 
 The server runs in its own process (testing.SimWebServer); this process is the
 load generator: N keep-alive connections, one request in flight on each (as a
@@ -140,9 +141,13 @@ def main() -> None:
     p.add_argument("--connections", type=int, default=32)
     p.add_argument("--duration", type=float, default=10.0, help="seconds of the warm phase")
     p.add_argument("--requests", type=int, default=200000, help="at most this many warm requests")
+    p.add_argument("--change-dist", help="serve changing pages (the spec's change_dist)")
+    p.add_argument("--day-seconds", type=float, default=10.0, help="with --change-dist (default 10)")
     a = p.parse_args()
     spec = {"seed": a.seed, "hosts": a.hosts, "pages": a.pages, "page_bytes": a.page_bytes,
             "binary_bytes": min(4096, a.page_bytes), "latency_ms": 0, "crawl_delay_fraction": 0.0}
+    if a.change_dist:
+        spec.update(change_dist=a.change_dist, day_seconds=a.day_seconds)
     print(json.dumps({"machine": f"{platform.machine()} {os.cpu_count()} cpus, "
                       f"Python {platform.python_version()}", "spec": spec,
                       "connections": a.connections}), flush=True)

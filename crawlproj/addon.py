@@ -54,7 +54,8 @@ TABLE = "settings.base"
 # (tests/test_settings_table.py), so a misspelt name is recognised as ours.
 PREFIXES = ("FRONTIER_", "DUE_", "CONTENTSEEN_", "RANKER_", "PAGERANK_", "PRIORITIZER_",
             "RECRAWL_", "WARC_", "LINKSTORE_", "PAGEMETA_", "CRAWLLOG_", "CRAWL_",
-            "REDIS_", "GC_", "PAGE_", "TRAPGUARD_")
+            "REDIS_", "GC_", "PAGE_", "ADDRESS_GUARD_", "INDEX_", "SEARCH_", "UI_",
+            "ROBOTS_", "TRAPGUARD_")
 
 # CRAWLPROJ_<NAME> in the environment sets NAME.
 ENVIRONMENT_PREFIX = "CRAWLPROJ_"

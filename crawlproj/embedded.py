@@ -7,7 +7,19 @@ and reuse it. The server outlives the crawl; ``scrapy redis stop`` ends it.
 
 Files in CRAWL_DATA_DIR/redis: ``redis.conf`` (written at each start),
 ``server.json`` (pid, port, url, binary, started), ``server.log``, ``server.pid``,
-``lock`` (serialises starts between workers), ``appendonlydir/`` (the data).
+``lock`` (serialises starts between workers), ``appendonlydir/`` (the data),
+``password``.
+
+Loopback is every local user's: the server requires a password, generated
+when the directory is first used and kept in ``password`` (mode 0600), and the
+directory is its owner's alone (0700), so the data and the password are read
+by the user who runs the crawl and nobody else. Every client of the server
+(the workers, the ``scrapy`` commands: crawlproj/redisconn.py) gets the URL
+with the password from :meth:`EmbeddedRedis.ensure_running`. A server found
+running without one (a data directory from before passwords) gets it set
+live (CONFIG SET requirepass): it keeps its data in memory and its clients'
+connections, where a restart would reload the whole AOF and drop them; its
+configuration file has the password from its next start.
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ import importlib.metadata
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -190,15 +203,26 @@ def _log_tail(path: Path, n: int = 5) -> str:
 # --------------------------------------------------------------------------
 
 
-def _client(port: int, timeout: float) -> redis.Redis:
+def _client(port: int, timeout: float, password: str | None = None) -> redis.Redis:
     # No retries: a probe must answer "is it there now?" quickly.
     return redis.Redis(
         host=HOST,
         port=port,
+        password=password,
         socket_connect_timeout=timeout,
         socket_timeout=timeout,
         retry=Retry(NoBackoff(), 0),
     )
+
+
+def _config(c: redis.Redis, name: str) -> str:
+    value = c.config_get(name).get(name, "")
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def url_of(port: int, password: str | None = None) -> str:
+    """The server's URL, with the password clients log in with."""
+    return f"redis://:{password}@{HOST}:{port}/0" if password else f"redis://{HOST}:{port}/0"
 
 
 def _answering_pid(port: int, timeout: float = 2.0) -> int | None:
@@ -272,7 +296,7 @@ def _wait_exit(pid: int, timeout: float) -> bool:
     return True
 
 
-def _wait_ready(port: int, pid_of, log: Path, timeout: float) -> int:
+def _wait_ready(port: int, pid_of, log: Path, timeout: float, password: str | None = None) -> int:
     """Wait until the server with pid ``pid_of()`` answers PING on port; return its pid.
 
     ``pid_of`` returns the pid, or None while it is not known yet. An AOF being
@@ -286,7 +310,7 @@ def _wait_ready(port: int, pid_of, log: Path, timeout: float) -> int:
                 f"Redis server on port {port} exited during startup: {_log_tail(log)}"
             )
         if pid is not None:
-            c = _client(port, 2.0)
+            c = _client(port, 2.0, password)
             try:
                 # The pid check makes sure we are talking to *our* server.
                 if c.info("server").get("process_id") == pid and c.ping():
@@ -369,25 +393,28 @@ class EmbeddedRedis:
         self.state_file = self.dir / "server.json"
         self.log_file = self.dir / "server.log"
         self.pid_file = self.dir / "server.pid"
+        self.password_file = self.dir / "password"
 
     # -- public API ---------------------------------------------------------
 
     def ensure_running(self) -> str:
         """Return the url of this data dir's server, starting one if none answers."""
         with self._writable(), self._lock():
+            password = self._password()
             state = self._read_state()
             if state and self._is_ours(state, wait=True):
-                return state["url"]
+                return url_of(state["port"], password)
             if state:
                 self._discard(state)
-            return self._start()["url"]
+            return url_of(self._start(password)["port"], password)
 
     def status(self) -> dict | None:
         """The running server's state and INFO figures, or None if none answers."""
         state = self._read_state()
         if not state or not self._is_ours(state, wait=False):
             return None
-        c = _client(state["port"], self.probe_timeout)
+        password = self._read_password()
+        c = _client(state["port"], self.probe_timeout, password)
         try:
             info = c.info()
         except redis.RedisError:
@@ -397,6 +424,7 @@ class EmbeddedRedis:
         keys = sum(v.get("keys", 0) for k, v in info.items() if re.fullmatch(r"db\d+", k))
         return {
             **state,
+            "url": url_of(state["port"], password),
             "dir": str(self.dir),
             "version": f"{info.get('server_name', 'redis')} "
             f"{info.get('valkey_version') or info.get('redis_version')}",
@@ -416,7 +444,7 @@ class EmbeddedRedis:
             if not self._is_ours(state, wait=True):
                 # Dead, or hung: a hung server is ended so it cannot hold the AOF.
                 return self._discard(state)
-            c = _client(state["port"], self.probe_timeout)
+            c = _client(state["port"], self.probe_timeout, self._read_password())
             try:
                 c.shutdown()  # SHUTDOWN fsyncs the AOF before exiting
             except redis.RedisError as e:
@@ -452,13 +480,32 @@ class EmbeddedRedis:
         # start together end up with one server. flock is released by the kernel
         # if the holder dies. Python opens files close-on-exec, so the daemon
         # never inherits (and never keeps holding) this lock.
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)  # the owner's alone, made before 0700 or not
         with open(self.dir / "lock", "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _read_password(self) -> str | None:
+        try:
+            return self.password_file.read_text().strip() or None
+        except OSError:
+            return None
+
+    def _password(self) -> str:
+        """This directory's password, generated the first time (under the lock)."""
+        password = self._read_password()
+        if password is None:
+            password = secrets.token_urlsafe(32)  # URL-safe: it goes in REDIS URLs
+            self.password_file.unlink(missing_ok=True)  # empty or unreadable
+            fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(password + "\n")
+        os.chmod(self.password_file, 0o600)
+        return password
 
     def _read_state(self) -> dict | None:
         try:
@@ -487,10 +534,15 @@ class EmbeddedRedis:
         pid, port = state["pid"], state["port"]
         if not _pid_alive(pid):
             return False
-        c = _client(port, self.probe_timeout)
+        password = self._read_password()
+        c = _client(port, self.probe_timeout, password)
         try:
             if c.info("server").get("process_id") != pid:
                 return False
+            if wait and password and _config(c, "requirepass") != password:
+                # a server started before this directory had a password (it
+                # took the login above: a user without a password takes any)
+                c.config_set("requirepass", password)
         except redis.ResponseError as e:
             return str(e).startswith("BUSY")  # a long script: alive, not hung
         except redis.RedisError:
@@ -498,7 +550,7 @@ class EmbeddedRedis:
         finally:
             c.close()
         if wait:
-            _wait_ready(port, lambda: pid, self.log_file, self.start_timeout)
+            _wait_ready(port, lambda: pid, self.log_file, self.start_timeout, password)
         return True
 
     def _discard(self, state: dict) -> bool:
@@ -511,7 +563,7 @@ class EmbeddedRedis:
         self._remove_state()
         return ended
 
-    def _start(self) -> dict:
+    def _start(self, password: str) -> dict:
         binary = find_server_binary()
         conf = self.dir / "redis.conf"
         error: Exception | None = None
@@ -521,7 +573,11 @@ class EmbeddedRedis:
         # A port found free can be taken before the server binds it: retry.
         for attempt in range(3):
             port = previous if attempt == 0 and previous and _port_free(previous) else free_port()
-            conf.write_text(_config_text(port, self.dir, daemon=True))
+            conf.unlink(missing_ok=True)  # it holds the password: written 0600
+            fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(_config_text(port, self.dir, daemon=True,
+                                     extra={"requirepass": password}))
             self.pid_file.unlink(missing_ok=True)
             with open(self.log_file, "ab") as out:
                 # Returns as soon as the server has forked into the background;
@@ -542,7 +598,8 @@ class EmbeddedRedis:
                 )
                 continue
             try:
-                pid = _wait_ready(port, self._read_pid_file, self.log_file, self.start_timeout)
+                pid = _wait_ready(port, self._read_pid_file, self.log_file, self.start_timeout,
+                                  password)
             except EmbeddedRedisError as e:
                 error = e
                 pid = self._read_pid_file()
@@ -552,7 +609,7 @@ class EmbeddedRedis:
             state = {
                 "pid": pid,
                 "port": port,
-                "url": f"redis://{HOST}:{port}/0",
+                "url": url_of(port),  # the password is in its own file only
                 "binary": binary,
                 "started": time.time(),
             }

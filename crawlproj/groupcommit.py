@@ -7,20 +7,56 @@ one sends many per round trip: Redis round trips per page fall as load rises.
 The frontier's sync (crawlproj/frontier/sync.py) and the Redis-backed stores
 (crawlproj/pipelines) both write through this class.
 
-A failed write is retried every retry_delay seconds with its entries put back
-in front, in order; the failure is logged once, and its end once.
+A write that fails because Redis is out of reach (down, restarting, paused,
+loading its data) is retried every retry_delay seconds with its entries put
+back in front, in order: the failure is logged at once, again every
+STILL_FAILING_EVERY seconds while it lasts, and its end once; a writer may
+start the server again between tries (on_unreachable: the embedded server).
+A write that Redis refuses for a reason waiting cannot mend (redisconn.refusal:
+out of memory, the crawl's state gone) is not retried: on_refused gets the
+reason once, and the entries are dropped. They lose nothing: what a worker
+holds stays leased in Redis and goes back to its queue when the lease expires.
+While the crawl closes (stopping()), a page waiting for its write to an
+unreachable server is let go, so that Ctrl-C ends a worker during an outage.
+
+A server that dies may take its last writes with it even though it answered
+them: with appendfsync everysec, up to a second or two of writes are not in
+the AOF it restarts from. A writer whose writes may be applied twice
+(replay=True: the frontier, whose script tests each URL against the DUE and
+fences each release by its lease token) has the entries it wrote in the last
+REPLAY_WINDOW seconds written again with the ones that failed, so that
+nothing acknowledged before a crash is lost.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import redis
 from twisted.internet import reactor, threads
 from twisted.internet.defer import Deferred, succeed
 
+from crawlproj.redisconn import refusal
+
 logger = logging.getLogger(__name__)
+
+# While writes keep failing, say so again this often (seconds): one line per
+# outage is easy to miss in a long log, one per try floods it.
+STILL_FAILING_EVERY = 5.0
+# How long close() waits for the last writes when Redis is out of reach (seconds)
+CLOSE_TIMEOUT = 3.0
+# A write out this long (seconds) is taken for a server that stopped answering
+# (paused, hung), before the read timeout says so: a round trip takes
+# milliseconds (docs/benchmarks.md).
+STALLED = 1.0
+# How far back (seconds) written entries are written again after a failure:
+# the AOF's everysec loss (at most about 2 s, Redis' persistence docs) plus the
+# time a worker may take to notice (its next write, at most LONGEST_SLEEP).
+REPLAY_WINDOW = 5.0
 
 
 class GroupCommit:
@@ -31,7 +67,10 @@ class GroupCommit:
     def __init__(self, write: Callable[[Any], Any], name: str, stats=None,
                  max_batch: int | None = 2000, retry_delay: float = 1.0,
                  prepare: Callable[[list], Any] | None = None,
-                 on_result: Callable[[Any], None] | None = None):
+                 on_result: Callable[[Any], None] | None = None,
+                 on_refused: Callable[[str], None] | None = None,
+                 on_unreachable: Callable[[], None] | None = None,
+                 replay: bool = False):
         self.write = write
         self.name = name
         self.stats = stats
@@ -39,14 +78,23 @@ class GroupCommit:
         self.retry_delay = retry_delay
         self.prepare = prepare
         self.on_result = on_result
+        self.on_refused = on_refused
+        self.on_unreachable = on_unreachable   # runs in the writer thread
+        self.refused: str | None = None  # why Redis refuses our writes for good
+        # (monotonic time, entries) of the writes done lately, when replay is on
+        self._written: deque | None = deque() if replay else None
         self._entries: list = []
         self._waiters: list[Deferred | None] = []  # beside _entries, one each
         self._busy = False
         self._again = False     # a write was asked for while one was out
         self._timer = None
         self._failing = False
+        self._failing_since = 0.0
+        self._write_started = 0.0
+        self._said_at = 0.0
+        self._stopping = False
         self._closed: Deferred | None = None
-        self._close_tries = 0
+        self._close_timer = None
 
     def add(self, entry, within: float = 0.0) -> None:
         """Write entry within `within` seconds, with whatever else comes by then."""
@@ -68,6 +116,9 @@ class GroupCommit:
         """Write within `within` seconds (0: next reactor turn, so that what
         this turn adds goes in the same write), even with no entries: prepare
         may find something to say."""
+        if self.refused is not None or self._is_closed():
+            self._drop()
+            return
         if self._busy:
             self._again = True
             return
@@ -79,12 +130,27 @@ class GroupCommit:
         self._timer = reactor.callLater(within, self._write)
 
     @property
+    def failing(self) -> bool:
+        """Redis failed or refused our last write (not merely slow)."""
+        return self._failing or self.refused is not None
+
+    def stalled(self) -> bool:
+        """Redis does not take our writes now: they fail, or the one out has
+        been waiting for its answer for more than STALLED seconds."""
+        return self._failing or self.refused is not None or (
+            self._busy and time.monotonic() - self._write_started > STALLED)
+
+    @property
     def idle(self) -> bool:
         """Nothing under way and nothing waiting to be written."""
         return not self._busy and not self._entries
 
     def _write(self) -> None:
         if self._busy:
+            return
+        if self.refused is not None or self._is_closed():
+            self._drop()
+            self._maybe_closed()
             return
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
@@ -97,19 +163,43 @@ class GroupCommit:
             self._maybe_closed()
             return
         self._busy = True
-        d = threads.deferToThread(self.write, payload)
-        d.addCallbacks(self._done, self._failed, callbackArgs=(waiters,),
+        self._write_started = time.monotonic()
+        d = threads.deferToThread(self._run, payload)
+        d.addCallbacks(self._done, self._failed, callbackArgs=(waiters, entries),
                        errbackArgs=(entries, waiters))
 
-    def _done(self, result, waiters) -> None:
+    def _run(self, payload):
+        """In the writer thread: the write; when the server cannot be
+        reached, have it started again (on_unreachable) before the retry."""
+        try:
+            return self.write(payload)
+        except redis.ConnectionError:
+            if self.on_unreachable is not None:
+                try:
+                    self.on_unreachable()
+                except Exception as exc:  # said with the write's failure
+                    logger.warning("%s: could not start Redis again: %s", self.name, exc)
+            raise
+
+    def _is_closed(self) -> bool:
+        return self._closed is not None and self._closed.called
+
+    def _done(self, result, waiters, entries) -> None:
         self._busy = False
+        if self._is_closed():  # given up at close: nobody waits for this any more
+            return
+        if self._written is not None and entries:
+            now = time.monotonic()
+            self._written.append((now, entries))
+            while self._written[0][0] < now - REPLAY_WINDOW:
+                self._written.popleft()
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/redis_writes")
         if self._failing:
             logger.info("%s: Redis writes work again", self.name)
             self._failing = False
         for w in waiters:
-            if w is not None:
+            if w is not None and not w.called:
                 w.callback(None)
         if self.on_result is not None:
             self.on_result(result)
@@ -118,41 +208,102 @@ class GroupCommit:
 
     def _failed(self, failure, entries, waiters) -> None:
         self._busy = False
-        if not self._failing:
-            logger.error("%s: Redis write failed (retrying every %.0f s): %s",
-                         self.name, self.retry_delay, failure.getErrorMessage())
-            self._failing = True
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/redis_errors")
         self._entries[:0] = entries
         self._waiters[:0] = waiters
-        if self._closed is not None:
-            if self._close_tries <= 0:
-                self._give_up()
-                return
-            self._close_tries -= 1
+        if self._is_closed():
+            return
+        reason = refusal(failure.value)
+        if reason is not None:
+            self._refuse(reason)
+            return
+        now = time.monotonic()
+        if not self._failing:
+            logger.error("%s: Redis write failed (retrying every %.0f s): %s",
+                         self.name, self.retry_delay, failure.getErrorMessage())
+            self._failing, self._failing_since, self._said_at = True, now, now
+            self._replay(now)
+        elif now - self._said_at >= STILL_FAILING_EVERY:
+            self._said_at = now
+            logger.warning("%s: Redis still failing after %.0f s (%d entries waiting): %s",
+                           self.name, now - self._failing_since, len(self._entries),
+                           failure.getErrorMessage())
+        if self._stopping:
+            self._release_waiters()
         self._timer = reactor.callLater(self.retry_delay, self._write)
 
-    def _give_up(self) -> None:
-        logger.error("%s: giving up at close: %d entries not written",
-                     self.name, len(self._entries))
-        for w in self._waiters:
-            if w is not None:
-                w.callback(None)
-        self._entries, self._waiters = [], []
+    def _replay(self, now: float) -> None:
+        """Write again, first, what was written in the last REPLAY_WINDOW
+        seconds: the server may have lost it."""
+        if not self._written:
+            return
+        again = [e for t, entries in self._written if t >= now - REPLAY_WINDOW for e in entries]
+        self._written.clear()
+        self._entries[:0] = again
+        self._waiters[:0] = [None] * len(again)
+        if self.stats is not None:
+            self.stats.inc_value(f"{self.name}/replayed", len(again))
+
+    def _refuse(self, reason: str) -> None:
+        """Redis refuses our writes for good: say why (once), write no more."""
+        self.refused = reason
+        if self.stats is not None:
+            self.stats.inc_value(f"{self.name}/refused_entries", len(self._entries))
+        self._drop()
+        if self.on_refused is not None:
+            self.on_refused(reason)
+        else:
+            logger.error("%s: Redis refuses our writes: %s", self.name, reason)
         self._maybe_closed()
+
+    def _release_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, [None] * len(self._entries)
+        for w in waiters:
+            if w is not None and not w.called:
+                w.callback(None)
+
+    def _drop(self) -> None:
+        self._release_waiters()
+        self._entries, self._waiters = [], []
+
+    def stopping(self) -> None:
+        """The crawl is closing: pages waiting for a write that Redis does not
+        take now are not held back (their URLs stay leased in Redis, and go
+        back to their queues if the write never comes)."""
+        self._stopping = True
+        if self._failing:
+            self._release_waiters()
+
+    def _give_up(self) -> None:
+        if self._is_closed():
+            return
+        if self._entries or self._busy:
+            logger.error("%s: giving up at close: %d entries not written; the URLs they "
+                         "concern stay leased in Redis and go back to their queues when "
+                         "their leases expire", self.name, len(self._entries))
+        self._drop()
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._closed.callback(None)
 
     def _maybe_closed(self) -> None:
         if self._closed is not None and not self._busy and not self._entries \
                 and not self._closed.called:
+            if self._close_timer is not None and self._close_timer.active():
+                self._close_timer.cancel()
             self._closed.callback(None)
 
-    def close(self, tries: int = 5) -> Deferred:
-        """Fires when everything added is written (or, after `tries` failed
-        retries, given up: logged with the count of entries lost)."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> Deferred:
+        """Fires when everything added is written, or after timeout seconds
+        (given up: logged with the count of entries not written), or at once
+        when Redis refuses our writes."""
         if self._closed is None:
             self._closed = Deferred()
-            self._close_tries = tries
+            self._stopping = True
+            if self.refused is not None:
+                self._drop()
+            self._close_timer = reactor.callLater(timeout, self._give_up)
         if self._closed.called:
             return succeed(None)
         if not self._busy:

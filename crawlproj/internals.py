@@ -19,7 +19,12 @@ changes one fails there, loudly, and not in a crawl.
    reactor turns after its transfer ended. The frontier caps transfers
    itself (FRONTIER_REFILL_AT_TRANSFER_END) and lifts the engine's count
    above its cap so that the next transfer can start when one ends.
-4. bound_response_heads(): Scrapy's HTTP/1.1 download handler parses
+4. on_close_started(): the engine's close first waits until every request
+   in progress is done, and only then closes the scheduler and the item
+   pipelines. A page whose store write waits for an unreachable Redis would
+   hold that wait forever; the callback lets the writers know the close has
+   begun.
+5. bound_response_heads(): Scrapy's HTTP/1.1 download handler parses
    responses with its _LenientHTTPClientParser (a Twisted HTTPClientParser
    whose class it sets on each request's parser), which bounds each header
    line (16 KiB) but not their number: a server that sends header lines
@@ -95,3 +100,18 @@ def raise_download_limit(crawler, limit: int) -> None:
     """Let the engine pull while its downloader holds fewer than limit requests."""
     downloader = crawler.engine.downloader
     downloader.total_concurrency = max(downloader.total_concurrency, limit)
+
+
+def on_close_started(crawler, callback: Callable[[], None]) -> None:
+    """Call callback() when the engine starts closing the spider, before it
+    waits for the requests in progress. Call it once the engine's slot exists."""
+    slot = _slot(crawler)
+    if slot is None:
+        raise RuntimeError("the engine has no slot yet: call on_close_started from open()")
+    close = slot.close
+
+    async def closing():
+        callback()
+        await close()
+
+    slot.close = closing

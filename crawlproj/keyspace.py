@@ -11,11 +11,14 @@ a Redis Cluster hash tag, ``{<crawl>/<p>}``: every key of a partition sits in
 one hash slot, on one node, where one Lua script may touch them all
 atomically. The crawl-wide keys carry the tag ``{<crawl>}``.
 
-Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`)::
+Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
+:attr:`Keyspace.index_queue`, :attr:`Keyspace.indexer_lock`)::
 
     cp:{<crawl>}:meta       HASH   the crawl's record: partitions, created; prioritizer
                                    (its FRONTIER_PRIORITIZER), due (the DUE's configuration)
     cp:{<crawl>}:ranker     STRING the ranker's lock (crawlproj/ranker/loop.py)
+    cp:{<crawl>}:index      LIST   documents handed over to the indexer (crawlproj/search/handover.py)
+    cp:{<crawl>}:indexer    STRING the indexer's lock (crawlproj/search/indexer.py)
 
 A crawl exists while its meta hash does: the first process of a crawl fixes
 each field of the record, later ones read it (:meth:`Keyspace.agree`).
@@ -36,6 +39,7 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
                                    partition being the fingerprint's, not a host's
     links links:segments links:lock  the link store (crawlproj/stores/linkstore.py)
     pm:<b>                  HASH   page metadata bucket b (crawlproj/stores/pagemeta.py)
+    r:<origin>              STRING an origin's robots.txt rules, expiring (crawlproj/robots.py)
 
 Lua scripts get the partition prefix as KEYS[1] and name the keys under it
 themselves; the methods here give Python the same names (tests/test_keyspace.py
@@ -112,7 +116,8 @@ class Keyspace:
     agree the partition count with the crawl first.
     """
 
-    __slots__ = ("crawl_id", "partitions", "meta", "ranker_lock", "_prefixes")
+    __slots__ = ("crawl_id", "partitions", "meta", "ranker_lock", "index_queue", "indexer_lock",
+                 "_prefixes")
 
     def __init__(self, crawl_id: str, partitions: int):
         if not isinstance(crawl_id, str) or not crawl_id:
@@ -127,6 +132,8 @@ class Keyspace:
         self.partitions = partitions
         self.meta = f"{_ROOT}{{{crawl_id}}}:meta"
         self.ranker_lock = f"{_ROOT}{{{crawl_id}}}:ranker"
+        self.index_queue = f"{_ROOT}{{{crawl_id}}}:index"
+        self.indexer_lock = f"{_ROOT}{{{crawl_id}}}:indexer"
         self._prefixes = [f"{_ROOT}{{{crawl_id}/{p}}}:" for p in range(partitions)]
 
     def __repr__(self):
@@ -249,7 +256,7 @@ class Keyspace:
             keys.append(key)
             if len(keys) >= batch:
                 deleted += unlink()
-        keys += [self.ranker_lock, self.meta]
+        keys += [self.ranker_lock, self.index_queue, self.indexer_lock, self.meta]
         return deleted + unlink()
 
     @staticmethod
@@ -334,4 +341,9 @@ class Keyspace:
     links_lock = _key("links:lock", "The link store's compaction lock.")
     pagemeta = _member_key("pm:", "A bucket of page metadata: fingerprint -> history.")
     pagemeta_pattern = _pattern("pm:")
+
+    # -- the robots cache (robots.py) ---------------------------------------------
+
+    robots = _member_key("r:", "An origin's robots.txt rules (in its host's partition).")
+    robots_pattern = _pattern("r:")
     partition_pattern = _pattern("")  # every key of one partition

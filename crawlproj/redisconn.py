@@ -22,6 +22,21 @@ from redis.exceptions import RedisClusterException
 from crawlproj.embedded import EmbeddedRedis
 from crawlproj.errors import CrawlprojError
 
+# Seconds a command may wait for its reply: far above any call of the
+# crawl's (a sync script takes milliseconds), well below a user's patience
+# with Ctrl-C.
+SOCKET_TIMEOUT = 5.0
+
+
+def embedded_restarter(settings):
+    """For a worker on the embedded server (REDIS_URL unset): a function that
+    starts the server again if it died; None when REDIS_URL names the server
+    (someone else runs it)."""
+    if settings.get("REDIS_URL") or _getbool(settings, "REDIS_CLUSTER"):
+        return None
+    server = EmbeddedRedis(settings.get("CRAWL_DATA_DIR"))
+    return server.ensure_running
+
 
 class RedisUnavailable(CrawlprojError):
     """Redis could not be reached or refused us; the message is one line."""
@@ -57,6 +72,38 @@ def _reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+# Replies by which Redis refuses a write for good: waiting does not mend them
+# (the crawl stops, docs/frontier.md "When Redis fails"). OOM: maxmemory
+# reached with a noeviction policy; MISCONF: snapshots failing with
+# stop-writes-on-bgsave-error; NOPERM: the worker's ACL user may not;
+# CRAWLLOST: the crawl's state is not on the server (frontier/lua/sync.lua).
+REFUSALS = {
+    "OOM": "Redis is out of memory (maxmemory) and refuses writes",
+    "MISCONF": "Redis refuses writes: it cannot save its data (MISCONF)",
+    "NOPERM": "Redis refuses this worker's commands (ACL: NOPERM)",
+    "CRAWLLOST": "the crawl's state is not on the Redis server: it restarted without "
+                 "its data (no persistence) or was flushed",
+}
+
+
+def refusal(exc: BaseException) -> str | None:
+    """Why Redis refuses a write for good, or None for a failure worth
+    retrying (unreachable, timed out, loading, restarting)."""
+    if not isinstance(exc, redis.ResponseError):
+        return None
+    text = " ".join(str(exc).split())
+    # redis-py strips the codes it has a class for; inside a script (and in a
+    # pipeline's message) the server's text says what it was
+    if isinstance(exc, redis.exceptions.OutOfMemoryError) or "> 'maxmemory'" in text:
+        code = "OOM"
+    elif isinstance(exc, redis.exceptions.NoPermissionError):
+        code = "NOPERM"
+    else:
+        code = next((c for c in REFUSALS if text.startswith(c) or f" {c} " in f" {text} "),
+                    None)
+    return None if code is None else f"{REFUSALS[code]} ({text[:200]})"
+
+
 def _getbool(settings, name: str) -> bool:
     if hasattr(settings, "getbool"):  # scrapy.settings.Settings
         return settings.getbool(name)
@@ -86,8 +133,12 @@ def get_redis(settings) -> redis.Redis | redis.cluster.RedisCluster:
                 "redis://:PASSWORD@HOST:6379/0")
         url = EmbeddedRedis(settings.get("CRAWL_DATA_DIR")).ensure_running()
     # A URL query (e.g. ?socket_connect_timeout=30) overrides these defaults.
-    # The connect timeout keeps an unroutable host from hanging the worker for minutes.
-    kwargs = {"decode_responses": False, "socket_connect_timeout": 10}
+    # The connect timeout keeps an unroutable host from hanging the worker for
+    # minutes; the read timeout bounds a call to a server that stopped
+    # answering (paused, hung): the call fails and is retried, and a worker
+    # told to stop is not held by a thread waiting on a dead socket.
+    kwargs = {"decode_responses": False, "socket_connect_timeout": 10,
+              "socket_timeout": SOCKET_TIMEOUT}
     try:
         if cluster:
             # Construction already contacts the seed node to learn the slot map.

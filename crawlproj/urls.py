@@ -293,15 +293,27 @@ def refusal(url: str, max_length: int) -> tuple[str, str] | None:
 
 
 def host_of(url: str) -> str:
-    """The politeness key: the URL Standard's host of url, with its port
-    unless it is the scheme's default (``www.example.com``,
-    ``xn--bcher-kva.de:8080``, ``[::1]:8080``); "" for a URL that does not
-    parse or has no host."""
+    """The politeness key: one name per server, for its back queue, its lease
+    and its robots.txt entry. The URL Standard's host of url (lower case,
+    IDNA, IP addresses in one form), without the DNS root's trailing dot
+    (``host.`` is ``host``), with its port unless it is the scheme's default
+    (``www.example.com``, ``xn--bcher-kva.de:8080``, ``[::1]:8080``); "" for
+    a URL that does not parse or has no host."""
     obj = _new(url)
     try:
-        return _string(_lib.ada_get_host(obj)) if _lib.ada_is_valid(obj) else ""
+        host = _string(_lib.ada_get_host(obj)) if _lib.ada_is_valid(obj) else ""
     finally:
         _lib.ada_free(obj)
+    return server_key(host)
+
+
+def server_key(host: str) -> str:
+    """A URL Standard host (with its port) as the politeness key: a fully
+    qualified name's one trailing dot, the DNS root, dropped."""
+    name, colon, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+    if name.endswith(".") and len(name) > 1:
+        return name[:-1] + colon + port
+    return host
 
 
 def hostname(url: str) -> str:

@@ -39,6 +39,7 @@ from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
 from crawlproj.stores import exchange as ex
 from crawlproj.stores.signals import attempt_failed, exchange_recorded
+from middlewares.robots import RobotsFetched
 
 T0 = "_crawlproj_t0"  # private meta key ('_' keys never reach the frontier)
 
@@ -95,6 +96,8 @@ class RecordMiddleware:
         return response
 
     def process_exception(self, request, exception):
+        if isinstance(exception, RobotsFetched):
+            return None  # never sent: its turn fetched robots.txt, it is queued again
         now = time.time()
         code, reason = status_of(exception)
         self._failed(request, code, reason, request.meta.get(T0, now), now)

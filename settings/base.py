@@ -34,10 +34,33 @@ COMMANDS_MODULE = "crawlproj.commands"
 # module, -s) is sent as it is instead. [Mercator §3.1: administrators complain
 # to a crawler's operator; crawlproj/contact.py]
 CRAWL_CONTACT = None
-# robots.txt is fetched before a host's first page and obeyed (Scrapy's
-# RobotsTxtMiddleware); its Crawl-delay counts in the politeness wait below.
+# robots.txt is fetched before a host's first page and obeyed
+# (middlewares/robots.py); its Crawl-delay counts in the politeness wait below.
 # [Mercator §3: courteous crawlers implement the Robots Exclusion Protocol]
 ROBOTSTXT_OBEY = True
+
+# --------------------------------------------------------------------------
+# robots.txt, one fetch per origin per crawl (Mercator §3.3's robots cache;
+# RFC 9309; docs/frontier.md, "robots.txt")
+# --------------------------------------------------------------------------
+# Whichever worker first holds a host's lease without its rules fetches its
+# robots.txt, under that lease, as the host's request; the page goes back to
+# its queue and the host waits its politeness delay from that download. The
+# rules are shared through Redis and expire after ROBOTS_EXPIRY seconds
+# (RFC 9309 §2.4: at most 24 h; a larger value is taken as 24 h).
+ROBOTS_EXPIRY = 86400
+# Parsed rules kept in each worker (origins, least recently used out).
+ROBOTS_CACHE_SIZE = 10000
+# Bytes of a robots.txt read; the download stops there (RFC 9309 §2.5: at
+# least 500 KiB must be parsed).
+ROBOTS_MAXSIZE = 500 * 1024
+# A 5xx, a 429 or a network error disallows the whole origin: its host waits
+# this many seconds, its URLs stay queued, then robots.txt is fetched again
+# (RFC 9309 §2.3.1.4) ...
+ROBOTS_RETRY_WAIT = 60.0
+# ... up to this many failures in a row; then the origin is taken as
+# disallowing everything until its entry expires, and its URLs are dropped.
+ROBOTS_RETRY_TIMES = 5
 
 # --------------------------------------------------------------------------
 # Where the crawl lives
@@ -128,6 +151,26 @@ RANKER_INTERVAL = 60.0
 RANKER_EVERY_PAGES = 0
 RANKER_TICK = 5.0
 RANKER_LOCK_TTL = 60.0
+
+# Recrawling [WebFountain §3-5; crawlproj/recrawl, docs/recrawl.md]. The policy
+# that spreads the recrawl budget over the change-rate buckets: uniform (every
+# page at one interval), adaptive (Nutch's AdaptiveFetchSchedule: x0.8 after a
+# change, x1.4 after none, sync delta 0.3, 60 s to 90 days), optimal (Cho &
+# Garcia-Molina's freshness-optimal allocation, by a Lagrange multiplier,
+# weighted by importance), webfountain (the time-period model, equations 1-6).
+RECRAWL_POLICY = "optimal"
+# Fetches per second for the whole crawl, all workers together: the model's
+# bandwidth constraint (1).
+RECRAWL_BUDGET = 1.0
+# The share of the budget for never-crawled URLs while any are queued
+# (uniform, adaptive, optimal; webfountain takes it from its z_t).
+RECRAWL_NEW_SHARE = 0.2
+# webfountain: the objective strategy of §5.1 (1 equal weights on every period,
+# 2 the last period only, 3 mostly the last), the length of a period in
+# seconds and the periods in a crawler cycle (T; the paper: 14).
+RECRAWL_WEBFOUNTAIN_STRATEGY = 1
+RECRAWL_WEBFOUNTAIN_PERIOD = 86400.0
+RECRAWL_WEBFOUNTAIN_PERIODS = 14
 
 # Lease: a URL handed to a worker is the worker's for this long (seconds); the
 # worker renews leases of downloads still running. A worker that dies (kill -9)
@@ -333,6 +376,50 @@ CRAWLLOG_ENABLED = True
 CRAWLLOG_DIR = None
 
 # --------------------------------------------------------------------------
+# Search: the crawl's full-text index and the query server [WebCrawler]
+# (crawlproj/search, crawlproj/ui, docs/search.md)
+# --------------------------------------------------------------------------
+
+# Every fetched HTML page (not content-seen duplicates) is handed over through
+# Redis to the crawl's one indexer, which writes a tantivy index in INDEX_DIR
+# (None = CRAWL_DATA_DIR/index/<crawl>). `scrapy index --rebuild` rebuilds it
+# from the WARC files; `scrapy ui` serves the search page.
+INDEX_ENABLED = True
+INDEX_DIR = None
+# Workers group their documents into one push per this many seconds at most.
+INDEX_HANDOVER_DELAY = 0.1
+# True: this worker may be the indexer (the holder of the crawl's indexer lock,
+# renewed every INDEX_TICK seconds, taken over INDEX_LOCK_TTL seconds after its
+# holder dies). False on workers of other machines than the query server's:
+# the index lives on the indexer's disk (run `scrapy index` there).
+INDEX_WRITER = True
+INDEX_TICK = 0.1
+INDEX_LOCK_TTL = 10.0
+# Documents per commit at most; a commit ends every batch.
+INDEX_BATCH = 1000
+# PageRank over the indexed pages' links is recomputed this often (seconds),
+# when pages were added since.
+INDEX_PAGERANK_INTERVAL = 60.0
+
+# Ranking (crawlproj/search/searcher.py): BM25 per field, summed with these
+# boosts (text 1), times (1 + SEARCH_PAGERANK_WEIGHT * ln(1 + PageRank)) over
+# the SEARCH_CANDIDATES best by BM25; at most SEARCH_PER_HOST results of one
+# host on the first page (0 = no limit).
+SEARCH_BOOST_TITLE = 3.0
+SEARCH_BOOST_ANCHORS = 2.0
+SEARCH_PAGERANK_WEIGHT = 0.2
+SEARCH_CANDIDATES = 200
+SEARCH_PER_HOST = 2
+# Longest query accepted (characters), deepest result reachable by paging.
+SEARCH_MAX_QUERY_CHARS = 1000
+SEARCH_MAX_RESULTS = 1000
+
+# `scrapy ui`: the web app's address. Loopback unless told otherwise: the
+# search page has no authentication.
+UI_PORT = 6810
+UI_BIND = "127.0.0.1"
+
+# --------------------------------------------------------------------------
 # Scrapy settings the project relies on
 # --------------------------------------------------------------------------
 
@@ -357,10 +444,12 @@ ITEM_PIPELINES = {
     "crawlproj.pipelines.links.LinkStorePipeline": 400,
     "crawlproj.pipelines.pagemeta.PageMetaPipeline": 500,
     "crawlproj.pipelines.crawllog.CrawlLogPipeline": 600,
+    "crawlproj.pipelines.index.IndexPipeline": 700,
 }
 
 EXTENSIONS = {
     "crawlproj.ranker.extension.RankerExtension": 500,
+    "crawlproj.search.extension.IndexerExtension": 510,
     # a response's status line and headers cut at TRAPGUARD_MAX_HEAD_BYTES
     "crawlproj.traps.ResponseHeadLimit": 0,
     # start-up objects out of the garbage collector's way (crawlproj/gcfreeze.py)
@@ -382,8 +471,11 @@ SPIDER_MIDDLEWARES = {
     "middlewares.trapguard.NearDuplicateHostsMiddleware": 945,
 }
 DOWNLOADER_MIDDLEWARES = {
-    # robots.txt as Scrapy does it (100), then its Crawl-delay handed to the frontier
-    "middlewares.robots.CrawlDelayMiddleware": 101,
+    # robots.txt fetched once per origin per crawl under the host's lease, rules
+    # shared through Redis, Crawl-delay handed to the frontier, in place of
+    # Scrapy's per-worker RobotsTxtMiddleware
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "middlewares.robots.RobotsMiddleware": 100,
     # the content-seen test: last before the spider, on decoded bodies of the
     # final (post-redirect) responses
     "middlewares.contentseen.ContentSeenMiddleware": 80,
@@ -393,6 +485,9 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.record.RecordMiddleware": 950,
     # CRAWL_PROXY as the request's proxy, for Scrapy's HttpProxyMiddleware (750)
     "middlewares.proxy.ProxyMiddleware": 740,
+    # last before the download: a request whose frontier lease this worker
+    # lost (stopped or cut off past FRONTIER_LEASE_TTL) is dropped
+    "middlewares.lease.LeaseCheckMiddleware": 990,
 }
 
 # The table above under every crawler, and misspelt names refused
@@ -403,5 +498,32 @@ ADDONS = {
 }
 
 LOG_LEVEL = "INFO"
+# No console that runs Python sent to a local port (Scrapy's telnet console,
+# and its remote-control HTTP server, on by default since 2.19): a worker's
+# process holds the crawl's Redis password, and any local user could reach one.
 TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
+
+# --------------------------------------------------------------------------
+# The address guard (crawlproj/addressguard.py, middlewares/addressguard.py,
+# docs/hardening.md)
+# --------------------------------------------------------------------------
+
+# Only public addresses are contacted: no loopback, private (RFC 1918, unique
+# local), link-local (169.254.169.254, the cloud metadata service), CGNAT,
+# multicast, reserved or unspecified address, in IPv4 or IPv6 (IPv4-mapped,
+# NAT64 and 6to4 forms judged by the IPv4 address they carry), whatever a page
+# or a redirect says; checked on the address connected to (a name resolved
+# once, and that answer checked), and through a proxy on IP literals and
+# local names (localhost, *.local, *.internal, ...). Networks (CIDRs, or
+# single addresses) and host names (with their subdomains) let through: a
+# list, or a string separated by commas or spaces, e.g.
+# "10.0.0.0/8, intranet.example.com". The proxies themselves (CRAWL_PROXY,
+# http_proxy, meta['proxy']) are the operator's and always let through.
+ADDRESS_GUARD_ALLOW = []
+DOWNLOADER_MIDDLEWARES["middlewares.addressguard.AddressGuardMiddleware"] = 760
+# http and https only: Scrapy's handlers of file:, data:, ftp: and s3: URLs
+# are switched off, so that no URL from a page, a redirect or the frontier
+# reads a local file or another store.
+DOWNLOAD_HANDLERS = {"file": None, "data": None, "ftp": None, "s3": None}

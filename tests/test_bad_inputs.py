@@ -181,10 +181,30 @@ def test_an_unreachable_redis(tmp_path, args):
     port = free_port()
     run = scrapy(*args, env_extra={"REDIS_URL": f"redis://127.0.0.1:{port}/0",
                                    "CRAWL_DATA_DIR": str(tmp_path / "data")})
-    assert run.returncode == (1 if args[0] == "export-graph" else 2)
+    assert run.returncode == 2
     assert one_line(run) == (f"crawlproj: cannot reach Redis at redis://127.0.0.1:{port}/0: "
                              "Connection refused")
     assert not (tmp_path / "data" / "redis").exists()  # nothing embedded was started
+
+
+def test_export_graph_into_an_unwritable_place(redis_url, tmp_path):
+    seeded = scrapy("seed", "http://h0001.example/", env_extra={
+        "REDIS_URL": redis_url, "CRAWL_DATA_DIR": str(tmp_path / "data")})
+    assert seeded.returncode == 0, seeded.stderr
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    run = scrapy("export-graph", str(blocker / "out"), env_extra={
+        "REDIS_URL": redis_url, "CRAWL_DATA_DIR": str(tmp_path / "data")})
+    assert run.returncode == 2
+    assert one_line(run).startswith("crawlproj: ")
+
+
+@pytest.mark.parametrize("args", [["report", "no-such.jsonl"], ["cdx", "--warc-dir", "no-such"]],
+                         ids=lambda a: a[0])
+def test_a_missing_input_of_a_report_tool(tmp_path, args):
+    run = scrapy(*args, env_extra={"CRAWL_DATA_DIR": str(tmp_path / "data")})
+    assert run.returncode == 2
+    assert one_line(run).startswith("crawlproj: no ")
 
 
 def test_a_busy_simulated_web_port():

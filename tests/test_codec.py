@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgpack
 import pytest
-from scrapy import Request, Spider
+from scrapy import FormRequest, Request, Spider
 
 from crawlproj.frontier import codec
 
@@ -87,7 +87,90 @@ def test_url_kept_without_its_host(url, stored):
     spider = S()
     payload = codec.encode(Request(url), spider, "h1.sim.test")
     assert msgpack.unpackb(payload)["u"] == stored
+    if ".evil." in url:  # a URL kept under another host's key is refused on decode
+        with pytest.raises(codec.BadPayload, match="is not on h1.sim.test"):
+            codec.decode(payload, spider, "h1.sim.test")
+        return
     assert codec.decode(payload, spider, "h1.sim.test").url == Request(url).url
     if stored != url:
         with pytest.raises(ValueError, match="needs its host"):
             codec.decode(payload, spider)
+
+
+# -- a payload is no more trusted than a URL from the web ------------------------
+
+
+def bad(payload: dict, spider=None, host="a.ex", max_url_length=2083) -> str:
+    with pytest.raises(codec.BadPayload) as info:
+        codec.decode(msgpack.packb(payload, use_bin_type=True), spider or S(), host,
+                     max_url_length)
+    return info.value.reason
+
+
+def test_a_payload_naming_a_class_is_refused_without_importing_it(tmp_path, monkeypatch):
+    (tmp_path / "crawlproj_probe_module.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_suffix('.imported').touch()\n"
+        "from scrapy import Request as Req\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert bad({"u": "/", "_class": "crawlproj_probe_module.Req"}) == "class"
+    assert not (tmp_path / "crawlproj_probe_module.imported").exists()
+    # the classes a request of a spider may be are read
+    form = codec.encode(FormRequest("http://a.ex/f", formdata={"q": "1"}), S(), "a.ex")
+    assert type(codec.decode(form, S(), "a.ex")) is FormRequest
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "data:text/html,<p>x</p>",
+                                 "ftp://a.ex/pub/", "s3://bucket/key", "gopher://a.ex/"])
+def test_only_http_and_https_urls_are_read(url):
+    assert bad({"url": url}) == "scheme"
+
+
+@pytest.mark.parametrize("name", ["start_requests", "from_crawler", "update_settings", "close",
+                                  "__init__", "__class__", "logger", "crawler", "settings",
+                                  "parse.__globals__", "missing", 42])
+def test_callbacks_are_the_spiders_own_methods_only(name):
+    assert bad({"u": "/", "callback": name}) == "callback"
+
+
+def test_a_subclass_of_a_spider_has_its_bases_methods():
+    class T(S):
+        def parse_more(self, response):
+            yield from ()
+
+    payload = msgpack.packb({"u": "/", "callback": "parse_other", "errback": "failed"})
+    back = codec.decode(payload, T(), "a.ex")
+    assert back.callback.__name__ == "parse_other" and back.errback.__name__ == "failed"
+
+
+def test_sizes_are_bounded():
+    assert bad({"u": "/" + "a" * (codec.MAX_PAYLOAD + 1)}) == "size"
+    assert bad({"u": "/" + "a" * 3000}) == "url_too_long"
+    assert bad({"u": "/" + "a" * 90}, max_url_length=50) == "url_too_long"
+
+
+def test_the_url_is_on_the_host_whose_queue_held_it():
+    assert bad({"url": "http://b.ex/"}, host="a.ex") == "host"
+    assert codec.decode(msgpack.packb({"url": "http://a.ex/p"}), S(), "a.ex").url == "http://a.ex/p"
+
+
+@pytest.mark.parametrize("payload,reason", [
+    ({"u": "/", "method": "CONNECT"}, "method"),
+    ({"u": "/", "dont_filter": True, "evil": 1}, "malformed"),
+    ({"u": "/", "meta": [1, 2]}, "malformed"),
+    ({"u": 7}, "malformed"),
+])
+def test_fields_are_those_of_a_request(payload, reason):
+    assert bad(payload) == reason
+
+
+def test_meta_and_headers_that_decide_the_download_are_dropped():
+    payload = msgpack.packb({
+        "u": "/p", "m": {"depth": 2, "proxy": "http://evil.ex:3128", "_auth_proxy": "x",
+                         "download_maxsize": 0, "dont_obey_robotstxt": True,
+                         "bindaddress": ["10.0.0.1", 0], "download_slot": "other.ex"},
+        "h": {b"Host": [b"169.254.169.254"], b"Authorization": [b"Basic eA=="],
+              b"Cookie": [b"a=b"], b"X-Kept": [b"1"]},
+    }, use_bin_type=True)
+    back = codec.decode(payload, S(), "a.ex")
+    assert back.meta == {"depth": 2}
+    assert dict(back.headers) == {b"X-Kept": [b"1"]}

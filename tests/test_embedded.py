@@ -21,6 +21,7 @@ from crawlproj.embedded import (
     find_server_binary,
     free_port,
 )
+from crawlproj.redisconn import describe_url
 
 
 def server_pids(directory: Path) -> list[int]:
@@ -74,11 +75,13 @@ def test_free_port_is_bindable():
 def test_ensure_running_starts_one_server_and_reuses_it(embedded_data_dir):
     server = EmbeddedRedis(embedded_data_dir)
     url = server.ensure_running()
-    assert url.startswith("redis://127.0.0.1:") and url.endswith("/0")
+    password = server.password_file.read_text().strip()
+    assert url.startswith(f"redis://:{password}@127.0.0.1:") and url.endswith("/0")
     assert server.ensure_running() == url
     assert EmbeddedRedis(embedded_data_dir).ensure_running() == url  # another worker
     state = json.loads(server.state_file.read_text())
-    assert state["url"] == url and state["binary"] == find_server_binary()
+    assert state["url"] == url.replace(f":{password}@", "")  # the password in its file only
+    assert state["binary"] == find_server_binary()
     assert server_pids(server.dir) == [state["pid"]]
     assert client(url).ping()
 
@@ -345,18 +348,21 @@ def test_scrapy_redis_command(project, embedded_data_dir):
 
     r = scrapy(project, "start", data_dir=embedded_data_dir)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("embedded server started at redis://127.0.0.1:")
+    assert r.stdout.startswith("embedded server started at redis://:***@127.0.0.1:")
     url = EmbeddedRedis(embedded_data_dir).status()["url"]
+    password = (rdir / "password").read_text().strip()
+    assert password not in r.stdout  # the password is shown masked, never in the clear
 
     r = scrapy(project, "start", data_dir=embedded_data_dir)
-    assert r.stdout.startswith(f"embedded server already running at {url}")
+    assert r.stdout.startswith(f"embedded server already running at {describe_url(url)}")
 
     client(url).set(b"k", b"v")
     r = scrapy(project, "status", data_dir=embedded_data_dir)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == f"embedded server running in {rdir}"
-    assert f"  url:     {url}" in lines
+    assert f"  url:     {describe_url(url)}  (password in {rdir / 'password'})" in lines
+    assert password not in r.stdout
     assert "  keys:    1" in lines and "  aof:     on" in lines
 
     r = scrapy(project, "stop", data_dir=embedded_data_dir)
@@ -394,3 +400,60 @@ def test_scrapy_redis_command_unreachable(project, tmp_path):
         "Connection refused"
     )
     assert "hunter2" not in r.stdout + r.stderr
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_server_requires_a_password_kept_owner_only(embedded_data_dir):
+    server = EmbeddedRedis(embedded_data_dir)
+    url = server.ensure_running()
+    password = server.password_file.read_text().strip()
+    assert len(password) >= 32
+    assert mode(server.dir) == 0o700
+    assert mode(server.password_file) == 0o600 and mode(server.dir / "redis.conf") == 0o600
+    port = json.loads(server.state_file.read_text())["port"]
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=port).ping()
+    assert client(url).ping()
+    assert config(client(url), "requirepass") == password
+    # the clients of crawlproj get the password: a worker's, a command's
+    from crawlproj.redisconn import get_redis
+
+    assert get_redis({"CRAWL_DATA_DIR": str(embedded_data_dir)}).ping()
+    # the same password after a restart
+    assert server.stop() and server.ensure_running() == url
+
+
+def test_a_running_server_from_before_passwords_gets_one_and_keeps_its_data(embedded_data_dir):
+    """A data directory of an earlier crawlproj: a server running without a
+    password, no password file, a directory others may read. The server is
+    not restarted: it keeps its data, and its clients their connections."""
+    server = EmbeddedRedis(embedded_data_dir)
+    url = server.ensure_running()
+    c = client(url)
+    c.config_set("requirepass", "")
+    server.password_file.unlink()
+    os.chmod(server.dir, 0o755)
+    before = redis.Redis(port=json.loads(server.state_file.read_text())["port"])
+    before.set(b"k", b"v")
+    pid = server.status()["pid"]
+
+    url = server.ensure_running()
+    password = server.password_file.read_text().strip()
+    assert f":{password}@" in url and server.status()["pid"] == pid
+    assert mode(server.dir) == 0o700 and mode(server.password_file) == 0o600
+    assert before.get(b"k") == b"v"  # a connection made before keeps working
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=before.connection_pool.connection_kwargs["port"]).ping()
+    assert client(url).get(b"k") == b"v"
+
+
+def test_a_stopped_server_from_before_passwords_starts_with_one(embedded_data_dir):
+    server = EmbeddedRedis(embedded_data_dir)
+    client(server.ensure_running()).set(b"k", b"v")
+    assert server.stop()
+    server.password_file.unlink()
+    url = server.ensure_running()
+    assert server.password_file.exists() and client(url).get(b"k") == b"v"

@@ -339,3 +339,46 @@ def test_recent_urls_cache_is_least_recently_seen_first_out():
     assert c.seen("a") and not c.seen("b")  # b was the least recent when c came
     assert "a" in c and "z" not in c
 
+
+
+# -- fencing: a lease that is no longer a worker's changes nothing (docs/frontier.md,
+#    "When Redis fails") -----------------------------------------------------------
+
+
+def test_renewal_of_a_lease_taken_back_reports_it_lost(redis_url):
+    f = make(redis_url, lease_ttl=0.3)
+    add(f, ["http://a.ex/1", "http://b.ex/1"])
+    x, y = lease(f)
+    release(f, [y], url=URL.PENDING)
+    time.sleep(0.35)
+    (z, w) = lease(f)  # both taken back and given again
+    r = f.sync({0: Batch(renew=[(x.host, x.token), (y.host, y.token), (z.host, z.token)])})[0]
+    assert sorted(r.lost) == sorted([x.token, y.token])
+    # the stale renewals extended nothing: the new holders' leases are theirs
+    assert r.leases == 2 and r.pending == 0
+
+
+def test_a_token_is_never_handed_out_twice_even_after_a_rewound_counter(redis_url):
+    """A crash loses the AOF's last second: the lease counter may go back. A
+    stale worker's token must not name the lease of the next holder, or its
+    late release would end that holder's lease and its URL."""
+    f = make(redis_url, lease_ttl=0.3)
+    add(f, ["http://a.ex/1", "http://a.ex/2"])
+    (x,) = lease(f)
+    f.redis.hincrby(f.keyspace.stats(0), "leased", -1)  # as if the grant was lost
+    time.sleep(0.35)
+    (y,) = lease(f)
+    assert y.host == x.host and y.token != x.token
+    r = release(f, [x])[0]  # the stale holder ends its download, then its page
+    assert r.stale == 1 and r.leases == 1  # the new holder keeps host and URL
+    release(f, [x], host=Host.NONE, url=URL.DONE)
+    r = release(f, [y], url=URL.PENDING)[0]
+    assert (r.stale, r.pending) == (0, 1)
+
+
+def test_a_flushed_crawl_is_refused_not_taken_for_an_empty_one(redis_url):
+    f = make(redis_url)
+    add(f, ["http://a.ex/1"])
+    f.redis.flushall()
+    with pytest.raises(redis.ResponseError, match="CRAWLLOST"):
+        lease(f)

@@ -18,7 +18,7 @@ from crawlproj.evaluate.graph import read_graph
 from crawlproj.graphfile import GraphFormatError, page_url
 from crawlproj.seeds import MAX_URL_LENGTH
 from crawlproj.simweb import SimWeb
-from crawlproj.urls import refusal
+from crawlproj.urls import refusal, server_key
 from tests.data import SHARED_DATA, require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,8 +42,10 @@ def test_virtual_crawler_and_simulated_web_read_the_same_graph(name):
     web_links = {(v, int(t)) for v in range(web.n_nodes) for t in targets[offsets[v]:offsets[v + 1]]}
     rows, cols = g.adjacency.nonzero()
     assert set(zip(rows.tolist(), cols.tolist())) == web_links
-    # the hosts: the evaluator's politeness key is the host the simulated web serves
-    assert [g.host_names[h] for h in g.hosts] == [web.hosts[web.host_of(v)] for v in range(web.n_nodes)]
+    # the hosts: the evaluator's politeness key is the server the simulated web
+    # serves (a fully qualified name, "host.", is the server "host")
+    assert [g.host_names[h] for h in g.hosts] == \
+        [server_key(web.hosts[web.host_of(v)]) for v in range(web.n_nodes)]
 
 
 def test_hollins_keeps_its_two_misspelt_hosts_as_a_crawler_would_fetch_them():

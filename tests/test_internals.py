@@ -4,7 +4,7 @@ changes one fails here, loudly (../shared/scrapy-notes.md §2).
 
 The engine runs in a child process (a reactor starts once per process), over
 the simulated web on loopback, with Scrapy's own scheduler extended by the
-two hooks the frontier uses."""
+hooks the frontier uses."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from crawlproj import internals
 
 events = []
 seeds = json.loads(sys.argv[1])
+hold = sys.argv[2:] == ["hold"]  # the first page's item waits for the close to start
 
 
 class HookedScheduler(Scheduler):
@@ -38,6 +39,7 @@ class HookedScheduler(Scheduler):
 
     def open(self, spider):
         internals.on_request_done(self.crawler, lambda r: events.append(("done", r.url)))
+        internals.on_close_started(self.crawler, Record.closing)
         return super().open(spider)
 
     def enqueue_request(self, request):
@@ -82,9 +84,31 @@ class Pages(scrapy.Spider):
 
 
 class Record:
+    waiting = None
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        record = cls()
+        record.crawler = crawler
+        return record
+
     def process_item(self, item):
+        if hold and Record.waiting is None:
+            from twisted.internet import defer, reactor
+            from scrapy.utils.defer import deferred_from_coro
+            Record.waiting = defer.Deferred()
+            engine = self.crawler.engine
+            reactor.callLater(1.0, lambda: deferred_from_coro(engine.close_spider_async()))
+            Record.waiting.addCallback(lambda _: events.append(("item", item["url"])) or item)
+            return Record.waiting
         events.append(("item", item["url"]))
         return item
+
+    @staticmethod
+    def closing():
+        events.append(("closing",))
+        if Record.waiting is not None and not Record.waiting.called:
+            Record.waiting.callback(None)
 
 
 process = CrawlerProcess()
@@ -94,10 +118,10 @@ print(json.dumps(events))
 '''
 
 
-def run_probe(tmp_path, seeds):
+def run_probe(tmp_path, seeds, *args):
     with SimWebServer({"seed": 3, "hosts": 3, "pages": 12}) as sw:
-        run = subprocess.run([sys.executable, "-c", PROBE, json.dumps(seeds(sw))], cwd=ROOT,
-                             env=sw.env(), capture_output=True, text=True, timeout=120)
+        run = subprocess.run([sys.executable, "-c", PROBE, json.dumps(seeds(sw)), *args],
+                             cwd=ROOT, env=sw.env(), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -117,3 +141,13 @@ def test_wake_makes_the_engine_pull_at_once_not_on_its_heartbeat(tmp_path):
     events = run_probe(tmp_path, lambda sw: urls.extend(sw.web.seeds(3)) or urls)
     order = [e for e in events if e[0] in ("wake", "timer") or e == ["pulled", urls[-1]]]
     assert order == [["wake"], ["pulled", urls[-1]], ["timer"]]
+
+
+def test_close_hook_fires_before_the_engine_waits_for_requests_in_progress(tmp_path):
+    """A page whose item waits for the close to start (as a store write waits
+    for an unreachable Redis) does not hold the close: the hook lets it go."""
+    urls = []
+    events = run_probe(tmp_path, lambda sw: urls.extend(sw.web.seeds(1)) or urls, "hold")
+    assert events.count(["closing"]) == 1
+    assert events.index(["closing"]) < events.index(["item", urls[0]]) \
+        < events.index(["done", urls[0]])

@@ -67,6 +67,33 @@ def test_request_dropped_before_the_downloader_ends_host_and_url_at_once():
     assert len(book) == 0 and book.fetching == 0
 
 
+def test_a_lease_whose_turn_fetched_robots_txt_returns_its_url_and_the_host_waits():
+    book = LeaseBook()
+    book.add(leased(("a", "1"), ("b", "2")))
+    lease = book.next()
+    assert book.returned(lease, Host.OK, 1.5) == [Release("a", "1", Host.OK, URL.RETURN, 1500)]
+    assert len(book) == 1 and book.fetching == 0
+    # robots.txt answered 5xx: the host is blocked for the retry wait
+    b = book.next()
+    assert book.returned(b, Host.BUSY, 0.2, wait_ms=60000) == [
+        Release("b", "2", Host.BUSY, URL.RETURN, 200, 60000)]
+    assert len(book) == 0
+
+
+def test_a_returned_url_is_queued_again_and_its_host_waits_in_the_real_frontier(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    f = Frontier(r, Keyspace.open(r, "returned", 1))
+    f.sync({0: Batch(enqueue=[f.entry("a.ex", "http://a.ex/1", 0.0, b"1")])})
+    book = LeaseBook()
+    book.add(f.sync({0: Batch(lease=1)})[0].leased)
+    lease = book.next()
+    res = f.sync({0: Batch(release=book.returned(lease, Host.OK, 30.0), lease=1)})[0]
+    assert res.leased == []                                   # the host waits its 30 s
+    assert (res.queued, res.leases, res.pending, res.heap) == (1, 0, 0, 1)
+    at = r.zscore(f.keyspace.heap(0), "a.ex")
+    assert 29_000 <= at - res.now_ms <= 30_000                # from the server's clock
+
+
 def test_give_back_returns_every_url_and_every_host_held():
     book = LeaseBook()
     book.add(leased(("a", "1"), ("b", "2"), ("c", "3")))
@@ -139,6 +166,11 @@ def test_random_workers_lose_nothing_against_the_real_frontier(redis_url):
                 out[w] += book.done(lease, Host.FREE, 0.0)
                 done.add(lease.payload)
                 busy.discard(lease.host)
+            elif action < 0.88 and fetching:  # its turn fetched the host's robots.txt
+                lease = rng.choice(fetching)
+                out[w] += book.returned(lease, rng.choice([Host.OK, Host.BUSY]), 0.001,
+                                        rng.choice([-1, 10]))
+                busy.discard(lease.host)
             else:
                 lease = book.next()
                 if lease is not None:
@@ -175,3 +207,23 @@ def test_random_workers_lose_nothing_against_the_real_frontier(redis_url):
             f.sync({p: Batch(release=[Release(x.host, x.token, Host.FREE, URL.DONE)
                                       for x in got if x.partition == p]) for p in range(2)})
         assert sorted(left) == sorted({u.encode() for u in urls} - done)
+
+
+def test_a_lease_past_its_deadline_is_forgotten_without_a_release():
+    book = LeaseBook()
+    book.add(leased(("a", "1"), ("b", "2"), ("c", "3")), deadline=100.0)
+    assert not book.expired(book.next(), 98.0, margin=1.0)
+    assert book.expired(next(iter(book)), 99.0, margin=1.0)
+    book.renewed(0, "1", 200.0)
+    assert not book.expired(next(iter(book)), 150.0)
+    b = book.next()  # handed to the engine, then found past its deadline
+    book.forget(b)
+    assert book.fetching == 1 and len(book) == 2
+    book.lost(0, "3")  # the frontier says: no longer yours
+    (c,) = [x for x in book if x.token == "3"]
+    assert book.expired(c, 0.0)
+    book.renewed(0, "3", 1e9)  # a lost lease stays lost
+    assert book.expired(c, 0.0)
+    book.forget(c)
+    assert book.queued == 0 and book.next() is None
+    assert [r.token for r in book.give_back()] == ["1"]

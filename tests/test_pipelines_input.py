@@ -17,6 +17,10 @@ from tests.test_pipelines_e2e import warc_records
 
 pytestmark = pytest.mark.e2e
 
+# The servers here are on loopback and crawled directly (no proxy): the address
+# guard lets loopback through for these crawls alone.
+LOOPBACK = "127.0.0.1"
+
 
 def test_body_over_download_maxsize_is_never_stored(redis_url, tmp_path):
     import threading
@@ -66,7 +70,8 @@ def test_body_over_download_maxsize_is_never_stored(redis_url, tmp_path):
         env.update(REDIS_URL=redis_url, CRAWL_ID="maxsize", CRAWL_DATA_DIR=str(tmp_path / "data"))
         cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={base}/",
                "-s", "DOWNLOAD_MAXSIZE=100000", "-s", "DOWNLOAD_WARNSIZE=0",
-               "-s", "FRONTIER_DELAY_FACTOR=0", "-s", "RETRY_TIMES=0"]
+               "-s", "FRONTIER_DELAY_FACTOR=0", "-s", "RETRY_TIMES=0",
+               "-s", f"ADDRESS_GUARD_ALLOW={LOOPBACK}"]
         run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr[-3000:]
     finally:
@@ -109,7 +114,8 @@ def test_duplicate_content_is_written_as_a_revisit(redis_url, tmp_path):
         env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy")}
         env.update(REDIS_URL=redis_url, CRAWL_ID="revisit", CRAWL_DATA_DIR=str(tmp_path / "data"))
         cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={base}/",
-               "-s", "FRONTIER_DELAY_FACTOR=0", "-s", "CONCURRENT_REQUESTS=1"]
+               "-s", "FRONTIER_DELAY_FACTOR=0", "-s", "CONCURRENT_REQUESTS=1",
+               "-s", f"ADDRESS_GUARD_ALLOW={LOOPBACK}"]
         run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr[-3000:]
     finally:

@@ -20,6 +20,8 @@ def test_scrapy_loads_every_project_middleware(caplog, redis_url):
     crawler = get_crawler(WebSpider, {  # the project's middlewares, not its reactor
         "REDIS_URL": redis_url,
         "CRAWL_PROXY": "http://127.0.0.1:8899",  # else its middleware is rightly not configured
+        # the address guard checks that http(s) is downloaded by a handler it can guard
+        "DOWNLOAD_HANDLERS": dict(project.getwithbase("DOWNLOAD_HANDLERS")),
         **{key: project[key] for key in project
            if "MIDDLEWARES" in key or key.startswith("ROBOTSTXT")}})
     with caplog.at_level("ERROR"):
@@ -32,3 +34,23 @@ def test_scrapy_loads_every_project_middleware(caplog, redis_url):
         for path, order in project.getdict(setting).items():
             if order is not None:
                 assert path in loaded, path
+
+
+def test_no_worker_serves_a_console_that_runs_code():
+    """Scrapy's telnet console and its remote-control HTTP server (2.19, on by
+    default) each run Python sent to a local port: in a worker, whose process
+    holds the crawl's Redis password, they are off."""
+    from scrapy.extensions.remote_control import RemoteControl
+    from scrapy.utils.project import get_project_settings
+
+    project = get_project_settings()
+    assert not project.getbool("TELNETCONSOLE_ENABLED")
+    assert not project.getbool("REMOTE_CONTROL_ENABLED")
+    crawler = get_crawler(settings_dict={"REMOTE_CONTROL_ENABLED":
+                                         project.getbool("REMOTE_CONTROL_ENABLED")})
+    try:
+        RemoteControl.from_crawler(crawler)
+    except Exception as exc:  # NotConfigured: the extension stays out
+        assert type(exc).__name__ == "NotConfigured"
+    else:
+        raise AssertionError("the remote-control extension would start")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -11,7 +12,13 @@ from scrapy.settings import Settings
 
 from crawlproj.embedded import EmbeddedRedis, free_port
 from crawlproj.errors import CrawlprojError
-from crawlproj.redisconn import RedisAuthError, RedisUnavailable, describe_url, get_redis
+from crawlproj.redisconn import (
+    RedisAuthError,
+    RedisUnavailable,
+    describe_url,
+    get_redis,
+    refusal,
+)
 
 
 @pytest.mark.parametrize(
@@ -145,3 +152,35 @@ def test_cluster_client(redis_server_factory):
     r.set(b"{p1}k", b"v")
     assert r.get(b"{p1}k") == b"v"
     r.close()
+
+
+def test_refusals_that_waiting_cannot_mend_are_told_from_outages(redis_server_factory):
+    """Out of memory, plain or inside a script or a pipeline, is a refusal
+    (the crawl stops); a server that is gone or silent is an outage (the
+    worker waits)."""
+    server = redis_server_factory()
+    c = get_redis({"REDIS_URL": server.url})
+    c.config_set("maxmemory", "1")
+    caught = []
+    for call in (lambda: c.set("k", "v"),
+                 lambda: c.eval("return redis.call('SET', KEYS[1], 'v')", 1, "k"),
+                 lambda: c.pipeline(transaction=False).rpush("l", "x").execute()):
+        with pytest.raises(redis.ResponseError) as e:
+            call()
+        caught.append(e.value)
+    assert all(refusal(exc).startswith("Redis is out of memory") for exc in caught)
+    c.config_set("maxmemory", "0")
+    with pytest.raises(redis.ResponseError) as e:
+        c.execute_command("NOSUCHCOMMAND")
+    assert refusal(e.value) is None
+    server.proc.send_signal(signal.SIGSTOP)
+    try:
+        with pytest.raises(redis.TimeoutError) as e:  # the read timeout ends the wait
+            c.get("k")
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
+    assert refusal(e.value) is None
+    server.kill()
+    with pytest.raises(redis.ConnectionError) as e:
+        c.get("k")
+    assert refusal(e.value) is None

@@ -37,7 +37,7 @@ from crawlproj.prioritizers.basic import BreadthFirst
 from crawlproj.scope import Scope
 from crawlproj.seeds import check_seed
 from crawlproj.stores.report import CrawlReport
-from crawlproj.urls import host_of, refusal
+from crawlproj.urls import host_of, refusal, server_key
 from tests.data import SHARED_DATA, require
 
 
@@ -131,13 +131,13 @@ def test_what_the_extractor_yields_every_component_accepts_with_the_standards_ho
             continue
         checked += 1
         assert refusal(url, NO_LIMIT) is None, (e["input"], url)
-        assert host_of(url) == e["host"], (e["input"], url)
+        assert host_of(url) == server_key(e["host"]), (e["input"], url)
         assert hostname(url) == e["hostname"], (e["input"], url)
         assert check_seed(url, NO_LIMIT) == (url, None), (e["input"], url)
         assert Scope("host").key(url) == e["hostname"].strip("[]").rstrip("."), url
         fetched = Request(url).url
         assert refusal(fetched, NO_LIMIT) is None, (url, fetched)
-        assert host_of(fetched) == e["host"], (url, fetched)
+        assert host_of(fetched) == server_key(e["host"]), (url, fetched)
         assert url_fingerprint(fetched) == url_fingerprint(url), (url, fetched)
     assert checked > 230  # measured 237
 
@@ -185,7 +185,7 @@ def _frontier(redis_url) -> Frontier:
     ("http://%6D%79.example/", "my.example"),              # percent-encoded host
     ("http://0x7f.1:8080/", "127.0.0.1:8080"),             # IPv4 as browsers read it
     ("http://[0:0::1]:80/", "[::1]"),                      # default port dropped
-    ("http://example.com./", "example.com."),              # another origin
+    ("http://example.com./", "example.com"),               # one server, one key
 ])
 def test_one_link_one_answer_everywhere(redis_url, link, host):
     """The extractor yields the link, the seeds accept it, the scope allows it
@@ -251,3 +251,16 @@ def test_report_counts_servers_by_the_politeness_key():
     assert rep.pages_per_host == {"a.example": 2, "a.example:8080": 1, "[::1]:8080": 1}
     hosts, _ = rep.tlds()
     assert hosts == {".example": 2, "raw IP addresses": 1}
+
+
+@pytest.mark.parametrize("spellings", [
+    ("http://h0001.example/", "http://H0001.EXAMPLE./a", "http://h0001.example:80/b",
+     "https://h0001.example:443/c", "http://h0001.example.:80/d"),
+    ("http://bücher.de/", "http://XN--BCHER-KVA.DE./", "http://Bücher.de:80/"),
+    ("http://h.example:8080/", "http://H.example.:8080/x"),
+    ("http://127.0.0.1/", "http://127.0.0.1./", "http://0x7f.1:80/"),
+])
+def test_one_politeness_key_per_server(spellings):
+    """Case, the DNS root's trailing dot, the scheme's default port and IDNA
+    name one server: one back queue, one lease, one robots.txt entry."""
+    assert len({host_of(url) for url in spellings}) == 1, [host_of(u) for u in spellings]

@@ -40,7 +40,7 @@ class Command(ScrapyCommand):
         root = Path(opts.warc_dir) if opts.warc_dir else warc_dir(self.settings)
         if not root.is_dir():
             print(f"crawlproj: no WARC directory {root}", file=sys.stderr)
-            self.exitcode = 1
+            self.exitcode = 2
             return
         storage = LocalStorage(root)
         try:
@@ -49,6 +49,6 @@ class Command(ScrapyCommand):
             total = merge_indexes(storage, out)
         except OSError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
-            self.exitcode = 1
+            self.exitcode = 2
             return
         print(f"indexed {files} WARC file(s) ({lines} records); {out}: {total} records")

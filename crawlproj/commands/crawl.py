@@ -58,6 +58,7 @@ class Command(ScrapyCrawlCommand):
 
     def check(self, spider: str, spargs: dict) -> None:
         """Everything a worker needs, in the order that touches nothing first."""
+        from crawlproj.addressguard import AllowList, guarded_handlers
         from crawlproj.due.urlseen import DueConfig
         from crawlproj.frontier.frontier import join
         from crawlproj.prioritizers import prioritizer_class
@@ -77,6 +78,10 @@ class Command(ScrapyCrawlCommand):
         scope_mode(self.settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
         prioritizer_class(self.settings.get("FRONTIER_PRIORITIZER"))
         DueConfig.from_settings(self.settings)
+        AllowList.from_settings(self.settings)
+        if self.settings.getwithbase("DOWNLOADER_MIDDLEWARES").get(
+                "middlewares.addressguard.AddressGuardMiddleware") is not None:
+            guarded_handlers(self.settings)
         # starts the embedded server when REDIS_URL is unset; then the crawl's
         # record, which the frontier checks again when it opens
         join(self.settings, get_redis(self.settings))

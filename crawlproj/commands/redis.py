@@ -76,7 +76,7 @@ class Command(ScrapyCommand):
             print(f"no embedded server running in {server.dir}")
             return
         print(f"embedded server running in {st['dir']}")
-        print(f"  url:     {st['url']}")
+        print(f"  url:     {describe_url(st['url'])}  (password in {server.password_file})")
         print(f"  pid:     {st['pid']}")
         print(f"  version: {st['version']} ({st['binary']})")
         print(f"  uptime:  {st['uptime']}s")
@@ -89,7 +89,8 @@ class Command(ScrapyCommand):
         url = server.ensure_running()
         st = server.status() or {}
         verb = "already running" if before and before["pid"] == st.get("pid") else "started"
-        print(f"embedded server {verb} at {url} (pid {st.get('pid')}, dir {server.dir})")
+        print(f"embedded server {verb} at {describe_url(url)} (pid {st.get('pid')}, "
+              f"dir {server.dir})")
 
     def _stop(self, server: EmbeddedRedis) -> None:
         if server.stop():

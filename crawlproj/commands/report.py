@@ -50,7 +50,7 @@ class Command(ScrapyCommand):
             print(f"crawlproj: no crawl log {missing[0] if missing else 'found'}"
                   + ("" if args else " (give log files, or set CRAWL_DATA_DIR / CRAWL_ID)"),
                   file=sys.stderr)
-            self.exitcode = 1
+            self.exitcode = 2
             return
         report = CrawlReport.from_lines(read_lines(paths))
         if opts.json:

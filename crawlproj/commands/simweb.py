@@ -120,6 +120,9 @@ class Command(ScrapyCommand):
         what = (f"graph {web.spec['graph']} ({web.format})" if web.kind == "graph"
                 else f"generated, seed {web.spec['seed']}")
         print(f"simweb: {len(web.hosts)} hosts, {web.n_nodes} pages ({what}; built in {built:.1f} s)")
+        if getattr(web, "changing", False):
+            print(f"  changing pages: {web.spec['change_dist']}; simulated day 0 at Unix time "
+                  f"{web.spec['change_epoch']:.0f} (--change-epoch), a day lasts {web.clock.day_seconds:g} s")
         if web.kind == "graph" and web.load_stats:
             print("  load: " + ", ".join(f"{k} {v}" for k, v in sorted(web.load_stats.items())))
         if opts.seeds_out:

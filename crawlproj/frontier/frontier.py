@@ -156,6 +156,7 @@ class Result:
     leases: int = 0
     queued: int = 0
     pending: int = 0     # URLs downloaded, host released, page not yet done
+    lost: list = field(default_factory=list)  # tokens whose renewal found no lease
 
 
 class Frontier:
@@ -242,11 +243,11 @@ class Frontier:
 
     @staticmethod
     def _result(p: int, reply) -> Result:
-        now, flat, counts = reply
+        now, flat, counts, lost = reply
         leased = [Leased(flat[i].decode(), flat[i + 1].decode(), float(flat[i + 2]),
                          flat[i + 3], p) for i in range(0, len(flat), 4)]
         named = {counts[i].decode(): int(counts[i + 1]) for i in range(0, len(counts), 2)}
-        return Result(int(now), leased, **named)
+        return Result(int(now), leased, **named, lost=[t.decode() for t in lost])
 
     # -- bulk priority rewrite (the ranker) ---------------------------------
 

@@ -6,9 +6,17 @@ This worker's leases live here, each in one state:
 
     QUEUED    leased, waiting for the engine to pull it (best first)
     FETCHING  handed to the engine, download not ended; the lease holds the
-              URL's host
+              URL's host (its download may be the host's robots.txt, fetched
+              on the page's behalf: then the page goes back, see returned())
     ENDED     downloaded, its host released with its politeness wait; the
               URL stays leased, pending, until the engine is done with its page
+
+Each lease also has a deadline on this worker's clock: the frontier's own
+(FRONTIER_LEASE_TTL from when the sync that granted or last renewed it was
+sent, so never later than the server's). Past it the frontier may have given
+the URL and its host to another worker: a lease known to be past its
+deadline is not downloaded, but forgotten (docs/frontier.md, "When Redis
+fails").
 
 Every decision about a lease's end is here, as the Release tuples
 (frontier.Release) that sync.lua applies: a URL's lease ends only when its
@@ -20,6 +28,7 @@ No Scrapy and no Redis: tests/test_leases.py drives it directly.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,6 +48,7 @@ class Lease:
     payload: bytes
     state: str = QUEUED
     download: Download = field(default_factory=Download)
+    deadline: float = math.inf  # time.monotonic() by which the frontier may take it back
 
 
 class LeaseBook:
@@ -61,16 +71,45 @@ class LeaseBook:
     def queued(self) -> int:
         return len(self._queue)
 
-    def add(self, leased: list[Leased]) -> list[Release]:
+    def add(self, leased: list[Leased], deadline: float = math.inf) -> list[Release]:
         """The leases of one sync's answer, in the frontier's order. A book
         that is closing gives them back at once (the releases)."""
         if self.closing:
             return [Release(x.host, x.token, Host.FREE, URL.RETURN) for x in leased]
         for x in leased:
             lease = self._leases[x.partition, x.token] = Lease(
-                x.host, x.token, x.partition, x.score, x.payload)
+                x.host, x.token, x.partition, x.score, x.payload, deadline=deadline)
             self._queue.append(lease)
         return []
+
+    def renewed(self, partition: int, token: str, deadline: float) -> None:
+        lease = self._leases.get((partition, token))
+        if lease is not None and lease.deadline != -math.inf:
+            lease.deadline = max(lease.deadline, deadline)
+
+    def lost(self, partition: int, token: str) -> Lease | None:
+        """The frontier says the lease is no longer this worker's: it is past
+        its deadline, whatever the clock says."""
+        lease = self._leases.get((partition, token))
+        if lease is not None:
+            lease.deadline = -math.inf
+        return lease
+
+    @staticmethod
+    def expired(lease: Lease, now: float, margin: float = 0.0) -> bool:
+        """Past its deadline (less margin) at monotonic time now."""
+        return lease.deadline - margin <= now
+
+    def forget(self, lease: Lease) -> None:
+        """Drop a lease that is no longer this worker's, sending nothing: the
+        frontier has taken it back (or will, at its deadline) and gives its
+        URL and host to another worker."""
+        if self._leases.pop((lease.partition, lease.token), None) is None:
+            return
+        if lease.state == QUEUED:
+            self._queue.remove(lease)
+        elif lease.state == FETCHING:
+            self.fetching -= 1
 
     def next(self) -> Lease | None:
         """The next lease to hand to the engine, now FETCHING."""
@@ -98,6 +137,17 @@ class LeaseBook:
             self.fetching -= 1
             return [Release(lease.host, lease.token, fate, URL.DONE, int(delay * 1000))]
         return [Release(lease.host, lease.token, Host.NONE, URL.DONE)]
+
+    def returned(self, lease: Lease, fate: str, delay: float, wait_ms: int = -1) -> list[Release]:
+        """The lease's turn with its host went to another download (its
+        host's robots.txt, Mercator §3.3): the URL goes back to its host's
+        queue unfetched, and the host waits delay seconds from that download
+        (fate and wait_ms as for ended()), whichever worker leases it next."""
+        del self._leases[lease.partition, lease.token]
+        if lease.state == FETCHING:
+            self.fetching -= 1
+            return [Release(lease.host, lease.token, fate, URL.RETURN, int(delay * 1000), wait_ms)]
+        return [Release(lease.host, lease.token, Host.NONE, URL.RETURN)]
 
     def give_back(self) -> list[Release]:
         """Everything held goes back: every URL to its queue (a page

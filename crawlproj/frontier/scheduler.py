@@ -14,6 +14,10 @@ The life of a URL in one worker:
       its politeness wait (sync), the URL stays leased, pending
     engine done with the page's output (internals.on_request_done) -> book:
       the URL's lease ends (sync), after the page's links
+A lease whose host has no robots rules yet carries its host's robots.txt
+download instead (middlewares/robots.py, meta ROBOTS_FOR names the page):
+its times and status count as the lease's download, and the page goes back
+to its queue unfetched (robots_fetched), the host waiting from that download.
 """
 
 from __future__ import annotations
@@ -28,13 +32,15 @@ from scrapy import signals
 from crawlproj import internals
 from crawlproj.frontier import codec
 from crawlproj.frontier.admission import RecentURLs, Refused, Trap, admit
-from crawlproj.frontier.frontier import Frontier
+from crawlproj.frontier.frontier import Frontier, Host
 from crawlproj.frontier.leases import FETCHING, LeaseBook
 from crawlproj.frontier.politeness import Politeness, retry_after
 from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
-from crawlproj.redisconn import get_redis
+from crawlproj.redisconn import embedded_restarter, get_redis
+from crawlproj.redisguard import RedisGuard
+from crawlproj.robots import ROBOTS_FOR
 from crawlproj.traps import TrapGuard
 from crawlproj.urls import host_of
 
@@ -47,6 +53,10 @@ PREFETCH_SPARE = 8
 # requests in its downloader: those transferring and those whose responses are
 # still on their way up through the downloader middlewares.
 ENGINE_SLACK = 2
+# A lease is not downloaded this close to its deadline (seconds, at most a
+# tenth of the TTL): the request must reach the host before the frontier may
+# give the host to another worker.
+LEASE_MARGIN = 1.0
 
 
 class FrontierScheduler:
@@ -64,7 +74,8 @@ class FrontierScheduler:
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
                                  s.getbool("FRONTIER_IDLE_CLOSE"), s.getfloat("FRONTIER_IDLE_WAIT"),
-                                 self._wake)
+                                 self._wake, on_unreachable=embedded_restarter(s))
+        self.lease_margin = min(LEASE_MARGIN, frontier.lease_ttl_ms / 10000.0)
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
         size = s.getint("DUE_CACHE_SIZE")
@@ -78,8 +89,12 @@ class FrontierScheduler:
             if s.getbool("FRONTIER_REFILL_AT_TRANSFER_END") else 0
         self.spider = None
         self._inflight: dict = {}  # request -> its lease, from next_request to done
-        self._other_transfers = 0  # requests not the frontier's (robots.txt) transferring
+        self._other_transfers = 0  # requests on no lease of the frontier, transferring
+        # page request -> the host's extra wait (None: its politeness delay
+        # alone), for pages whose lease carried their host's robots.txt
+        self._returning: dict = {}
         self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
+        self._said_expired = False
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -98,6 +113,7 @@ class FrontierScheduler:
         internals.on_request_done(self.crawler, self._done)
         if self.transfer_cap:
             internals.raise_download_limit(self.crawler, ENGINE_SLACK * self.transfer_cap)
+        RedisGuard.of(self.crawler).watch(self.sync.commit)
         logger.info("Frontier opened: crawl %r, %d partition(s), worker %s, prioritizer %s",
                     self.frontier.crawl_id, self.frontier.partitions, self.worker_id,
                     type(self.prioritizer).__name__)
@@ -108,6 +124,7 @@ class FrontierScheduler:
         releases = self.book.give_back()
         self.stats.inc_value("frontier/returned", sum(1 for r in releases if r.url_fate))
         self._inflight.clear()
+        self._returning.clear()
         d = self.sync.close(releases)
         d.addCallback(lambda _: logger.info("Frontier closed (%s): %s", reason, self._summary()))
         return d
@@ -143,13 +160,20 @@ class FrontierScheduler:
                 self.book.fetching + self._other_transfers >= self.transfer_cap:
             self._capped = True
             return None  # woken when a transfer ends (_left)
+        if self.sync.holding():
+            return None  # woken when Redis answers again
         while (lease := self.book.next()) is not None:
+            if self.book.expired(lease, time.monotonic(), self.lease_margin):
+                self._lost(lease)
+                continue
             try:
-                request = codec.decode(lease.payload, self.spider, lease.host)
-            except Exception as exc:  # a payload no worker can read: drop it, say so
+                request = codec.decode(lease.payload, self.spider, lease.host,
+                                       self.max_url_length)
+            except Exception as exc:  # a payload no worker can or may act on: drop it, say so
                 logger.error("Frontier: unreadable queued request on %s dropped: %s",
                              lease.host, exc)
                 self.stats.inc_value("frontier/undecodable")
+                self.stats.inc_value(f"frontier/undecodable/{getattr(exc, 'reason', 'format')}")
                 self.sync.release(self.book.done(lease), lease.partition)
                 continue
             # the page's importance as the frontier saw it, for its links'
@@ -159,6 +183,43 @@ class FrontierScheduler:
             return request
         return None
 
+    def may_download(self, request) -> bool:
+        """Is request's lease still this worker's? Asked by the lease check
+        (middlewares/lease.py) right before each download starts: a worker
+        stopped or cut off from Redis longer than FRONTIER_LEASE_TTL must not
+        fetch a URL, nor contact a host, that the frontier has given to
+        another worker meanwhile. A request not from the frontier (robots.txt)
+        may."""
+        lease = self._inflight.get(request)
+        if lease is None:
+            return True
+        if self.sync.commit.failing:
+            # Redis does not take our writes: a request that waited in the
+            # middlewares (for its host's robots.txt) would be fetched with no
+            # way to record it; its lease goes back when it expires
+            del self._inflight[request]
+            self.book.forget(lease)
+            self.stats.inc_value("frontier/held_dropped")
+            return False
+        if not self.book.expired(lease, time.monotonic(), self.lease_margin):
+            return True
+        del self._inflight[request]
+        self._lost(lease)
+        return False
+
+    def _lost(self, lease) -> None:
+        """Forget a lease past its deadline: nothing is sent (the frontier gives
+        its URL and host to another worker, or to us again)."""
+        self.book.forget(lease)
+        self.stats.inc_value("frontier/expired_dropped")
+        if not self._said_expired:
+            self._said_expired = True
+            logger.warning("Frontier: leases expired before their download started (this "
+                           "worker was stopped or cut off from Redis longer than "
+                           "FRONTIER_LEASE_TTL): their URLs are left to other workers "
+                           "(counted in frontier/expired_dropped)")
+        self.sync.ask()
+
     def sent_lately(self, url: str) -> bool:
         """Did this worker send this exact URL to the frontier lately? Then
         another link to it changes nothing (middlewares/recentlinks.py)."""
@@ -166,7 +227,31 @@ class FrontierScheduler:
 
     # -- download bookkeeping (signals) -------------------------------------
 
+    def _lease_of(self, request):
+        """The lease a download is made under: its own, or, for a robots.txt
+        request, the page's on whose behalf it is made."""
+        return self._inflight.get(request.meta.get(ROBOTS_FOR, request))
+
+    def robots_fetched(self, request, crawl_delay: float | None = None,
+                       retry_wait: float | None = None) -> bool:
+        """request's lease carried its host's robots.txt download: when the
+        engine drops request, its URL goes back to its queue and the host waits
+        from that download (its politeness delay, crawl_delay, and retry_wait
+        when robots.txt could not be had). False if request holds no lease."""
+        lease = self._inflight.get(request)
+        if lease is None:
+            return False
+        lease.download.crawl_delay = crawl_delay
+        self._returning[request] = retry_wait
+        return True
+
     def _reached(self, request, spider=None):
+        if ROBOTS_FOR in request.meta:
+            lease = self._lease_of(request)
+            if lease is not None and lease.download.reached is None:
+                lease.download.reached = time.monotonic()
+            if lease is not None:
+                return  # a transfer of the lease, counted in book.fetching
         lease = self._inflight.get(request)
         if lease is None:
             self._other_transfers += 1
@@ -174,7 +259,7 @@ class FrontierScheduler:
             lease.download.reached = time.monotonic()
 
     def _downloaded(self, response, request, spider=None):
-        lease = self._inflight.get(request)
+        lease = self._lease_of(request)
         if lease is not None:
             lease.download.status = response.status
             if response.status in (429, 503):
@@ -184,6 +269,11 @@ class FrontierScheduler:
         """The download ended: the host may be contacted again after its
         politeness wait, counted from now (Mercator §3.1), not from when the
         page's links are in. The URL itself stays leased until then."""
+        if ROBOTS_FOR in request.meta:
+            lease = self._lease_of(request)
+            if lease is not None:  # the page's lease ends when the engine drops the page
+                lease.download.left = time.monotonic()
+                return
         lease = self._inflight.get(request)
         if lease is None:
             self._other_transfers -= 1
@@ -206,6 +296,17 @@ class FrontierScheduler:
         if lease is None:
             return  # not the frontier's (robots.txt, a request from another path)
         download = lease.download
+        if request in self._returning:
+            retry_wait = self._returning.pop(request)
+            if retry_wait is None:
+                fate, wait_ms = self.politeness.host_fate(download)
+            else:
+                fate, wait_ms = Host.BUSY, int(retry_wait * 1000)
+            self.sync.release(self.book.returned(lease, fate, self.politeness.delay(download),
+                                                 wait_ms), lease.partition)
+            self.stats.inc_value("frontier/robots_returned")
+            self.sync.ask()
+            return
         fate, wait_ms = self.politeness.host_fate(download)
         self.sync.release(self.book.done(lease, fate, self.politeness.delay(download)),
                           lease.partition)

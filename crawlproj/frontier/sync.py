@@ -45,7 +45,8 @@ ENQUEUE, RELEASE, RENEW = 0, 1, 2
 
 class FrontierSync:
     def __init__(self, frontier: Frontier, book: LeaseBook, stats, target: int,
-                 idle_close: bool, idle_wait: float, wake: Callable[[], None]):
+                 idle_close: bool, idle_wait: float, wake: Callable[[], None],
+                 on_unreachable: Callable[[], None] | None = None):
         self.frontier = frontier
         self.book = book
         self.stats = stats
@@ -55,8 +56,11 @@ class FrontierSync:
         self.wake = wake              # the engine should pull: new work, or none left
         self.results: dict[int, Result] = {}
         self._received: dict[int, float] = {}  # partition -> monotonic time of its result
-        self._commit = GroupCommit(frontier.sync, "frontier", stats, prepare=self._batches,
-                                   on_result=self._synced)
+        self.commit = self._commit = GroupCommit(
+            frontier.sync, "frontier", stats, prepare=self._batches, on_result=self._synced,
+            on_unreachable=on_unreachable, replay=True)
+        self._sent_at = 0.0           # monotonic time the sync under way was sent
+        self._renewing: set = set()   # (partition, token) renewed by the sync under way
         self._poll = False
         self._timer = None
         self._renewal = None
@@ -64,6 +68,7 @@ class FrontierSync:
         self._work_seen = False       # this worker sent URLs, or the frontier had some
         self._wait_end = None         # the call that ends the wait for work
         self._said_waiting = False
+        self._held = False            # a download was held back: wake when Redis answers
 
     # -- what the worker says ----------------------------------------------
 
@@ -84,6 +89,17 @@ class FrontierSync:
     def ask(self) -> None:
         """Sync now (next reactor turn): the book has room."""
         self._commit.flush()
+
+    def holding(self) -> bool:
+        """Start no download now: Redis does not take this worker's writes
+        (down, restarting, paused). A page fetched now could not be recorded
+        before its lease ends, and would be fetched again by whoever gets the
+        lease next; the leases held wait, and go on when Redis answers (or
+        are dropped at their deadline)."""
+        if self._commit.stalled():
+            self._held = True
+            return True
+        return False
 
     def low(self) -> bool:
         """Fewer than half the prefetch target queued: time to ask for more."""
@@ -131,7 +147,12 @@ class FrontierSync:
         """One sync's batches, from the entries gathered and the leases the
         book has room for."""
         batches: dict[int, Batch] = {}
+        renewing = set()
         for kind, p, item in entries:
+            if kind == RENEW:  # renewals pile up while Redis is away: one each
+                if (p, item[1]) in renewing:
+                    continue
+                renewing.add((p, item[1]))
             batch = batches.get(p)
             if batch is None:
                 batch = batches[p] = Batch()
@@ -147,6 +168,10 @@ class FrontierSync:
             return None
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
+        # a lease granted or renewed by this sync ends, on the server's clock,
+        # a TTL after the server ran it: never sooner than a TTL from now
+        self._sent_at = time.monotonic()
+        self._renewing = renewing
         return batches
 
     def _wanted(self, batches: dict[int, Batch]) -> dict[int, int]:
@@ -186,11 +211,18 @@ class FrontierSync:
 
     def _synced(self, results: dict[int, Result]) -> None:
         received = time.monotonic()
+        deadline = self._sent_at + self.frontier.lease_ttl_ms / 1000.0
+        for p, token in self._renewing:
+            self.book.renewed(p, token, deadline)
         got = 0
         for p, r in results.items():
             self.results[p] = r
             self._received[p] = received
-            back = self.book.add(r.leased)  # closing: given back at once
+            for token in r.lost:  # the frontier took it back: never fetch it now
+                self.book.lost(p, token)
+            if r.lost:
+                self.stats.inc_value("frontier/leases_lost", len(r.lost))
+            back = self.book.add(r.leased, deadline)  # closing: given back at once
             for release in back:
                 self._commit.add((RELEASE, p, release))
             got += len(r.leased) - len(back)
@@ -209,7 +241,8 @@ class FrontierSync:
         empty = self.is_empty()
         if not empty:
             self._work_seen = True
-        if got or (empty and not self._was_empty):
+        if got or (empty and not self._was_empty) or self._held:
+            self._held = False
             self.wake()  # new work, or time to see that there is none
         self._was_empty = empty
         if got and self.low():

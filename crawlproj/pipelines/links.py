@@ -21,7 +21,8 @@ from twisted.internet import threads
 from crawlproj.groupcommit import GroupCommit
 from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import StoreGuard
-from crawlproj.redisconn import get_redis
+from crawlproj.redisconn import embedded_restarter, get_redis
+from crawlproj.redisguard import RedisGuard
 from crawlproj.stores.linkstore import LinkStore, encode_page
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,9 @@ class LinkStorePipeline:
         self.store = LinkStore(redis, Keyspace.from_settings(s, redis), self.directory,
                                self.segment_pages)
         self.batch = GroupCommit(self.store.append, "stores/links", self.stats,
-                                 on_result=self._maybe_compact)
+                                 on_result=self._maybe_compact,
+                                 on_unreachable=embedded_restarter(s))
+        RedisGuard.of(self.crawler).watch(self.batch)
 
     async def process_item(self, item, spider=None):
         if self.batch is None or not hasattr(item, "get") or item.get("outlinks") is None:

@@ -14,7 +14,8 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from crawlproj.groupcommit import GroupCommit
 from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import warn_without_recorder
-from crawlproj.redisconn import get_redis
+from crawlproj.redisconn import embedded_restarter, get_redis
+from crawlproj.redisguard import RedisGuard
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.stores.signals import exchange_recorded
 
@@ -39,7 +40,9 @@ class PageMetaPipeline:
         s = self.crawler.settings
         redis = get_redis(s)
         self.store = PageMetaStore(redis, Keyspace.from_settings(s, redis), self.buckets)
-        self.batch = GroupCommit(self._write, "stores/pagemeta", self.crawler.stats)
+        self.batch = GroupCommit(self._write, "stores/pagemeta", self.crawler.stats,
+                                 on_unreachable=embedded_restarter(s))
+        RedisGuard.of(self.crawler).watch(self.batch)
 
     def _write(self, entries):
         return self.store.write(entries)

@@ -112,8 +112,16 @@ class WarcPipeline:
                                           s.getint("PAGEMETA_BUCKETS"))
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="warc-writer")
         self.pool.start()
+        # Ctrl-C while the crawl starts stops the reactor without closing the
+        # spider: the writer's thread must not then keep the process alive
+        # (the file left open is recovered by the next worker, see recover())
+        reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
         self._sweeper = task.LoopingCall(self._sweep)
         self._sweeper.start(min(5.0, max(0.1, self.pending_timeout / 2)), now=False)
+
+    def _stop_pool(self) -> None:
+        if self.pool is not None and self.pool.started:
+            self.pool.stop()
 
     async def close_spider(self, spider=None):
         if self._sweeper is not None and self._sweeper.running:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 import time
 
-from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from twisted.internet import task, threads
 
 from crawlproj.frontier.frontier import Frontier
 from crawlproj.keyspace import Keyspace
+from crawlproj.lockedwork import LockedWork
 from crawlproj.ranker.loop import Ranker, RankerLock
 from crawlproj.redisconn import get_redis
 from crawlproj.stores.linkstore import LinkStore
@@ -28,18 +27,17 @@ from crawlproj.stores.linkstore import LinkStore
 logger = logging.getLogger(__name__)
 
 
-class RankerExtension:
+class RankerExtension(LockedWork):
+    name = "ranker"
+
     def __init__(self, crawler, ranker: Ranker, lock: RankerLock):
         s = crawler.settings
-        self.crawler, self.ranker, self.lock = crawler, ranker, lock
+        super().__init__(crawler, s.getfloat("RANKER_TICK"))
+        self.ranker, self.lock = ranker, lock
         self.interval = s.getfloat("RANKER_INTERVAL")
         self.every_pages = s.getint("RANKER_EVERY_PAGES")
-        self.tick = s.getfloat("RANKER_TICK")
-        self.stats = crawler.stats
         self._last_run = time.monotonic()
         self._last_leased = 0
-        self._loop = None
-        self._busy = False
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -50,34 +48,13 @@ class RankerExtension:
         if not enabled:
             raise NotConfigured
         ranker, lock = build(s)
-        ext = cls(crawler, ranker, lock)
-        crawler.signals.connect(ext.opened, signals.spider_opened)
-        crawler.signals.connect(ext.closed, signals.spider_closed)
-        return ext
+        return cls(crawler, ranker, lock).connect()
 
-    def opened(self, spider=None):
-        self._loop = task.LoopingCall(self._tick)
-        self._loop.start(self.tick, now=False)
+    def work(self):
+        self._work()
 
-    def closed(self, spider=None):
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        if not self._busy:
-            return threads.deferToThread(self.lock.release)
-        return None
-
-    def _tick(self):
-        if self._busy:
-            return None
-        self._busy = True
-        d = threads.deferToThread(self._work)
-        d.addErrback(lambda f: logger.error("Ranker failed: %s", f.getErrorMessage())
-                     or self.stats.inc_value("ranker/errors"))
-        d.addBoth(self._idle)
-        return None  # the LoopingCall must not wait for a long run
-
-    def _idle(self, _):
-        self._busy = False
+    def leave(self):
+        self.lock.release()
 
     def _work(self):
         """In a thread: hold the lock, and run when due."""

@@ -39,6 +39,8 @@ from crawlproj import graphfile
 from crawlproj.simweb.responses import HTML, TEXT, Response
 from crawlproj.simweb.traps import TrapHosts, trap_names
 
+from .change import ChangeClock, ChangeProcess
+
 __all__ = ["SimWeb", "GeneratedWeb", "GraphWeb", "Response", "from_spec", "GENERATE_DEFAULTS",
            "GENERATE_HELP", "GRAPH_DEFAULTS"]
 
@@ -68,6 +70,7 @@ def _unit(*parts: int) -> float:
 # correlate with its links.
 S_SIZES, S_STATUS, S_PRIVATE, S_REDIR, S_LINKS, S_RENDER, S_TITLE = range(1, 8)
 S_ROBOTS, S_DELAY, S_LATENCY, S_CHANGE, S_PHASE, S_TEXT, S_BINARY = range(8, 15)
+S_RATE, S_GAP, S_ETAG, S_LM, S_RELINK = range(15, 20)
 
 # --------------------------------------------------------------------------
 # Words: a fixed pronounceable vocabulary (same for every seed) for titles,
@@ -136,13 +139,26 @@ _MAGIC = {
     "image/gif": b"GIF89a",
 }
 REASONS = {
-    200: "OK", 301: "Moved Permanently", 302: "Found", 400: "Bad Request",
+    200: "OK", 304: "Not Modified", 301: "Moved Permanently", 302: "Found", 400: "Bad Request",
     404: "Not Found", 405: "Method Not Allowed", 431: "Request Header Fields Too Large",
     500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
 }
 
 # Page kinds (what a node answers).
 K_OK, K_PRIVATE, K_500, K_REDIRECT, K_BINARY = range(5)
+# What a host sends as Last-Modified on a web with a change process: the
+# version's change time, the time of the request (a dynamic page), or nothing.
+LM_TRUE, LM_NOW, LM_NONE = range(3)
+LM_MODES = ("true", "now", "none")
+
+
+def with_clock(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec with change_epoch fixed (to the current second) when it has a
+    change process and no epoch yet: every process that builds the web from
+    the returned spec then agrees on the clock."""
+    if spec.get("change_dist") and not spec.get("change_epoch"):
+        spec = dict(spec, change_epoch=float(math.floor(time.time())))
+    return spec
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -247,6 +263,81 @@ class SimWeb:
         self._robots_cache: dict[int, bytes | None] = {}
         self._title_cache: dict[int, str] = {}
 
+    # ---- change processes (change_dist; see change.py) -------------------------
+    _change: ChangeProcess | None = None
+    _change_links = 0.0
+
+    def _init_change(self, o: dict[str, Any]) -> None:
+        self._change_links = float(o.get("change_links", 0.0))
+        if not 0 <= self._change_links <= 1:
+            raise ValueError("change_links must be in [0, 1]")
+        if not o["change_dist"]:
+            if self._change_links:
+                raise ValueError("change_links needs change_dist")
+            return
+        if self._change_rate:
+            raise ValueError("change_rate (periodic versions) and change_dist (change processes) "
+                             "are two models of change: give one")
+        self.clock = ChangeClock(o["change_epoch"], o["day_seconds"])
+        self._change = ChangeProcess(self.seed, o["change_dist"], float(o["change_workweek"]),
+                                     _unit, _mix, S_RATE, S_GAP)
+        frac = float(o["lm_untrusted"])
+        self._lm_mode = bytearray(
+            (LM_NOW if _mix(self.seed, h, S_LM, 1) & 1 else LM_NONE)
+            if _unit(self.seed, h, S_LM) < frac else LM_TRUE
+            for h in range(len(self.hosts)))
+
+    @property
+    def changing(self) -> bool:
+        """Whether pages follow change processes (the spec has change_dist)."""
+        return self._change is not None
+
+    def is_html(self, node: int) -> bool:
+        """Whether a node answers 200 with an HTML page (the pages that have
+        versions)."""
+        return self._kind(node) in (K_OK, K_PRIVATE)
+
+    def true_rate(self, node: int) -> float:
+        """Mean changes per simulated day of a page (0 when it never changes:
+        no change process, or not an HTML page)."""
+        if self._change is None or self._kind(node) not in (K_OK, K_PRIVATE):
+            return 0.0
+        return self._change.rate(node)
+
+    def changed(self, node: int, v: int) -> float:
+        """Simulated day at which version v of a page began (T_v; T_0 <= 0 is
+        the last change before day 0); inf for a version that never comes."""
+        if self.true_rate(node) <= 0:
+            return math.inf if v else (self._change.changed(node, 0) if self._change else -math.inf)
+        return self._change.changed(node, v)
+
+    def change_times(self, node: int, start: float, end: float) -> list[float]:
+        """Simulated days in (start, end] at which a page changed."""
+        if self.true_rate(node) <= 0:
+            return []
+        ts = self._change.times(node, end)
+        return list(ts[bisect.bisect_right(ts, start):bisect.bisect_right(ts, end)])
+
+    def lm_mode(self, host: str) -> str:
+        """What a host sends as Last-Modified: 'true' (the version's change
+        time), 'now' (the time of the request) or 'none'."""
+        if self._change is None:
+            return "none"
+        return LM_MODES[self._lm_mode[self.host_index[norm_host(host)]]]
+
+    def etag(self, node: int, v: int) -> str:
+        """Strong ETag of version v of a page."""
+        return f'"{v:x}-{_mix(self.seed, node, S_ETAG, v) & 0xFFFFFFFF:08x}"'
+
+    def _targets_at(self, node: int, v: int) -> list[int | str] | array:
+        """Link targets of version v of a page."""
+        if v and self._change_links:
+            return self._relink(node, v)
+        return self._targets(node)
+
+    def _relink(self, node: int, v: int) -> list[int | str]:
+        raise NotImplementedError
+
     # ---- per-node interface, implemented by subclasses ------------------------
     n_nodes: int
 
@@ -301,20 +392,29 @@ class SimWeb:
         return None
 
     # ---- host queries ---------------------------------------------------
+    def host_id(self, host: str) -> int | None:
+        """The host a request names, as its server takes it: a fully
+        qualified name (``host.``) is the same server as ``host``."""
+        key = norm_host(host)
+        h = self.host_index.get(key)
+        if h is None and key.endswith("."):
+            h = self.host_index.get(key[:-1])
+        return h
+
     def latency(self, host: str) -> float:
         """Seconds the server waits before answering any request to host
         (0 for unknown hosts)."""
-        h = self.host_index.get(norm_host(host))
+        h = self.host_id(host)
         return 0.0 if h is None else self._latency[h]
 
     def crawl_delay(self, host: str) -> float | None:
         """The Crawl-delay in the host's robots.txt (seconds), or None."""
-        h = self.host_index.get(norm_host(host))
+        h = self.host_id(host)
         return None if h is None else (self._delay[h] or None)
 
     def robots_txt(self, host: str) -> str | None:
         """The host's robots.txt text, or None when it answers 404."""
-        b = self._robots(self.host_index[norm_host(host)])
+        b = self._robots(self.host_id(host))
         return None if b is None else b.decode()
 
     def _robots(self, h: int) -> bytes | None:
@@ -351,13 +451,16 @@ class SimWeb:
         """Absolute Location of a redirecting page, else None."""
         return self.url(self._redirect_target(node)) if self._kind(node) == K_REDIRECT else None
 
-    def links(self, node: int) -> list[tuple[str, str]]:
+    def links(self, node: int, t: float | None = None) -> list[tuple[str, str]]:
         """(absolute URL, anchor text) of every link of a page in page order,
-        without fragments, without mailto:/javascript: links."""
+        without fragments, without mailto:/javascript: links.  On a web with
+        change_links, the links of the version served at wall-clock time t
+        (now when None); otherwise t does not matter."""
         if self._kind(node) not in (K_OK, K_PRIVATE):
             return []
-        return [(t if isinstance(t, str) else self.url(t), self._anchor(t))
-                for t in self._targets(node)]
+        targets = (self._targets_at(node, self.version(node, t)) if self._change_links
+                   else self._targets(node))
+        return [(x if isinstance(x, str) else self.url(x), self._anchor(x)) for x in targets]
 
     def out_links(self, node: int) -> list[int]:
         """Node ids a page links to (or redirects to), with repetitions."""
@@ -383,7 +486,13 @@ class SimWeb:
     def version(self, node: int, t: float | None = None) -> int:
         """Content version of a page at wall-clock time t (0 for pages that
         never change).  Changing pages get a new version every change_period
-        seconds, at a per-page phase so that they do not all change at once."""
+        seconds, at a per-page phase so that they do not all change at once.
+        With change_dist: the number of changes of the page's change process
+        between simulated day 0 and t."""
+        if self._change is not None:
+            if self._kind(node) not in (K_OK, K_PRIVATE):
+                return 0
+            return self._change.version(node, self.clock.day(time.time() if t is None else t))
         if not self._change_rate or _unit(self.seed, node, S_CHANGE) >= self._change_rate:
             return 0
         t = time.time() if t is None else t
@@ -391,6 +500,8 @@ class SimWeb:
         return int(math.floor((t + p * _unit(self.seed, node, S_PHASE)) / p))
 
     def _expires(self, node: int, v: int) -> float:
+        if self._change is not None:
+            return self.clock.wall(self._change.next_change(node, v))
         if not self._change_rate or _unit(self.seed, node, S_CHANGE) >= self._change_rate:
             return math.inf
         p = self._change_period
@@ -406,7 +517,8 @@ class SimWeb:
         return "old " + word
 
     def render(self, node: int, t: float | None = None) -> bytes:
-        """The HTML of page `node` at time t (links are fixed; text changes)."""
+        """The HTML of page `node` at time t: its version changes the text,
+        and with change_links some links."""
         v = self.version(node, t)
         seed = self.seed
         host, path = self.host_path(node)
@@ -427,7 +539,7 @@ class SimWeb:
         esc = html.escape if self._escape else str
         title = esc(self.title(node))
         items = []
-        for tgt in self._targets(node):
+        for tgt in self._targets_at(node, v):
             if isinstance(tgt, str):
                 turl = tgt
                 thost, tpath = split_url(turl)
@@ -473,7 +585,7 @@ class SimWeb:
     def respond(self, host: str, path: str, t: float | None = None) -> Response:
         """What the simulated host answers to GET path (path includes the
         query; no fragment).  The server wraps this in HTTP."""
-        h = self.host_index.get(norm_host(host))
+        h = self.host_id(host)
         if h is None:
             trap = self.traps.respond(norm_host(host), path) if self.traps else None
             if trap is not None:
@@ -504,7 +616,14 @@ class SimWeb:
             return Response(200, ctype, self._binary(ctype, node))
         t = time.time() if t is None else t
         v = self.version(node, t)
-        return Response(200, HTML, self.render(node, t), expires=self._expires(node, v))
+        if self._change is None:
+            return Response(200, HTML, self.render(node, t), expires=self._expires(node, v))
+        mode = self._lm_mode[h]
+        lm = (None if mode == LM_NONE else
+              math.floor(self.clock.http_seconds(self.clock.day(t) if mode == LM_NOW
+                                                 else self._change.changed(node, v))))
+        return Response(200, HTML, self.render(node, t), expires=self._expires(node, v),
+                        version=v, etag=self.etag(node, v), last_modified=lm)
 
     # ---- crawl-level queries -------------------------------------------------
     def seeds(self, k: int = 1) -> list[str]:
@@ -620,6 +739,15 @@ _GENERATE_OPTIONS: list[tuple[str, Any, str]] = [
     ("p_binary", 0.02, "fraction of links to .png/.pdf resources"),
     ("change_rate", 0.0, "fraction of pages whose text changes over time"),
     ("change_period", 60.0, "seconds between versions of a changing page"),
+    ("change_dist", "", "change processes: per-page rates per simulated day, fixed:R, "
+                        "loguniform:LO:HI or gamma:SHAPE:SCALE (empty = none)"),
+    ("day_seconds", 10.0, "with change_dist: wall-clock seconds per simulated day"),
+    ("change_epoch", 0.0, "with change_dist: Unix time of simulated day 0 (0 = when built)"),
+    ("change_workweek", 0.0, "with change_dist: share of changes in weekday working hours "
+                             "(05-17 Mon-Fri simulated); 0 = homogeneous Poisson"),
+    ("change_links", 0.0, "with change_dist: share of a page's random links redrawn per version"),
+    ("lm_untrusted", 0.0, "with change_dist: share of hosts whose Last-Modified is the "
+                          "request time (half of them) or absent (the other half)"),
     ("base_rate", 0.05, 'fraction of pages with <base href="http://host/">'),
     ("traps", "", "trap hosts <name>.trap.example beside the others: 'all' or names "
                   "(crawlproj/simweb/traps.py)"),
@@ -649,7 +777,7 @@ class GeneratedWeb(SimWeb):
         unknown = set(options) - set(GENERATE_DEFAULTS)
         if unknown:
             raise TypeError(f"unknown SimWeb.generate options: {sorted(unknown)}")
-        o = dict(GENERATE_DEFAULTS, **options)
+        o = with_clock(dict(GENERATE_DEFAULTS, **options))
         if isinstance(o["latency_ms"], tuple):
             o["latency_ms"] = list(o["latency_ms"])
         self.spec = o
@@ -692,6 +820,7 @@ class GeneratedWeb(SimWeb):
         self.n_nodes = N
         width = max(4, len(str(H)))
         self._init_hosts([f"h{i + 1:0{width}d}.example" for i in range(H)], o, disallow=True)
+        self._init_change(o)
         # Cumulative weights: host choice for cross-host links ~ host size
         # (preferential attachment to big sites) and in-host page choice
         # ~ Zipf in k (the root and top pages get most links).  Together the
@@ -793,6 +922,27 @@ class GeneratedWeb(SimWeb):
         rng.shuffle(out)
         return out
 
+    def _relink(self, node: int, v: int) -> list[int | str]:
+        """Version v's links: each random link to a page is redrawn with
+        probability change_links, afresh for every version, to a page of the
+        host it pointed to.  Tree links and links to roots stay, so every page
+        stays reachable from any root in every version."""
+        out = list(self._targets(node))
+        h = bisect.bisect_right(self._off, node) - 1
+        off, n, k = self._off[h], self._size[h], node - self._off[h]
+        first, end = off + self._b * k + 1, off + min(n, self._b * k + self._b + 1)
+        q = self._change_links
+        for i, tgt in enumerate(out):
+            if isinstance(tgt, str) or first <= tgt < end:
+                continue
+            th = bisect.bisect_right(self._off, tgt) - 1
+            if tgt == self._off[th]:
+                continue
+            key = _mix(self.seed, node, S_RELINK, v, i)
+            if key < q * 18446744073709551616.0:
+                out[i] = self._off[th] + self._zipf_local(random.Random(key).random, self._size[th])
+        return out
+
     def _redirect_target(self, node: int) -> int:
         """A crawlable page, on the same host 7 times in 10."""
         rnd = random.Random(_mix(self.seed, node, S_REDIR)).random
@@ -835,6 +985,11 @@ GRAPH_DEFAULTS: dict[str, Any] = {
     "change_rate": 0.0,
     "change_period": 60.0,
     "base_rate": 0.05,
+    "change_dist": "",
+    "day_seconds": 10.0,
+    "change_epoch": 0.0,
+    "change_workweek": 0.0,
+    "lm_untrusted": 0.0,
 }
 
 
@@ -850,7 +1005,7 @@ class GraphWeb(SimWeb):
         unknown = set(options) - set(GRAPH_DEFAULTS)
         if unknown:
             raise TypeError(f"unknown SimWeb.from_graph options: {sorted(unknown)}")
-        o = dict(GRAPH_DEFAULTS, **options)
+        o = with_clock(dict(GRAPH_DEFAULTS, **options))
         self.spec = dict(o, graph=path)
         self.seed = int(o["seed"])
         self._page_bytes = int(o["page_bytes"])
@@ -888,6 +1043,7 @@ class GraphWeb(SimWeb):
             self._url_index = {u: i for i, u in enumerate(g.urls)}
             self._canon_index = None
         self._init_hosts(names, o, disallow=False)
+        self._init_change(o)
 
     # ---- structure --------------------------------------------------------
     def host_of(self, node: int) -> int:

@@ -17,6 +17,12 @@ class Response(NamedTuple):
     # Wall-clock time until which this exact response stays valid (pages that
     # change over time expire at their next version); lets the server cache.
     expires: float = math.inf
+    # Pages of a web with a change process (change_dist) only: the version
+    # served, its ETag, and Last-Modified as Unix seconds of the HTTP
+    # calendar (the version's change time; see change.py).
+    version: int | None = None
+    etag: str | None = None
+    last_modified: float | None = None
     # Trap hosts (simweb/traps.py): more header lines, as (name, value); a
     # Content-Length among them replaces the body's
     headers: tuple = ()

@@ -17,14 +17,22 @@ Every request becomes one JSON line in the request log:
 ``"aborted": true`` when the client went away first.  t0 is when the full
 request head had arrived, t1 when the kernel had accepted the last byte of
 the response; both are time.time() so other processes can compare them.
+
+On a web with change processes (spec change_dist), page responses also carry
+Date, ETag and Last-Modified (on the simulated HTTP calendar, change.py),
+conditional GETs (If-None-Match, else If-Modified-Since, RFC 9110 §13.2.2)
+are answered 304 when the version held is current, and the page's record
+gets ``"v": version served``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import email.utils
 import itertools
 import json
+import math
 import os
 import signal
 import time
@@ -34,7 +42,8 @@ from typing import Any
 
 from crawlproj.errors import CrawlprojError
 
-from .model import REASONS, TEXT, Response, SimWeb, norm_host
+from .change import ChangeClock
+from .model import LM_NOW, REASONS, TEXT, Response, SimWeb, norm_host
 
 __all__ = ["SimWebProxy", "read_log", "run", "main"]
 
@@ -82,6 +91,29 @@ class _Log:
             self.f = None
 
 
+def not_modified(headers: dict[str, str], etag: str, last_modified: float | None,
+                 now: float) -> bool:
+    """Whether a conditional GET gets 304 (RFC 9110 §13.2.2): If-None-Match
+    decides when present (weak comparison, '*' matches); otherwise
+    If-Modified-Since, when the resource has a trustworthy Last-Modified
+    (Unix seconds) and the date is valid and not after `now`."""
+    inm = headers.get("if-none-match")
+    if inm is not None:
+        for tag in inm.split(","):
+            tag = tag.strip()
+            if tag == "*" or tag.removeprefix("W/") == etag:
+                return True
+        return False
+    ims = headers.get("if-modified-since")
+    if ims is None or last_modified is None:
+        return False
+    since = ChangeClock.parse_http_date(ims)
+    return since is not None and since <= now and last_modified <= since
+
+
+_HEAD_304 = b"HTTP/1.1 304 Not Modified\r\nServer: simweb\r\n"
+
+
 def _head(status: int, ctype: str, length: int | None, location: str | None = None,
           headers: tuple = ()) -> bytes:
     """Status line and headers, without Connection and the final CRLF. No
@@ -115,7 +147,12 @@ class SimWebProxy:
     def __init__(self, web: SimWeb, log_path: str | None = None, cache_bytes: int = 64 << 20):
         self.web = web
         self.log = _Log(log_path)
-        self.cache: OrderedDict[tuple[str, str], tuple[int, bytes, bytes, float, float]] = OrderedDict()
+        # (host, path) -> (status, head, body, expires, latency, validators,
+        # stream); validators is (version, ETag, Last-Modified text and Unix
+        # seconds, LM mode) for pages of a web with change processes, else
+        # None; stream is always None here (streamed responses are not cached).
+        self.cache: OrderedDict[tuple[str, str],
+                                tuple[int, bytes, bytes, float, float, Any, str | None]] = OrderedDict()
         self.cache_bytes = cache_bytes
         self._cached = 0
         self._ids = itertools.count(1)
@@ -152,42 +189,65 @@ class SimWebProxy:
             self._flusher.cancel()
         self.log.close()
 
-    def lookup(self, host: str, path: str, now: float) -> tuple[int, bytes, bytes, float]:
-        """(status, head, body, latency) of GET http://host/path, cached."""
-        status, head, body, latency, _ = self.respond(host, path, now)
-        return status, head, body, latency
+    def respond(self, host: str, path: str, now: float, headers: dict[str, str]
+                ) -> tuple[int, bytes, bytes, float, int | None, str | None]:
+        """(status, head, body, latency, version served or None, stream) of
+        GET http://host/path, cached. On a web with change processes, a
+        page's head is completed with Date, ETag and Last-Modified, and the
+        answer is 304 when the request's validators match; stream says how a
+        trap host's response is sent (Response.stream), None at once."""
+        e = self._entry(host, path, now)
+        val = e[5]
+        if val is None:
+            return e[0], e[1], e[2], e[4], None, e[6]
+        version, etag, lm_text, lm, mode = val
+        clock = self.web.clock
+        day = clock.day(now)
+        date = clock.http_date(day)
+        now_s = math.floor(clock.http_seconds(day))
+        if mode == LM_NOW:
+            lm_text, lm = date, None  # a dynamic page: If-Modified-Since means nothing
+        extra = (f"Date: {date}\r\nETag: {etag}\r\n"
+                 + (f"Last-Modified: {lm_text}\r\n" if lm_text else "")).encode("latin-1")
+        if not_modified(headers, etag, lm, now_s):
+            return 304, _HEAD_304 + extra, b"", e[4], version, None
+        return e[0], e[1] + extra, e[2], e[4], version, None
 
-    def respond(self, host: str, path: str, now: float
-                ) -> tuple[int, bytes, bytes, float, str | None]:
-        """lookup(), and how the response is streamed (Response.stream)."""
+    def _entry(self, host: str, path: str, now: float
+               ) -> tuple[int, bytes, bytes, float, float, Any, str | None]:
         key = (host, path)
         hit = self.cache.get(key)
         if hit is not None and hit[3] > now:
             self.cache.move_to_end(key)
-            return hit[0], hit[1], hit[2], hit[4], None
+            return hit
         try:
             r: Response = self.web.respond(host, path, now)
         except Exception:  # a model bug must not take the server down
             traceback.print_exc()
             r = Response(500, TEXT, b"simweb: internal error\n", expires=0.0)
-        h = self.web.host_index.get(host)
+        h = self.web.host_id(host)
         latency = self.web._latency[h] if h is not None else 0.0
         endless = r.stream in ("endless", "endless_head")
         head = _head(r.status, r.content_type, None if endless else len(r.body), r.location,
                      r.headers)
+        val = None
+        if r.version is not None:
+            lm = None if r.last_modified is None else email.utils.formatdate(r.last_modified, usegmt=True)
+            val = (r.version, r.etag, lm, r.last_modified, self.web._lm_mode[h])
+        entry = (r.status, head, r.body, r.expires, latency, val, r.stream)
         if r.stream:
-            return r.status, head, r.body, latency, r.stream
+            return entry  # sent as it goes, never cached
         size = len(head) + len(r.body) + 200
         if size < self.cache_bytes // 16:
             if hit is not None:
                 self._cached -= len(hit[1]) + len(hit[2]) + 200
-            self.cache[key] = (r.status, head, r.body, r.expires, latency)
+            self.cache[key] = entry
             self.cache.move_to_end(key)
             self._cached += size
             while self._cached > self.cache_bytes:
                 _, old = self.cache.popitem(last=False)
                 self._cached -= len(old[1]) + len(old[2]) + 200
-        return r.status, head, r.body, latency, None
+        return entry
 
 
 class _Conn(asyncio.Protocol):
@@ -297,9 +357,11 @@ class _Conn(asyncio.Protocol):
             if method not in ("GET", "HEAD"):
                 self._error(t0, 405, host, path, method, ua, keep)
                 continue
-            status, head, body, latency, stream = self.srv.respond(host, path, t0)
+            status, head, body, latency, version, stream = self.srv.respond(host, path, t0, headers)
             rec = {"t0": t0, "t1": 0.0, "conn": self.id, "method": method, "host": host,
                    "path": path, "status": status, "bytes": len(body), "ua": ua}
+            if version is not None:
+                rec["v"] = version
             if stream:
                 self._stream(rec, stream, head + _CLOSE, body if method == "GET" else b"")
                 return
@@ -450,8 +512,11 @@ def main(argv: list[str] | None = None) -> None:
     web = SimWeb.from_spec(json.loads(spec))
 
     def ready(port: int) -> None:
-        print(json.dumps({"event": "listening", "host": a.host, "port": port, "pid": os.getpid(),
-                          "hosts": len(web.hosts), "pages": web.n_nodes}), flush=True)
+        info = {"event": "listening", "host": a.host, "port": port, "pid": os.getpid(),
+                "hosts": len(web.hosts), "pages": web.n_nodes}
+        if web.changing:
+            info["change_epoch"] = web.spec["change_epoch"]
+        print(json.dumps(info), flush=True)
 
     run(web, a.host, a.port, a.log, a.cache_mb, on_ready=ready, watch_stdin=a.watch_stdin)
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .model import SimWeb
+from .model import SimWeb, with_clock
 from .server import LOG_FLUSH_EVERY, read_log
 
 __all__ = ["SimWebServer", "fetch"]
@@ -60,7 +60,9 @@ class SimWebServer:
             self.spec = spec.spec
         else:
             self._web = None
-            self.spec = dict(spec)
+            # The clock of a changing web is fixed here, so that the child
+            # and self.web agree on it.
+            self.spec = with_clock(dict(spec))
         self._tmpdir = None
         if log_path is None:
             self._tmpdir = tempfile.mkdtemp(prefix="simweb-")

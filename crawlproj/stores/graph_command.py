@@ -63,9 +63,13 @@ def run(settings, args, opts) -> int:
         keyspace = Keyspace.found(redis, crawl_id)
         store = LinkStore(redis, keyspace, LinkStore.directory_of(settings, crawl_id))
         counts = export_graph(store, args[0])
-    except (CrawlprojError, OSError) as exc:
+    except CrawlprojError as exc:
         print(f"crawlproj: {exc}", file=sys.stderr)
-        return 1
+        return 2
+    except OSError as exc:
+        print(f"crawlproj: cannot write the graph to {exc.filename or args[0]}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 2
     if opts.json:
         print(json.dumps(counts))
     else:

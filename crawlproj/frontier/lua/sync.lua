@@ -59,15 +59,30 @@
 --              page is done, the lease ends; return: back to its queue
 --   renew:   a count, then host, token                            (2 each)
 --   lease:   n, how many URLs to lease (one per host)
--- Returns { now_ms, {host, token, score, payload, ...}, counts }, counts a
---   flat list of name, value: added, duplicates, bumped, stale, expired,
+-- Returns { now_ms, {host, token, score, payload, ...}, counts, lost }, counts
+--   a flat list of name, value: added, duplicates, bumped, stale, expired,
 --   refused_host_queued, refused_host_pages, refused_suspects,
---   next_ready_ms, heap, ready, leases, queued, pending
+--   next_ready_ms, heap, ready, leases, queued, pending; lost the tokens of
+--   renewals that found no lease: they expired and went back to their queues,
+--   the worker must not fetch them (a fencing answer, docs/frontier.md).
+-- A token names one lease for the crawl's life: a counter, and the server's
+-- time, so that a counter rewound by a crash (the AOF's last second lost)
+-- never hands a stale worker's token to a new holder.
 
 local P = KEYS[1]
 local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .. 'lease'
 local IDLE, FAILS, STATS = P .. 'idle', P .. 'fails', P .. 'stats'
 local PENDING, PEND = P .. 'pending', P .. 'pend'
+
+-- The crawl's state must be here: a server restarted without it (no
+-- persistence, or another server behind the address) would otherwise look
+-- like an empty frontier, and workers would lease nothing and finish, or
+-- enqueue into a crawl with no DUE. The DUE's per-partition record (written
+-- when the crawl is set up, crawlproj/due/urlseen.py) marks the partition.
+if redis.call('EXISTS', P .. 'due') == 0 then
+  return redis.error_reply('CRAWLLOST the crawl\'s state is not on this server (no ' ..
+                           P .. 'due): it restarted without its data, or was flushed')
+end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -300,7 +315,9 @@ for _ = 1, n do
   if not found then stale = stale + 1 end
 end
 
--- 3. renew the leases of downloads still running.
+-- 3. renew the leases of downloads still running; a lease no longer here
+--    is reported lost.
+local lost = {}
 n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
   local host, token = ARGV[i], ARGV[i + 1]
@@ -308,8 +325,10 @@ for _ = 1, n do
   local lease = redis.call('HGET', LEASE, host)
   if lease and cmsgpack.unpack(lease)[1] == token then
     redis.call('ZADD', LEASES, 'XX', now + ttl, host)
-  else
+  elseif redis.call('ZSCORE', PENDING, token) then
     redis.call('ZADD', PENDING, 'XX', now + ttl, token)
+  else
+    lost[#lost + 1] = token
   end
 end
 
@@ -356,7 +375,7 @@ if want > 0 then
       local fp, score = item[1], item[2]
       local payload = redis.call('HGET', payloads(host), fp)
       redis.call('HDEL', payloads(host), fp)
-      local token = tostring(redis.call('HINCRBY', STATS, 'leased', 1))
+      local token = redis.call('HINCRBY', STATS, 'leased', 1) .. '@' .. now
       queued_delta = queued_delta - 1
       redis.call('HSET', LEASE, host, cmsgpack.pack({token, score, payload, fp}))
       if max_pages > 0 then redis.call('HINCRBY', HOSTPAGES, host, 1) end
@@ -391,4 +410,4 @@ return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale'
                    'refused_host_pages', over_pages, 'refused_suspects', suspects, 'next_ready_ms', next_ready,
                    'heap', redis.call('ZCARD', HEAP), 'ready', redis.call('ZCARD', READY),
                    'leases', redis.call('ZCARD', LEASES), 'queued', queued,
-                   'pending', redis.call('ZCARD', PENDING)}}
+                   'pending', redis.call('ZCARD', PENDING)}, lost}

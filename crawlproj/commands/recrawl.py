@@ -1,0 +1,152 @@
+"""`scrapy recrawl plan`: the recrawl plan of a bucket population.
+
+Per change-rate bucket: pages, estimated change rate, planned fetches per day,
+expected freshness and obsolete pages, under RECRAWL_POLICY within
+RECRAWL_BUDGET fetches per second (crawlproj/recrawl, docs/recrawl.md). The
+population comes from a JSON file (--population) or is generated
+(--simulate loguniform|gamma); the live population of a crawl will come from
+its page metadata in Redis (the one-byte bucket per URL) once crawls run with
+RECRAWL_ENABLED. Bad input is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from scrapy.commands import ScrapyCommand
+
+from crawlproj.addon import CommandSettings
+from crawlproj.recrawl.buckets import DAY
+from crawlproj.recrawl.policies import POLICIES, Plan, PolicyError, plan
+from crawlproj.recrawl.population import DISTRIBUTIONS, Population, PopulationError, simulate
+from crawlproj.recrawl.webfountain import STRATEGIES
+
+
+class _UsageError(Exception):
+    pass
+
+
+def format_plan(p: Plan) -> str:
+    pop = p.population
+    lines = [f"policy {p.policy}, budget {p.budget:g} fetches/s "
+             f"({p.budget * DAY / max(pop.total, 1e-300):.4g} per page per day), "
+             f"{pop.total:.0f} pages in {len(pop.bucket)} buckets, {pop.new_pages} never crawled",
+             f"never-crawled share {p.new_rate:g} fetches/s; mean freshness "
+             f"{p.mean_freshness():.4f}, expected obsolete pages {p.obsolete.sum():.1f}",
+             f"{'bucket':>6} {'pages':>10} {'changes/day':>12} {'fetches/day':>12} "
+             f"{'freshness':>9} {'obsolete':>10}"]
+    for k, n, r, f, fr, ob in zip(pop.bucket, pop.pages, pop.rate, p.fetches_per_day,
+                                   p.freshness, p.obsolete):
+        lines.append(f"{k:>6} {n:>10.0f} {r * DAY:>12.4g} {f:>12.4g} {fr:>9.4f} {ob:>10.1f}")
+    return "\n".join(lines)
+
+
+def plot_plan(p: Plan, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pop = p.population
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    per_page = p.frequency * DAY
+    a.loglog(pop.rate * DAY, per_page, ".", ms=4)
+    a.set_xlabel("changes per day (bucket)")
+    a.set_ylabel("planned fetches per page per day")
+    a.set_title(f"{p.policy}: {p.budget:g} fetches/s")
+    b.semilogx(pop.rate * DAY, p.freshness, ".", ms=4)
+    b.set_xlabel("changes per day (bucket)")
+    b.set_ylabel("expected freshness")
+    b.set_ylim(0, 1.02)
+    b.set_title(f"mean freshness {p.mean_freshness():.3f}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+class Command(ScrapyCommand):
+    requires_project = False
+    requires_crawler_process = False
+    default_settings = CommandSettings(LOG_ENABLED=False)
+
+    def syntax(self):
+        return "plan (--population FILE | --simulate DIST) [--pages N] [--budget B] [--png FILE]"
+
+    def short_desc(self):
+        return "Print the recrawl plan of a change-rate bucket population (RECRAWL_POLICY)"
+
+    def long_desc(self):
+        return __doc__
+
+    def add_options(self, parser):
+        super().add_options(parser)
+        parser.add_argument("--population", default=None,
+                            help='JSON file: {"new_pages": N, "buckets": [{"bucket": k, "pages": n, '
+                                 '"rate": per-second, "weight": w}, ...]}')
+        parser.add_argument("--simulate", default=None, choices=DISTRIBUTIONS,
+                            help="generate the population: rates log-uniform from once a year to "
+                                 "every 15 minutes, or Gamma(0.8, 0.25) per day")
+        parser.add_argument("--pages", type=int, default=2000, help="--simulate: pages (default 2000)")
+        parser.add_argument("--new-pages", type=int, default=0,
+                            help="--simulate: never-crawled URLs (default 0)")
+        parser.add_argument("--seed", type=int, default=0, help="--simulate: seed (default 0)")
+        parser.add_argument("--policy", default=None,
+                            help=f"one of {', '.join(POLICIES)} (default: RECRAWL_POLICY)")
+        parser.add_argument("--budget", type=float, default=None,
+                            help="fetches per second, whole crawl (default: RECRAWL_BUDGET)")
+        parser.add_argument("--per-page-day", type=float, default=None,
+                            help="budget as fetches per page per day instead of --budget")
+        parser.add_argument("--strategy", type=int, default=None,
+                            help="webfountain strategy 1, 2 or 3 (default: RECRAWL_WEBFOUNTAIN_STRATEGY)")
+        parser.add_argument("--png", default=None, help="also draw the plan to this PNG file")
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+    def run(self, args, opts):
+        try:
+            if args != ["plan"]:
+                raise _UsageError("usage: scrapy recrawl plan (--population FILE | --simulate DIST)")
+            p = self._plan(opts)
+        except (_UsageError, PopulationError, PolicyError) as exc:
+            print(f"crawlproj: {exc}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        if opts.json:
+            print(json.dumps({"policy": p.policy, "budget": p.budget, "new_rate": p.new_rate,
+                              "mean_freshness": p.mean_freshness(),
+                              "buckets": [{"bucket": int(k), "pages": float(n), "rate": float(r),
+                                           "fetches_per_day": float(f), "freshness": float(fr),
+                                           "obsolete": float(o)}
+                                          for k, n, r, f, fr, o in zip(
+                                              p.population.bucket, p.population.pages,
+                                              p.population.rate, p.fetches_per_day,
+                                              p.freshness, p.obsolete)]}, indent=1))
+        else:
+            print(format_plan(p))
+        if opts.png:
+            plot_plan(p, opts.png)
+
+    def _plan(self, opts) -> Plan:
+        s = self.settings
+        if (opts.population is None) == (opts.simulate is None):
+            raise _UsageError("give one of --population FILE and --simulate DIST")
+        if opts.population is not None:
+            population = Population.load(opts.population)
+        else:
+            if opts.pages <= 0 or opts.new_pages < 0:
+                raise _UsageError("--pages must be > 0 and --new-pages >= 0")
+            population = simulate(opts.simulate, opts.pages, opts.seed, opts.new_pages)
+        policy = opts.policy or s.get("RECRAWL_POLICY")
+        if opts.per_page_day is not None:
+            budget = opts.per_page_day * population.total / DAY
+        else:
+            budget = opts.budget if opts.budget is not None else s.getfloat("RECRAWL_BUDGET")
+        strategy = opts.strategy if opts.strategy is not None \
+            else s.getint("RECRAWL_WEBFOUNTAIN_STRATEGY")
+        if strategy not in STRATEGIES:
+            raise _UsageError(f"RECRAWL_WEBFOUNTAIN_STRATEGY must be 1, 2 or 3, not {strategy!r}")
+        share = s.getfloat("RECRAWL_NEW_SHARE")
+        if not 0.0 <= share < 1.0:
+            raise _UsageError(f"RECRAWL_NEW_SHARE must be in [0, 1), not {share!r}")
+        return plan(policy, population, budget, new_share=share, strategy=strategy,
+                    period=s.getfloat("RECRAWL_WEBFOUNTAIN_PERIOD"),
+                    periods=s.getint("RECRAWL_WEBFOUNTAIN_PERIODS"))

@@ -1,0 +1,74 @@
+"""`scrapy ui`: the web app, the search page at / and GET /api/search.
+
+It reads the index of CRAWL_ID under CRAWL_DATA_DIR/index (INDEX_DIR) while
+the crawl's indexer writes it, and binds loopback (UI_BIND) unless told
+otherwise: the app has no authentication. Ctrl-C or SIGTERM stop it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawlproj.addon import CommandSettings, check_names
+from crawlproj.errors import CrawlprojError
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings = CommandSettings()
+
+    def syntax(self):
+        return "[--port PORT] [--bind ADDRESS] [--crawl-id ID]"
+
+    def short_desc(self):
+        return "Serve the search page and API over the crawl's index"
+
+    def add_options(self, parser):
+        super().add_options(parser)
+        parser.add_argument("--port", type=int, default=None, help="TCP port (default: UI_PORT, 6810)")
+        parser.add_argument("--bind", default=None, help="address to listen on (default: UI_BIND, 127.0.0.1)")
+        parser.add_argument("--crawl-id", default=None, help="crawl whose index to search (default: CRAWL_ID)")
+
+    def run(self, args, opts):
+        from scrapy.utils.log import configure_logging
+        from twisted.internet import reactor
+        from twisted.internet.error import CannotListenError
+        from twisted.web.server import Site
+
+        from crawlproj.search.index import index_dir
+        from crawlproj.search.searcher import Ranking
+        from crawlproj.ui.app import App
+        from crawlproj.ui.search import SearchService, add_search
+
+        if args:
+            raise UsageError("no arguments, only options")
+        configure_logging(self.settings)
+        s = self.settings
+        if opts.crawl_id:
+            s.set("CRAWL_ID", opts.crawl_id, priority="cmdline")
+        port = opts.port if opts.port is not None else s.getint("UI_PORT")
+        bind = opts.bind or s.get("UI_BIND")
+        try:
+            check_names(s)
+            if not 0 <= port <= 65535:
+                raise CrawlprojError(f"--port must be 0-65535, not {port}")
+            app = App()
+            add_search(app, SearchService(index_dir(s), Ranking.from_settings(s)))
+            try:
+                listening = reactor.listenTCP(port, Site(app), interface=bind)
+            except CannotListenError as exc:
+                reason = getattr(exc.socketError, "strerror", None) or str(exc.socketError)
+                raise CrawlprojError(f"cannot listen on {bind}:{port}: {reason}"
+                                     + (" (--port to choose another)" if "in use" in reason else "")) \
+                    from None
+        except CrawlprojError as exc:
+            print(f"crawlproj: {exc}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        host = listening.getHost()
+        print(f"crawlproj search on http://{host.host}:{host.port}/ (index {index_dir(s)})", flush=True)
+        reactor.run()

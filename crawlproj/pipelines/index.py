@@ -1,0 +1,53 @@
+"""IndexPipeline: every fetched HTML page handed over to the crawl's indexer.
+
+Settings: INDEX_ENABLED, INDEX_HANDOVER_DELAY. A page item becomes a
+document (crawlproj/search/document.py: content-seen duplicates, error pages
+and non-HTML documents are not indexed) and is pushed, by group commit, onto
+the crawl's hand-over list in Redis, from which the one indexer of the crawl
+writes the index (crawlproj/search/indexer.py). Pages from every worker thus
+land in one index, on whichever machine runs the indexer.
+"""
+
+from __future__ import annotations
+
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+
+from crawlproj.groupcommit import GroupCommit
+from crawlproj.keyspace import Keyspace
+from crawlproj.redisconn import get_redis
+from crawlproj.search.document import Document
+from crawlproj.search.handover import HandOver
+
+
+class IndexPipeline:
+    def __init__(self, crawler):
+        s = crawler.settings
+        if not s.getbool("INDEX_ENABLED"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.delay = s.getfloat("INDEX_HANDOVER_DELAY")
+        self.batch: GroupCommit | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def open_spider(self, spider=None):
+        s = self.crawler.settings
+        redis = get_redis(s)
+        handover = HandOver(redis, Keyspace.from_settings(s, redis))
+        self.batch = GroupCommit(handover.push, "stores/index", self.crawler.stats)
+
+    def process_item(self, item, spider=None):
+        if self.batch is None or not hasattr(item, "get"):
+            return item
+        doc = Document.from_item(item)
+        if doc is not None:
+            self.crawler.stats.inc_value("stores/index/documents")
+            self.batch.add(doc.pack(), within=self.delay)
+        return item
+
+    async def close_spider(self, spider=None):
+        if self.batch is not None:
+            await maybe_deferred_to_future(self.batch.close())

@@ -1,0 +1,13 @@
+"""The recrawl model: change rates, change-rate buckets and recrawl policies.
+
+Edwards, McCurley & Tomlin 2001 (WebFountain) §4-5 and the work it builds on
+(Cho & Garcia-Molina, §2 there). Pure computation: no Redis, no Scrapy.
+
+- ``buckets``: the one-byte change-rate bucket <-> rate mapping;
+- ``estimate``: change-rate estimators from fetch observations;
+- ``state``: the small per-URL recrawl state record and its update;
+- ``freshness``: closed forms of a page's expected freshness;
+- ``population``: pages per bucket, the input of a plan;
+- ``policies``: uniform, adaptive (Nutch), optimal (Lagrange) and webfountain plans;
+- ``webfountain``: the time-period model, equations 1-6, and its solver.
+"""

@@ -1,0 +1,70 @@
+"""One indexed page: what the crawl knows of it that a query can find.
+
+A document is keyed by the canonical URL of the URL its content came from
+(crawlproj.due.canonical, the DUE's own form), so that a page fetched again,
+by any worker, replaces its earlier version instead of adding a second one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import msgpack
+
+from crawlproj.due.canonical import canonicalize
+from crawlproj.extract import HTML_TYPES
+from crawlproj.urls import InvalidURL, host_of
+
+
+def document_key(url: str) -> str:
+    """The index key of a page: its canonical URL (the URL itself if it has none)."""
+    try:
+        return canonicalize(url)
+    except (InvalidURL, ValueError):
+        return url
+
+
+@dataclass
+class Document:
+    url: str
+    title: str
+    text: str
+    fetched_at: float
+    # [(target URL, anchor text), ...]: where this page's links point
+    outlinks: list = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return document_key(self.url)
+
+    @property
+    def host(self) -> str:
+        try:
+            return host_of(self.url)
+        except (InvalidURL, ValueError):
+            return ""
+
+    def pack(self) -> bytes:
+        return msgpack.packb(asdict(self), use_bin_type=True)
+
+    @classmethod
+    def unpack(cls, data: bytes) -> Document:
+        d = msgpack.unpackb(data, raw=False)
+        return cls(url=str(d["url"]), title=str(d.get("title") or ""), text=str(d.get("text") or ""),
+                   fetched_at=float(d.get("fetched_at") or 0.0),
+                   outlinks=[(str(u), str(a)) for u, a in d.get("outlinks") or ()])
+
+    @classmethod
+    def from_item(cls, item) -> Document | None:
+        """The document of a page item, or None for what is not indexed: a
+        content-seen duplicate [Mercator §3, step 4] (its first URL is indexed
+        already), an error page, a document that is not HTML."""
+        if item.get("duplicate_of") or not 200 <= int(item.get("status") or 0) < 300:
+            return None
+        ctype = item.get("content_type") or ""
+        # no Content-Type: the spider parsed it if it sniffed as HTML
+        if ctype not in HTML_TYPES and not (ctype == "" and (item.get("title") or item.get("text"))):
+            return None
+        return cls(url=item.get("final_url") or item["url"], title=item.get("title") or "",
+                   text=item.get("text") or "", fetched_at=float(item.get("fetch_time") or 0.0),
+                   outlinks=[(o["url"], o.get("anchor") or "") for o in item.get("outlinks") or ()])

@@ -1,0 +1,34 @@
+"""Documents on their way from the workers to the one indexer, in Redis.
+
+Every worker pushes the documents of the pages it fetched onto one list of
+the crawl (Keyspace.index_queue); the indexer reads a batch from its head,
+writes it to the index, commits, and only then trims it off. An indexer that
+dies between its commit and the trim leaves the batch to its successor, which
+writes it again: writing a document is an upsert by its key, so a batch
+written twice is in the index once.
+"""
+
+from __future__ import annotations
+
+
+class HandOver:
+    def __init__(self, redis, keyspace):
+        self.redis = redis
+        self.key = keyspace.index_queue
+
+    def push(self, packed: list[bytes]) -> None:
+        """Workers: append packed documents (one round trip)."""
+        if packed:
+            self.redis.rpush(self.key, *packed)
+
+    def peek(self, n: int) -> list[bytes]:
+        """The indexer: the first n documents waiting, left in place."""
+        return self.redis.lrange(self.key, 0, n - 1)
+
+    def done(self, n: int) -> None:
+        """The indexer: the first n documents are in the index."""
+        if n:
+            self.redis.ltrim(self.key, n, -1)
+
+    def waiting(self) -> int:
+        return self.redis.llen(self.key)

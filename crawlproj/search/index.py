@@ -1,0 +1,151 @@
+"""The full-text index of one crawl: tantivy, under CRAWL_DATA_DIR/index/<crawl>.
+
+tantivy (a Rust inverted index with BM25 scoring, the engine of Quickwit and
+ParadeDB, through its official Python binding) was measured against SQLite's
+FTS5 on this machine: docs/search.md has the figures and the choice.
+
+Fields: `key` (the canonical URL, raw: the upsert's term), `url`, `host` (raw:
+`host:h0001.example`), `title`, `text`, `anchors` (the anchor texts of links
+to the page, not stored: AnchorStore has them), `fetched_at`. Title, text and
+anchors are tokenized (Unicode words, lower-cased) with positions, so quoted
+phrases work. One process writes (tantivy's lock file in the directory, and
+the indexer's Redis lock before it); any number read, and see a commit within
+tantivy's reload poll (about 0.5 s).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tantivy
+
+from crawlproj.errors import CrawlprojError
+from crawlproj.search.anchors import AnchorStore
+from crawlproj.search.document import Document
+from crawlproj.search.ids import id64
+from crawlproj.stores.common import data_dir, safe_name
+
+SEARCH_FIELDS = ("title", "text", "anchors")
+TANTIVY_META = "meta.json"
+
+
+class IndexUnavailable(CrawlprojError):
+    """The index cannot be opened or written: the message says where and why."""
+
+
+def index_dir(settings, crawl_id: str | None = None) -> Path:
+    """INDEX_DIR; unset, CRAWL_DATA_DIR/index/<crawl>."""
+    base = settings.get("INDEX_DIR")
+    return Path(base) if base else data_dir(settings) / "index" / safe_name(
+        crawl_id or settings.get("CRAWL_ID"))
+
+
+def schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("key", stored=True, tokenizer_name="raw")
+    sb.add_text_field("url", stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("host", stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("title", stored=True)
+    sb.add_text_field("text", stored=True)
+    sb.add_text_field("anchors", stored=False)
+    sb.add_float_field("fetched_at", stored=True)
+    # 64-bit ids of the key and the host as fast (columnar) fields: ranking
+    # reads them for every candidate without loading its stored document
+    sb.add_unsigned_field("key_id", fast=True)
+    sb.add_unsigned_field("host_id", fast=True)
+    return sb.build()
+
+
+
+class PageIndex:
+    """The tantivy index and its anchor store, opened to read or to write."""
+
+    def __init__(self, directory: Path, write: bool = False, heap_bytes: int = 128_000_000):
+        self.directory = Path(directory)
+        self.writer = None
+        self._meta_stamp = None
+        try:
+            if write:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            elif not (self.directory / TANTIVY_META).exists():
+                raise IndexUnavailable(f"no index at {self.directory} (a crawl with INDEX_ENABLED "
+                                       "makes one; `scrapy index --rebuild` makes one from the WARC files)")
+            self.index = tantivy.Index(schema(), path=str(self.directory), reuse=True)
+        except IndexUnavailable:
+            raise
+        except (ValueError, OSError) as exc:
+            raise IndexUnavailable(f"the index at {self.directory} cannot be opened ({exc}); "
+                                   "`scrapy index --rebuild` rebuilds it from the WARC files") from None
+        try:
+            self.anchors = AnchorStore(self.directory, readonly=not write)
+        except Exception as exc:  # sqlite3.Error, OSError
+            raise IndexUnavailable(f"the anchor store of the index at {self.directory} cannot be "
+                                   f"opened ({exc}); `scrapy index --rebuild` rebuilds it") from None
+        if write:
+            try:
+                self.writer = self.index.writer(heap_size=heap_bytes, num_threads=1)
+            except ValueError as exc:
+                self.anchors.close()
+                raise IndexUnavailable(f"the index at {self.directory} is being written by another "
+                                       f"process ({exc})") from None
+
+    # -- writing --------------------------------------------------------------
+
+    def put(self, doc: Document, anchors: str | None = None, new: bool = False) -> None:
+        """Add or replace the document of doc.key (new: it has none yet)."""
+        key = doc.key
+        if not new:
+            self.writer.delete_documents_by_term("key", key)
+        d = tantivy.Document(
+            key=key, url=doc.url, host=doc.host, title=doc.title, text=doc.text,
+            anchors=self.anchors.anchor_text(key) if anchors is None else anchors,
+            fetched_at=float(doc.fetched_at))
+        # typed explicitly: a keyword argument over 2**63 would be taken for a float
+        d.add_unsigned("key_id", id64(key))
+        d.add_unsigned("host_id", id64(doc.host))
+        self.writer.add_document(d)
+
+    def stored(self, key: str) -> Document | None:
+        """The document of key as the index has it (outlinks not kept)."""
+        searcher = self.index.searcher()
+        hits = searcher.search(tantivy.Query.term_query(self.index.schema, "key", key), 1).hits
+        if not hits:
+            return None
+        d = searcher.doc(hits[0][1])
+        return Document(url=d["url"][0], title=d["title"][0], text=d["text"][0],
+                        fetched_at=d["fetched_at"][0])
+
+    def commit(self) -> None:
+        self.writer.commit()
+        self.anchors.commit()
+        self.index.reload()
+
+    def clear(self) -> None:
+        self.writer.delete_all_documents()
+        self.writer.commit()
+        self.anchors.clear()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.wait_merging_threads()  # consumes the writer: its lock is released
+            self.writer = None
+        self.anchors.close()
+
+    # -- reading --------------------------------------------------------------
+
+    def searcher(self):
+        """A searcher of the latest commit: a commit rewrites meta.json, and a
+        reader that sees it changed reloads at once rather than at tantivy's
+        next poll (up to 0.5 s later), which a page's 2 s to searchable needs."""
+        if self.writer is None:
+            try:
+                stamp = (self.directory / TANTIVY_META).stat().st_mtime_ns
+            except OSError:
+                stamp = None
+            if stamp != self._meta_stamp:
+                self._meta_stamp = stamp
+                self.index.reload()
+        return self.index.searcher()
+
+    def num_docs(self) -> int:
+        return self.index.searcher().num_docs

@@ -1,0 +1,110 @@
+"""The indexer: the one process of a crawl that writes its index.
+
+Workers hand documents over through Redis (handover.HandOver); whichever
+process holds the crawl's indexer lock takes them in batches, writes them,
+commits, and trims them off the hand-over list. The lock is the ranker's kind
+(crawlproj/ranker/loop.py): renewed on every tick while its holder lives,
+taken over by another process once its TTL runs out. tantivy's own lock file
+in the index directory keeps a second writer out should two ever disagree.
+
+Pinkerton's WebCrawler committed its index "every few hundred documents" to
+protect it from crashes; here a commit ends every batch, and a batch is
+trimmed off the hand-over list only after it, so a crash loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from crawlproj.ranker.loop import RankerLock
+from crawlproj.search.document import Document
+from crawlproj.search.handover import HandOver
+from crawlproj.search.index import PageIndex
+
+logger = logging.getLogger(__name__)
+
+
+class IndexerLock(RankerLock):
+    """At most one indexer per crawl (Keyspace.indexer_lock)."""
+
+    def __init__(self, redis, keyspace, ttl: float = 10.0):
+        super().__init__(redis, keyspace, ttl)
+        self.key = keyspace.indexer_lock
+
+
+@dataclass
+class Batch:
+    taken: int = 0       # documents read off the hand-over list
+    written: int = 0     # ... written (the others were older than the indexed version)
+    refreshed: int = 0   # indexed pages written again for their new anchor text
+
+
+class Indexer:
+    def __init__(self, index: PageIndex, handover: HandOver | None, batch: int = 1000,
+                 pagerank_interval: float = 60.0, damping: float = 0.9, refresh_share: float = 0.25):
+        self.index = index
+        self.handover = handover
+        self.batch = batch
+        # Stale pages written again per batch, as a share of the batch size: new
+        # pages first (they are not searchable at all yet), anchor text catches
+        # up as the crawl's pace allows.
+        self.refresh = max(1, int(batch * refresh_share))
+        self.pagerank_interval = pagerank_interval
+        self.damping = damping
+        self._last_rank = time.monotonic()
+        self._unranked = 0
+
+    def write(self, docs: list[Document]) -> tuple[int, int]:
+        """Write documents (the latest fetch of each key wins), then the stale
+        pages' new anchor text; commit. Returns (written, refreshed)."""
+        latest: dict[str, Document] = {}
+        for doc in docs:
+            key = doc.key
+            seen = latest.get(key)
+            if seen is None or doc.fetched_at >= seen.fetched_at:
+                latest[key] = doc
+        anchors = self.index.anchors
+        fresh, new = {}, set()
+        for key, doc in latest.items():
+            before = anchors.fetched_at(key)
+            if before is None or doc.fetched_at >= before:
+                anchors.record(key, doc.fetched_at, doc.outlinks)
+                fresh[key] = doc
+                if before is None:
+                    new.add(key)
+        for key, doc in fresh.items():
+            self.index.put(doc, new=key in new)
+        anchors.forget(list(fresh))
+        refreshed = 0
+        stale = anchors.stale(self.refresh)
+        for key in stale:
+            doc = self.index.stored(key)
+            if doc is not None:
+                self.index.put(doc)
+                refreshed += 1
+        anchors.forget(stale)
+        self.index.commit()
+        self._unranked += len(fresh)
+        return len(fresh), refreshed
+
+    def step(self) -> Batch:
+        """One batch from the hand-over list into the index."""
+        packed = self.handover.peek(self.batch)
+        docs = []
+        for data in packed:
+            try:
+                docs.append(Document.unpack(data))
+            except Exception as exc:  # a corrupt entry must not block the list
+                logger.error("Indexer: dropping an unreadable document (%s)", exc)
+        written, refreshed = self.write(docs) if docs else (0, 0)
+        self.handover.done(len(packed))
+        self.maybe_rank()
+        return Batch(len(packed), written, refreshed)
+
+    def maybe_rank(self, force: bool = False) -> None:
+        if self._unranked and (force or time.monotonic() - self._last_rank >= self.pagerank_interval):
+            n = self.index.anchors.update_pagerank(self.damping)
+            self._last_rank, self._unranked = time.monotonic(), 0
+            logger.info("Indexer: PageRank over %d pages", n)

@@ -1,0 +1,89 @@
+"""IndexerRunner: the indexer's life in a process that may hold its lock.
+
+Shared by the worker's extension and `scrapy index`: on each tick, take or
+renew the crawl's indexer lock; while holding it, keep the index open for
+writing and drain the hand-over list; on losing it (or leaving), close the
+index, which lets go of tantivy's writer lock too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from crawlproj.keyspace import Keyspace
+from crawlproj.redisconn import get_redis
+from crawlproj.search.handover import HandOver
+from crawlproj.search.index import PageIndex, index_dir
+from crawlproj.search.indexer import Batch, Indexer, IndexerLock
+
+logger = logging.getLogger(__name__)
+
+
+class IndexerRunner:
+    def __init__(self, lock: IndexerLock, handover: HandOver, directory, *, batch: int,
+                 pagerank_interval: float, damping: float, tick_budget: float = 1.0):
+        self.lock = lock
+        self.handover = handover
+        self.directory = directory
+        self.batch = batch
+        self.pagerank_interval = pagerank_interval
+        self.damping = damping
+        self.tick_budget = tick_budget
+        self.indexer: Indexer | None = None
+
+    @classmethod
+    def from_settings(cls, s, keyspace: Keyspace | None = None) -> IndexerRunner:
+        redis = get_redis(s)
+        keyspace = keyspace or Keyspace.from_settings(s, redis)
+        return cls(IndexerLock(redis, keyspace, s.getfloat("INDEX_LOCK_TTL")), HandOver(redis, keyspace),
+                   index_dir(s, keyspace.crawl_id), batch=s.getint("INDEX_BATCH"),
+                   pagerank_interval=s.getfloat("INDEX_PAGERANK_INTERVAL"),
+                   damping=s.getfloat("PAGERANK_DAMPING"))
+
+    @property
+    def holding(self) -> bool:
+        return self.indexer is not None
+
+    def tick(self) -> Batch | None:
+        """Hold the lock and write what is waiting (for at most tick_budget
+        seconds, renewing between batches); None when another process holds it."""
+        if not self.lock.hold():
+            if self.indexer is not None:
+                logger.warning("Indexer lock lost to %s; closing the index", self.lock.holder())
+                self._close()
+            return None
+        if self.indexer is None:
+            index = PageIndex(self.directory, write=True)
+            self.indexer = Indexer(index, self.handover, self.batch, self.pagerank_interval,
+                                   self.damping)
+            logger.info("Indexer lock taken (%s): writing %s", self.lock.token, self.directory)
+        total = Batch()
+        start = time.monotonic()
+        while True:
+            b = self.indexer.step()
+            total.taken += b.taken
+            total.written += b.written
+            total.refreshed += b.refreshed
+            if b.taken < self.batch or time.monotonic() - start > self.tick_budget \
+                    or not self.lock.hold():
+                return total
+
+    def drain_and_release(self) -> None:
+        """Leaving: write what is waiting if this process is the indexer, rank, let go."""
+        try:
+            if self.indexer is not None:
+                while True:
+                    b = self.tick()
+                    if b is None or b.taken < self.batch:
+                        break
+                if self.indexer is not None:
+                    self.indexer.maybe_rank(force=True)
+        finally:
+            self._close()
+            self.lock.release()
+
+    def _close(self) -> None:
+        if self.indexer is not None:
+            self.indexer.index.close()
+            self.indexer = None

@@ -1,0 +1,320 @@
+"""Chaos: the frontier outlives its server's hiccups (docs/frontier.md, "When
+Redis fails").
+
+Real `scrapy crawl web` workers crawl the simulated web on a real Redis
+server while the test hurts the server or a worker; what was fetched, how
+often and when is read from the simulated web's own request log, never from
+the crawler. The faults:
+
+* Redis killed, down longer than FRONTIER_LEASE_TTL, restarted from its AOF;
+* Redis paused (SIGSTOP) for 20 s, and a worker interrupted meanwhile;
+* Redis killed and a worker told to stop (SIGTERM) while it is down;
+* Redis restarted empty (no persistence), and Redis out of memory: the crawl
+  stops, once, with one clear message;
+* a worker stopped (SIGSTOP) past its leases;
+* the embedded server killed: the worker starts it again.
+
+The claims, for each: every reachable page fetched (for the stop cases: the
+workers end, and a worker started afterwards on the same crawl fetches every
+page left: nothing was lost), no two requests to one host at once, and no
+page fetched twice unless its first fetch began before the workers could know
+of the fault: before it, or within the longest a worker goes without a round
+trip to Redis while it holds leases (LONGEST_SLEEP; STALLED more when the
+server hangs instead of refusing connections). Such a page was leased before
+the fault, and its end could not be recorded before its lease expired.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from crawlproj.frontier.sync import LONGEST_SLEEP
+from crawlproj.groupcommit import STALLED
+from crawlproj.simweb import checks
+from crawlproj.simweb.testing import SimWebServer
+from tests.e2e import Workers, stat
+
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
+WEB = {"seed": 18, "hosts": 40, "pages": 700, "page_bytes": 1500, "latency_ms": [20, 40],
+       "crawl_delay_fraction": 0.0, "p500": 0.0}
+TTL = 4.0
+SETTINGS = {"FRONTIER_DELAY_FACTOR": 1.0, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": TTL,
+            "CONCURRENT_REQUESTS": 8}
+STALE_UA = "crawlproj-test stopped"
+
+
+@pytest.fixture
+def crawls():
+    """The Workers of a test: none outlives it, whatever failed."""
+    made: list[Workers] = []
+    yield made
+    for workers in made:
+        workers.kill_all()
+
+
+def start_crawl(crawls, sw, url, tmp_path, crawl_id, n=2, **settings):
+    seeds = sw.web.seeds(2)
+    reachable = sw.web.reachable(seeds, obey_robots=True)
+    workers = Workers(sw, url, tmp_path, seeds, crawl_id, {**SETTINGS, **settings})
+    crawls.append(workers)
+    workers.start(n)
+    # a third of the web fetched: the crawl is well under way at the fault
+    sw.wait_log(len(reachable) // 3, timeout=120)
+    return workers, reachable
+
+
+def twice_after(records, fault_at: float) -> list[str]:
+    """URLs fetched more than once although their first fetch began after the
+    workers knew of the fault (fault_at: the fault, plus the time a worker may
+    take to find out): nothing excuses the second."""
+    first: dict[str, float] = {}
+    for r in sorted(records, key=lambda r: r["t0"]):
+        first.setdefault(checks.url_of(r), r["t0"])
+    counts = checks.fetch_counts(records)
+    return sorted(u for u, n in counts.items() if n > 1 and first[u] >= fault_at)
+
+
+def assert_whole_and_polite(sw, reachable, known_at, excused=frozenset()):
+    """known_at: when every worker knew of the fault; excused: URLs another
+    log proves were in flight then."""
+    records = sw.settle_log()
+    counts = checks.fetch_counts(records)
+    assert set(counts) == reachable, (
+        f"missing {sorted(reachable - set(counts))[:5]} of {len(reachable)}")
+    assert checks.overlaps(records) == [], checks.overlaps(records)[:3]
+    late = [u for u in twice_after(records, known_at) if u not in excused]
+    assert not late, f"fetched twice, first fetch after the fault: {late[:5]}"
+    return records
+
+
+def finish_with_a_new_worker(workers, sw, reachable, known_at):
+    """A worker started on the crawl after the others ended fetches every
+    page they left: nothing they held was lost (their leases expire, their
+    URLs go back to their queues)."""
+    time.sleep(TTL + 0.5)
+    (last,) = workers.start(1, seeds=False)
+    assert last.wait(300) == 0, workers.log(len(workers.procs) - 1)[-3000:]
+    return assert_whole_and_polite(sw, reachable, known_at)
+
+
+def errors_in(log: str, text: str) -> int:
+    return sum(1 for line in log.splitlines() if text in line)
+
+
+# -- Redis down, paused, restarted ---------------------------------------------
+
+
+def test_redis_down_longer_than_the_lease_ttl(redis_server_factory, tmp_path, crawls):
+    """Redis killed and restarted from its AOF after 2 TTLs: the workers wait,
+    say so every few seconds without a busy loop, drop the leases that
+    expired meanwhile instead of fetching them, and finish the crawl."""
+    server = redis_server_factory(appendonly=True)
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        workers, reachable = start_crawl(crawls, sw, server.url, tmp_path, "down")
+        fault_at = time.time()
+        server.kill()
+        down = 2 * TTL + 4
+        time.sleep(down)
+        server.restart()
+        assert workers.wait(300) == [0, 0]
+        records = assert_whole_and_polite(sw, reachable, fault_at + LONGEST_SLEEP)
+        assert [r for r in records if r["t0"] > fault_at + down], "no crawl after the restart"
+        for i in (0, 1):
+            log = workers.log(i)
+            assert "frontier: Redis write failed" in log
+            assert "frontier: Redis still failing" in log  # said again while it lasts
+            # one try a second at most (retry_delay), no busy loop
+            assert stat(log, "frontier/redis_errors") <= 2 * (down + 2)
+
+
+@pytest.mark.slow
+def test_redis_paused_for_20_seconds(redis_server_factory, tmp_path, crawls):
+    server = redis_server_factory(appendonly=True)
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        workers, reachable = start_crawl(crawls, sw, server.url, tmp_path, "paused")
+        fault_at = time.time()
+        server.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(20)
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+        assert workers.wait(300) == [0, 0]
+        # a paused server is told from a slow one after STALLED seconds: a
+        # download handed out before that may have its end unrecorded
+        assert_whole_and_polite(sw, reachable, fault_at + LONGEST_SLEEP + STALLED)
+        for i in (0, 1):
+            log = workers.log(i)
+            # a paused server answers nothing: the read timeout tells it
+            assert "frontier: Redis write failed" in log
+            assert "frontier: Redis still failing" in log  # said again while it lasts
+            assert "frontier: Redis writes work again" in log
+
+
+def test_ctrl_c_ends_a_worker_while_redis_is_paused(redis_server_factory, tmp_path, crawls):
+    """A worker whose Redis calls hang (the server paused) still ends on
+    Ctrl-C, before the server answers again; its URLs are not lost."""
+    server = redis_server_factory(appendonly=True)
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        workers, reachable = start_crawl(crawls, sw, server.url, tmp_path, "pausedint", n=1)
+        fault_at = time.time()
+        server.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(1.0)
+            Workers.signal(workers.procs[0], signal.SIGINT)
+            workers.procs[0].wait(60)  # raises if it does not end while Redis is paused
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+        assert "Dumping Scrapy stats" in workers.log(0)
+        finish_with_a_new_worker(workers, sw, reachable, fault_at + LONGEST_SLEEP + STALLED)
+
+
+def test_sigterm_ends_a_worker_while_redis_is_down(redis_server_factory, tmp_path, crawls):
+    server = redis_server_factory(appendonly=True)
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        workers, reachable = start_crawl(crawls, sw, server.url, tmp_path, "downterm", n=1)
+        fault_at = time.time()
+        server.kill()
+        time.sleep(1.0)
+        Workers.signal(workers.procs[0], signal.SIGTERM)
+        workers.procs[0].wait(60)  # raises if the worker does not end
+        assert "Dumping Scrapy stats" in workers.log(0)
+        server.restart()
+        finish_with_a_new_worker(workers, sw, reachable, fault_at + LONGEST_SLEEP)
+
+
+def test_ctrl_c_while_the_crawl_starts_ends_the_worker(redis_url, tmp_path, crawls):
+    """Scrapy stops the reactor without closing the spider when Ctrl-C comes
+    while the crawl starts: no thread a store started may keep the process."""
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        for i in range(2):
+            (tmp_path / str(i)).mkdir()
+            workers = Workers(sw, redis_url, tmp_path / str(i), sw.web.seeds(2), f"early{i}",
+                              SETTINGS)
+            crawls.append(workers)
+            (worker,) = workers.start(1)
+            while "Frontier opened" not in workers.log(0) and worker.poll() is None:
+                time.sleep(0.005)
+            Workers.signal(worker, signal.SIGINT)
+            worker.wait(60)  # raises if the worker does not end
+
+
+# -- Redis refuses: the crawl stops, once, losing nothing ------------------------
+
+
+STOP_LINE = "Stopping the crawl (finish reason redis_refused)"
+
+
+def assert_each_stopped_once(workers, reason: str) -> None:
+    """Every worker ends, having said why once."""
+    for p in workers.procs:
+        p.wait(60)  # raises if a worker does not end
+    for i in range(len(workers.procs)):
+        log = workers.log(i)
+        assert errors_in(log, STOP_LINE) == 1, log[-3000:]
+        assert reason in log
+        assert "'finish_reason': 'redis_refused'" in log
+
+
+def test_redis_restarted_empty_stops_the_crawl(redis_server_factory, tmp_path, crawls):
+    server = redis_server_factory(appendonly=False)
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        workers, _ = start_crawl(crawls, sw, server.url, tmp_path, "empty")
+        server.kill()
+        time.sleep(0.5)
+        server.restart()  # no AOF: the crawl's state is gone
+        assert_each_stopped_once(workers, "the crawl's state is not on the Redis server")
+        assert "DUE not configured" not in workers.log(0) + workers.log(1)
+
+
+def test_redis_out_of_memory_stops_the_crawl_and_loses_nothing(redis_server_factory, tmp_path, crawls):
+    server = redis_server_factory(appendonly=True)
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        workers, reachable = start_crawl(crawls, sw, server.url, tmp_path, "oom")
+        fault_at = time.time()
+        with server.client() as c:
+            c.config_set("maxmemory", "1")  # noeviction: every write refused
+        assert_each_stopped_once(workers, "Redis is out of memory (maxmemory) and refuses writes")
+        records = sw.settle_log()
+        assert set(checks.fetch_counts(records)) < reachable  # the crawl did stop early
+        with server.client() as c:
+            c.config_set("maxmemory", "0")
+        finish_with_a_new_worker(workers, sw, reachable, fault_at + LONGEST_SLEEP)
+
+
+# -- a worker stopped past its leases --------------------------------------------
+
+
+def started_downloads(tmp_path, pid: int) -> dict[str, float]:
+    """URL -> when worker pid started its last download of it, from the
+    worker's crawl log (logs/ under CRAWL_DATA_DIR: Heritrix's fields, the
+    fetch start as yyyymmddhhmmssSSS+duration). The record middleware stamps
+    the start in the same reactor turn as the lease check, right before it."""
+    started = {}
+    for path in (tmp_path / "data" / "logs").glob("crawl-*.log"):
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) > 8 and f":{pid}:" in parts[7]:
+                stamp = datetime.strptime(parts[8].split("+")[0], "%Y%m%d%H%M%S%f")
+                started[parts[3]] = stamp.replace(tzinfo=timezone.utc).timestamp()
+    return started
+
+
+def test_worker_stopped_past_its_leases_fetches_none_of_them(redis_url, tmp_path, crawls):
+    """SIGSTOP one worker for 3 TTLs: the other takes over its hosts and URLs.
+    Resumed, the stopped worker starts no download of a URL whose lease it
+    lost, and contacts no host while the other holds it. (A download it had
+    started when it was stopped, its request not yet written to the socket,
+    goes out on resume: its own crawl log shows it started before.)"""
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds = sw.web.seeds(2)
+        reachable = sw.web.reachable(seeds, obey_robots=True)
+        workers = Workers(sw, redis_url, tmp_path, seeds, "stopped", SETTINGS)
+        crawls.append(workers)
+        # the web's log tells the workers' requests apart by User-Agent
+        (stopped,) = workers.start(1, settings={"USER_AGENT": STALE_UA})
+        workers.start(1)
+        sw.wait_log(len(reachable) // 3, timeout=120)
+        fault_at = time.time()
+        Workers.signal(stopped, signal.SIGSTOP)
+        try:
+            time.sleep(3 * TTL)
+        finally:
+            Workers.signal(stopped, signal.SIGCONT)
+        resumed_at = time.time()
+        assert workers.wait(300) == [0, 0]
+        records = sw.settle_log()
+        # the pages: robots.txt requests are counted apart (crawlproj.simweb.checks)
+        pages = [r for r in records if r["path"] not in checks.ROBOTS]
+        taken_over = {checks.url_of(r) for r in pages
+                      if r["ua"] != STALE_UA and r["t0"] > fault_at}
+        stale = {checks.url_of(r) for r in pages if r["ua"] == STALE_UA
+                 and r["t0"] > resumed_at and checks.url_of(r) in taken_over}
+        started = started_downloads(tmp_path, stopped.pid)
+        late = sorted(u for u in stale if started.get(u, resumed_at) >= resumed_at)
+        assert not late, f"the resumed worker fetched URLs it had lost: {late[:5]}"
+        assert_whole_and_polite(sw, reachable, fault_at, excused=stale)
+        # it did hold leases: the other worker took them back
+        assert stat(workers.log(1), "frontier/expired_leases") > 0
+
+
+# -- the embedded server ----------------------------------------------------------
+
+
+def test_worker_restarts_the_embedded_server(embedded_data_dir, tmp_path, crawls):
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        workers, reachable = start_crawl(crawls, sw, "", tmp_path, "embedded", n=1,
+                                         CRAWL_DATA_DIR=str(embedded_data_dir))
+        state = json.loads((embedded_data_dir / "redis" / "server.json").read_text())
+        fault_at = time.time()
+        os.kill(state["pid"], signal.SIGKILL)
+        assert workers.wait(300) == [0]
+        assert_whole_and_polite(sw, reachable, fault_at + LONGEST_SLEEP)
+        again = json.loads((embedded_data_dir / "redis" / "server.json").read_text())
+        assert again["pid"] != state["pid"]  # a new server, started by the worker

@@ -1,0 +1,290 @@
+"""The crawl's index and its search: documents, hand-over, indexer, ranking,
+bad input. Real tantivy indexes in tmp_path, a real Redis server for the
+hand-over list and the indexer's lock; pages rendered by the simulated web
+and extracted as the spider does."""
+
+from __future__ import annotations
+
+import html
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import redis as redis_lib
+
+from crawlproj.extract import extract_page
+from crawlproj.keyspace import Keyspace
+from crawlproj.search.document import Document
+from crawlproj.search.export import export
+from crawlproj.search.handover import HandOver
+from crawlproj.search.index import IndexUnavailable, PageIndex
+from crawlproj.search.indexer import Indexer, IndexerLock
+from crawlproj.search.searcher import QueryError, Searcher
+from crawlproj.simweb.model import SimWeb
+from tests.e2e import ROOT
+
+T0 = 1.7e9
+
+
+def web_documents(pages=400, hosts=8, seed=3):
+    web = SimWeb.generate(seed=seed, hosts=hosts, pages=pages, page_bytes=2000)
+    docs = []
+    for node in range(pages):
+        url = web.url(node)
+        e = extract_page(web.render(node), url, "utf-8")
+        docs.append(Document(url, e.title, e.text, T0 + node, e.links))
+    return docs
+
+
+def doc(url, title="", text="", t=T0, links=()):
+    return Document(url, title, text, t, list(links))
+
+
+@pytest.fixture
+def index(tmp_path):
+    ix = PageIndex(tmp_path / "index", write=True)
+    yield ix
+    ix.close()
+
+
+def test_a_page_is_found_by_its_title_at_rank_one(index):
+    docs = web_documents()
+    indexer = Indexer(index, None, batch=100)
+    for i in range(0, len(docs), 100):
+        indexer.write(docs[i:i + 100])
+    indexer.maybe_rank(force=True)
+    s = Searcher(index)
+    first = sum(s.search(d.title).results[0].url == d.url for d in docs)
+    assert first >= 0.95 * len(docs)
+    assert index.num_docs() == len(docs)
+
+
+def test_a_page_fetched_again_replaces_its_old_version_whatever_the_order(index):
+    indexer = Indexer(index, None)
+    indexer.write([doc("http://a.example/p?b=2&a=1", "old title", "apricot", T0)])
+    # the same page under another spelling of its URL, fetched later: one document, the new text
+    indexer.write([doc("http://A.example/p?a=1&b=2#top", "new title", "blueberry", T0 + 60)])
+    s = Searcher(index)
+    assert s.search("blueberry").total == 1 and s.search("apricot").total == 0
+    # a fetch older than the indexed one (handed over late) changes nothing
+    indexer.write([doc("http://a.example/p?a=1&b=2", "older", "cherry", T0 + 30)])
+    assert s.search("cherry").total == 0 and s.search("blueberry").total == 1
+    # two fetches of one page in one batch: the later wins
+    indexer.write([doc("http://a.example/q", "", "damson", T0 + 90),
+                   doc("http://a.example/q", "", "elderberry", T0 + 80)])
+    assert (s.search("damson").total, s.search("elderberry").total) == (1, 0)
+    assert index.num_docs() == 2
+
+
+def test_duplicates_errors_and_non_html_are_not_documents():
+    item = {"url": "http://a.example/", "final_url": "http://a.example/", "status": 200,
+            "content_type": "text/html", "title": "t", "text": "x", "fetch_time": T0,
+            "outlinks": [{"url": "http://b.example/", "anchor": "b"}], "duplicate_of": None}
+    assert Document.from_item(item).outlinks == [("http://b.example/", "b")]
+    assert Document.from_item({**item, "duplicate_of": "http://c.example/"}) is None
+    assert Document.from_item({**item, "status": 404}) is None
+    assert Document.from_item({**item, "content_type": "image/png"}) is None
+    # no Content-Type, but the spider parsed it as HTML
+    assert Document.from_item({**item, "content_type": ""}) is not None
+
+
+def test_anchor_text_of_links_found_after_the_page_is_indexed(index):
+    indexer = Indexer(index, None)
+    indexer.write([doc("http://b.example/", "bee", "plain words")])
+    s = Searcher(index)
+    assert s.search("zephyrine").total == 0
+    indexer.write([doc("http://a.example/", "ay", "other words", links=[("http://b.example/", "zephyrine")])])
+    hits = s.search("zephyrine").results
+    assert [h.url for h in hits] == ["http://b.example/"]
+    # the link is gone from the page's new version: so is the anchor text
+    indexer.write([doc("http://a.example/", "ay", "other words", T0 + 1)])
+    assert s.search("zephyrine").total == 0
+
+
+def test_pagerank_orders_pages_of_equal_text(index):
+    indexer = Indexer(index, None)
+    pages = [doc("http://pop.example/", "", "quince orchard"), doc("http://lone.example/", "", "quince orchard")]
+    # many pages link to pop (with anchors that do not name the query)
+    pages += [doc(f"http://f{i}.example/", "", "filler", links=[("http://pop.example/", "here")])
+              for i in range(20)]
+    indexer.write(pages)
+    s = Searcher(index)
+    before = [h.url for h in s.search("quince").results]
+    indexer.maybe_rank(force=True)
+    after = s.search("quince").results
+    assert [h.url for h in after] == ["http://pop.example/", "http://lone.example/"]
+    assert after[0].score > after[1].score
+    assert index.anchors.pagerank_of("http://pop.example/") > index.anchors.pagerank_of("http://lone.example/")
+    assert len(before) == 2
+
+
+def test_at_most_two_results_per_host_on_the_first_page(index):
+    indexer = Indexer(index, None)
+    big = [doc(f"http://big.example/{i}", "rhubarb " * (5 - i % 5), "rhubarb") for i in range(8)]
+    small = [doc(f"http://small{i}.example/", "", "rhubarb") for i in range(3)]
+    indexer.write(big + small)
+    s = Searcher(index)
+    first = s.search("rhubarb", n=5).results
+    hosts = [h.host for h in first]
+    assert hosts.count("big.example") == 2 and len(first) == 5
+    # the rest follow on later pages: every page exactly once across pages
+    urls = [h.url for off in range(0, 11, 5) for h in s.search("rhubarb", n=5, offset=off).results]
+    assert sorted(urls) == sorted(d.url for d in big + small)
+    # asked for: every result of the host first, by score
+    assert [h.host for h in s.search("rhubarb", n=5, per_host=0).results].count("big.example") == 5
+
+
+def test_phrases_fields_and_non_ascii(index):
+    indexer = Indexer(index, None)
+    indexer.write([doc("http://a.example/", "Grüße aus Köln", "the red fox jumps"),
+                   doc("http://b.example/", "fox", "red and a fox"),
+                   doc("http://c.example/", "日本語のページ", "東京 text")])
+    s = Searcher(index)
+    assert [h.url for h in s.search('"red fox"').results] == ["http://a.example/"]
+    assert s.search("red fox").total == 2
+    assert [h.url for h in s.search("köln").results] == ["http://a.example/"]
+    assert [h.url for h in s.search("title:fox").results] == ["http://b.example/"]
+    assert [h.url for h in s.search("host:c.example").results] == ["http://c.example/"]
+    assert s.search("東京").total == 1
+
+
+def test_bad_queries_get_a_clear_message(index):
+    Indexer(index, None).write([doc("http://a.example/", "alert box", "script alert words")])
+    s = Searcher(index)
+    for q, says in [("", "empty query"), ("   ", "empty query"), ("x" * 10_000, "query too long"),
+                    ("()", "no words to search for")]:
+        with pytest.raises(QueryError, match=says):
+            s.search(q)
+    with pytest.raises(QueryError, match="n must be"):
+        s.search("alert", n=0)
+    with pytest.raises(QueryError, match="offset"):
+        s.search("alert", offset=5000)
+    # a query that does not parse is searched as its words, and says so
+    r = s.search("<script>alert(")
+    assert r.notice and "syntax error" in r.notice and [h.url for h in r.results] == ["http://a.example/"]
+
+
+def test_markup_in_pages_and_queries_stays_text(index):
+    evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    Indexer(index, None).write([doc("http://a.example/", f"mango {evil}", f"{evil} mango {evil} & more")])
+    r = Searcher(index).search("mango")
+    hit = r.results[0]
+    assert hit.title == f"mango {evil}"   # plain text in the API: the client escapes it
+    assert "<script" not in hit.snippet and "<img" not in hit.snippet
+    assert html.escape("<script>") in hit.snippet and "<mark>mango</mark>" in hit.snippet
+
+
+def test_a_corrupt_index_is_refused_and_left_as_it_is(tmp_path):
+    path = tmp_path / "index"
+    ix = PageIndex(path, write=True)
+    Indexer(ix, None).write([doc("http://a.example/", "t", "x")])
+    ix.close()
+    meta = path / "meta.json"
+    meta.write_text('{"segments": [garbage')
+    before = {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()}
+    with pytest.raises(IndexUnavailable, match="cannot be opened.*--rebuild"):
+        PageIndex(path)
+    with pytest.raises(IndexUnavailable, match="cannot be opened"):
+        PageIndex(path, write=True)
+    assert {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()} == before
+    with pytest.raises(IndexUnavailable, match="no index at"):
+        PageIndex(tmp_path / "nothing")
+
+
+def test_a_second_writer_is_refused_while_readers_read(tmp_path):
+    path = tmp_path / "index"
+    writer = PageIndex(path, write=True)
+    try:
+        Indexer(writer, None).write([doc("http://a.example/", "t", "kiwi")])
+        # tantivy's lock file is per process: a writer in another process is refused
+        code = ("import sys; from crawlproj.search.index import PageIndex, IndexUnavailable\n"
+                "try:\n  PageIndex(sys.argv[1], write=True)\n"
+                "except IndexUnavailable as e:\n  print(e); sys.exit(3)\n")
+        p = subprocess.run([sys.executable, "-c", code, str(path)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 3 and "being written by another process" in p.stdout
+        assert Searcher(PageIndex(path)).search("kiwi").total == 1
+    finally:
+        writer.close()
+
+
+def test_documents_go_from_workers_to_one_index_through_redis(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "handover")
+    a, b = HandOver(r, ks), HandOver(r, ks)   # two workers
+    a.push([doc("http://x.example/", "one", "plum", T0).pack()])
+    b.push([doc("http://x.example/", "one", "pear", T0 + 5).pack(),
+            doc("http://y.example/", "two", "plum", T0).pack()])
+    a.push([b"not msgpack at all \xff"])
+    index = PageIndex(tmp_path / "index", write=True)
+    try:
+        batch = Indexer(index, HandOver(r, ks), batch=2).step()
+        assert (batch.taken, batch.written) == (2, 1)
+        batch = Indexer(index, HandOver(r, ks), batch=10).step()
+        assert batch.taken == 2 and HandOver(r, ks).waiting() == 0
+        s = Searcher(index)
+        # the page both workers fetched is there once, as fetched last
+        assert [h.url for h in s.search("pear").results] == ["http://x.example/"]
+        assert [h.url for h in s.search("plum").results] == ["http://y.example/"]
+    finally:
+        index.close()
+
+
+def test_the_indexer_lock_passes_on_when_its_holder_dies(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "lock")
+    env = dict(os.environ, REDIS_URL=redis_url, CRAWL_ID="lock", CRAWLPROJ_INDEX_DIR=str(tmp_path / "index"),
+               CRAWLPROJ_INDEX_LOCK_TTL="1.0", CRAWLPROJ_INDEX_TICK="0.1")
+    proc = subprocess.Popen([sys.executable, "-m", "scrapy", "index"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        lock = IndexerLock(r, ks, ttl=1.0)
+        deadline = time.monotonic() + 60
+        while lock.holder() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert lock.holder() is not None and not lock.hold()
+        HandOver(r, ks).push([doc("http://z.example/", "zed", "walnut").pack()])
+        while HandOver(r, ks).waiting() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert HandOver(r, ks).waiting() == 0
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        while not lock.hold() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert lock.hold()
+        # the dead writer's index opens for writing, with what it committed
+        index = PageIndex(tmp_path / "index", write=True)
+        try:
+            assert Searcher(index).search("walnut").total == 1
+        finally:
+            index.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_export_is_bulk_ndjson_and_solr_json(index, tmp_path):
+    import json
+
+    Indexer(index, None).write([doc("http://a.example/", "Ä title", "text one", links=[("http://b.example/", "bee")]),
+                                doc("http://b.example/", "b", "text two")])
+    index.commit()
+    out = tmp_path / "bulk.ndjson"
+    with open(out, "w", encoding="utf-8") as f:
+        assert export(index, f, "ndjson", "crawl") == 2
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    actions, docs = lines[0::2], lines[1::2]
+    assert sorted(a["index"]["_id"] for a in actions) == ["http://a.example/", "http://b.example/"]
+    assert all(a["index"]["_index"] == "crawl" for a in actions)
+    by_url = {d["url"]: d for d in docs}
+    assert by_url["http://b.example/"]["anchors"] == "bee" and by_url["http://a.example/"]["title"] == "Ä title"
+    assert set(by_url["http://a.example/"]) == {"url", "host", "title", "text", "anchors", "fetched_at", "pagerank"}
+    solr = tmp_path / "solr.json"
+    with open(solr, "w", encoding="utf-8") as f:
+        export(index, f, "solr")
+    assert sorted(d["id"] for d in json.loads(solr.read_text(encoding="utf-8"))) == \
+        ["http://a.example/", "http://b.example/"]
