@@ -296,7 +296,7 @@ PAGE_TEXT_MAX_CHARS = 100_000
 # off. The hop limit is DEPTH_LIMIT above, the URL length FRONTIER_MAX_URL_LENGTH.
 # --------------------------------------------------------------------------
 
-# URL rules, decided where URLs enter the frontier (crawlproj/traps.py).
+# URL rules, decided where URLs enter the frontier (crawlproj/traps).
 # A path segment at most this many times in a row: /a/a/ passes, /a/a/a/ is
 # refused (segment_run; Heritrix's PathologicalPathDecideRule, 2 repetitions).
 TRAPGUARD_MAX_SEGMENT_RUN = 2

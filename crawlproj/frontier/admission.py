@@ -3,7 +3,7 @@
 Mercator §3 (step 6) runs every extracted URL through a URL filter before the DUE. Here
 the frontier refuses what no worker could ever fetch, with a reason that goes
 to the log and to the stats (frontier/refused/<reason>), and the crawl goes on;
-then the trap guard's URL rules (crawlproj/traps.py) refuse what looks like a
+then the trap guard's URL rules (crawlproj/traps) refuse what looks like a
 crawler trap (trapguard/refused/<rule>). Links, seeds, redirect targets and
 retries all enter here, so each rule is decided in this one place.
 """
@@ -53,7 +53,7 @@ class Refused(ValueError):
 
 
 class Trap(Refused):
-    """A URL the trap guard's rules refuse (crawlproj/traps.py)."""
+    """A URL the trap guard's rules refuse (crawlproj/traps)."""
 
     stat = "trapguard/refused"
 
