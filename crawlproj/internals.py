@@ -39,7 +39,10 @@ from collections.abc import Callable
 
 
 def _slot(crawler):
-    engine = getattr(crawler, "engine", None)
+    try:
+        engine = crawler.engine
+    except (AttributeError, RuntimeError):  # Scrapy 2.19 raises until the crawl starts
+        return None
     return getattr(engine, "_slot", None) if engine is not None else None
 
 
@@ -102,12 +105,13 @@ def raise_download_limit(crawler, limit: int) -> None:
     downloader.total_concurrency = max(downloader.total_concurrency, limit)
 
 
-def on_close_started(crawler, callback: Callable[[], None]) -> None:
+def on_close_started(crawler, callback: Callable[[], None]) -> bool:
     """Call callback() when the engine starts closing the spider, before it
-    waits for the requests in progress. Call it once the engine's slot exists."""
+    waits for the requests in progress. False, and nothing hooked, where no
+    engine runs a spider (a component built outside a crawl, as tools do)."""
     slot = _slot(crawler)
     if slot is None:
-        raise RuntimeError("the engine has no slot yet: call on_close_started from open()")
+        return False
     close = slot.close
 
     async def closing():
@@ -115,3 +119,4 @@ def on_close_started(crawler, callback: Callable[[], None]) -> None:
         await close()
 
     slot.close = closing
+    return True

@@ -96,8 +96,10 @@ def refusal(exc: BaseException) -> str | None:
     # pipeline's message) the server's text says what it was
     if isinstance(exc, redis.exceptions.OutOfMemoryError) or "> 'maxmemory'" in text:
         code = "OOM"
-    elif isinstance(exc, redis.exceptions.NoPermissionError):
-        code = "NOPERM"
+    elif isinstance(exc, redis.exceptions.NoPermissionError) or any(
+            words in text for words in ("ACL failure", "no permissions to run",
+                                        "user executing the script can't run")):
+        code = "NOPERM"  # a script's ACL failure comes as a plain error (Redis 7.0's words)
     else:
         code = next((c for c in REFUSALS if text.startswith(c) or f" {c} " in f" {text} "),
                     None)

@@ -45,12 +45,11 @@ class RedisGuard:
 
     def watch(self, commit) -> None:
         """commit (a GroupCommit) reports refusals here, and is told when the
-        crawl starts closing. Call it once the engine is open."""
+        crawl starts closing (outside a crawl there is no close to hear)."""
         commit.on_refused = lambda reason, name=commit.name: self.refuse(name, reason)
         self._commits.append(commit)
         if not self._hooked:
-            internals.on_close_started(self.crawler, self._closing)
-            self._hooked = True
+            self._hooked = internals.on_close_started(self.crawler, self._closing)
 
     def _closing(self) -> None:
         for commit in self._commits:

@@ -158,6 +158,12 @@ class RobotsMiddleware:
             self.stats.inc_value("robotstxt/request_count")
             try:
                 response = await self.crawler.engine.download_async(fetch)
+            except IgnoreRequest as exc:
+                # refused before any connection (the address guard, a lost
+                # lease): the page would be refused alike, and the origin's
+                # robots.txt is not unreachable, so nothing is stored or retried
+                self.stats.inc_value("robotstxt/refused")
+                raise IgnoreRequest(f"robots.txt not fetched: {exc}") from None
             except Exception as exc:
                 name = type(exc).__name__
                 self.stats.inc_value(f"robotstxt/exception_count/{name}")

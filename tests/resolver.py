@@ -22,6 +22,16 @@ from twisted.internet.interfaces import IHostnameResolver, IHostResolution
 from zope.interface import implementer
 
 
+def _key(name: str) -> str:
+    """One spelling per name: an IP literal in its standard form
+    (::ffff:127.0.0.1 is ::ffff:7f00:1, as a URL parser writes it)."""
+    name = name.strip("[]").lower()
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return name
+
+
 @implementer(IHostResolution)
 class _Resolution:
     def __init__(self, name: str):
@@ -40,7 +50,7 @@ class StaticResolver:
             for a in answers:
                 if not ipaddress.ip_address(a).is_loopback:
                     raise ValueError(f"TEST_RESOLVER_MAP: {name} -> {a} is not a loopback address")
-            self.mapping[name.strip("[]").lower()] = list(answers)
+            self.mapping[_key(name)] = list(answers)
         self.lookups: Counter = Counter()
 
     @classmethod
@@ -52,7 +62,7 @@ class StaticResolver:
 
     def resolveHostName(self, resolutionReceiver, hostName, portNumber=0, addressTypes=None,
                         transportSemantics="TCP"):
-        key = hostName.strip("[]").lower()
+        key = _key(hostName)
         answers = self.mapping.get(key, [])
         n = self.lookups[key]
         self.lookups[key] += 1

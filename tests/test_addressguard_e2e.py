@@ -123,7 +123,10 @@ def crawl(tmp_path, redis_url, crawl_id, seed, settings, guarded=True, proxy=Non
            "-O", f"{items}:jsonlines"]
     for k, v in {"LOG_LEVEL": "INFO", "FRONTIER_DELAY_FACTOR": 0, "CONCURRENT_REQUESTS": 8,
                  "DOWNLOAD_TIMEOUT": 10, "CRAWL_SCOPE": "any", "DEPTH_LIMIT": 0,
-                 "TWISTED_DNS_RESOLVER": "tests.resolver.StaticResolver", **settings}.items():
+                 "TWISTED_DNS_RESOLVER": "tests.resolver.StaticResolver",
+                 # a robots.txt that cannot be had is retried this soon (the
+                 # control's unbound addresses), not a minute later
+                 "ROBOTS_RETRY_WAIT": 0.2, **settings}.items():
         cmd += ["-s", f"{k}={v}"]
     env = {k: v for k, v in os.environ.items()
            if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")}

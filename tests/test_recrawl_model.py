@@ -155,8 +155,10 @@ def test_the_state_costs_at_most_40_bytes_per_url_in_redis_beside_page_metadata(
             pipe.hset(key, struct.pack(">q", i * 7919), meta + extra)
         pipe.execute()
     assert r.object("encoding", b"pm:recrawl") == b"listpack"
+    assert r.hget(b"pm:recrawl", struct.pack(">q", 7919)).endswith(state)
     per_url = (r.memory_usage(b"pm:recrawl", samples=0) - r.memory_usage(b"pm:plain", samples=0)) / n
-    assert 36 <= per_url <= 40
+    # 37 on Valkey 9 and Redis 7.0; Redis 8's allocator rounds to 32.8
+    assert 0 < per_url <= 40
 
 
 def test_a_last_modified_in_the_future_or_unparsable_is_not_used():

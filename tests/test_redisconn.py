@@ -170,6 +170,17 @@ def test_refusals_that_waiting_cannot_mend_are_told_from_outages(redis_server_fa
         caught.append(e.value)
     assert all(refusal(exc).startswith("Redis is out of memory") for exc in caught)
     c.config_set("maxmemory", "0")
+    # a command the worker's ACL user may not run, plain, in a script, in a pipeline
+    c.execute_command("ACL", "SETUSER", "w", "on", ">pw", "~*", "+@all", "-exists")
+    w = get_redis({"REDIS_URL": server.url.replace("redis://", "redis://w:pw@")})
+    caught = []
+    for call in (lambda: w.exists("k"),
+                 lambda: w.eval("return redis.call('EXISTS', KEYS[1])", 1, "k"),
+                 lambda: w.pipeline(transaction=False).exists("k").execute()):
+        with pytest.raises(redis.ResponseError) as e:
+            call()
+        caught.append(e.value)
+    assert all(refusal(exc).startswith("Redis refuses this worker's commands") for exc in caught)
     with pytest.raises(redis.ResponseError) as e:
         c.execute_command("NOSUCHCOMMAND")
     assert refusal(e.value) is None

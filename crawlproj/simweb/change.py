@@ -85,7 +85,7 @@ class WorkWeek:
         self.level = []       # intensity on each segment
         for d in range(7):
             if d < 5:
-                for a, b, w in ((0, WORK_START, lo), (WORK_START, WORK_END, hi), (WORK_END, 1, lo)):
+                for _start, b, w in ((0, WORK_START, lo), (WORK_START, WORK_END, hi), (WORK_END, 1, lo)):
                     self.bounds.append(d + b)
                     self.level.append(w)
             else:
