@@ -311,7 +311,9 @@ def server_key(host: str) -> str:
     """A URL Standard host (with its port) as the politeness key: a fully
     qualified name's one trailing dot, the DNS root, dropped."""
     name, colon, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
-    if name.endswith(".") and len(name) > 1:
+    # one dot only: without it `foo.09..` would end in a number, which the URL
+    # Standard refuses as a host
+    if name.endswith(".") and not name.endswith("..") and len(name) > 1:
         return name[:-1] + colon + port
     return host
 

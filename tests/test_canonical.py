@@ -75,10 +75,15 @@ def query_params(search: str, drop_tracking: bool) -> list[tuple[str, str]]:
     return sorted(pairs)
 
 
+def without_root_dot(host: str) -> str:
+    """host. is host: the DNS root's one trailing dot is no other server."""
+    return host[:-1] if host.endswith(".") and not host.endswith("..") and len(host) > 1 else host
+
+
 def assert_same_resource(canonical: str, expected: dict):
     u = ada_url.URL(canonical)  # raises if canonicalisation made it invalid
     assert u.protocol == expected["protocol"]
-    assert u.hostname == expected["hostname"]
+    assert u.hostname == without_root_dot(expected["hostname"])
     assert u.port == expected["port"]
     assert norm_escapes(u.pathname) == norm_escapes(expected["pathname"])
     assert query_params(u.search, False) == query_params(expected["search"], True)
@@ -168,7 +173,7 @@ def test_idna_hosts(name):
                 with pytest.raises(ValueError):
                     ada_url.URL(url)
                 continue
-            assert got == f"http://{e['output']}/x", e
+            assert got == f"http://{without_root_dot(e['output'])}/x", e
             checked += 1
     assert checked > 50 and refused > 10
 
@@ -185,6 +190,10 @@ def test_idna_hosts(name):
     ("https://a.ex:443/", "https://a.ex/"),
     ("https://a.ex:80/", "https://a.ex:80/"),
     ("http://a.ex:8080/", "http://a.ex:8080/"),
+    # the DNS root's trailing dot dropped, as the politeness key drops it (urls.host_of)
+    ("http://A.ex./p", "http://a.ex/p"),
+    ("http://a.ex.:8080/p", "http://a.ex:8080/p"),
+    ("http://user@a.ex.:80/", "http://a.ex/"),
     # fragment and credentials dropped, empty path is /
     ("http://a.ex/p#section-2", "http://a.ex/p"),
     ("http://user:secret@a.ex", "http://a.ex/"),
@@ -239,6 +248,7 @@ def test_spellings_of_one_resource_share_one_canonical_url():
         "HTTP://WWW.EXAMPLE.COM:80/a/./b?y=2&x=1#top",
         "http://www.example.com/a/c/../b?x=%31&y=2&utm_campaign=spring",
         "http://user@www.example.com/%61/b?y=2&x=1&sessionid=42",
+        "http://www.example.com./a/b?x=1&y=2",
     ]
     assert len({canonicalize(u) for u in spellings}) == 1
 

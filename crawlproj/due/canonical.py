@@ -7,6 +7,8 @@ scheme and host lower-cased, the host in IDNA (UTS #46) form, IPv4 numbers in
 dotted-decimal form and IPv6 compressed, the default port dropped, dot-segments
 resolved, and characters that must be percent-encoded encoded. On top of it:
 
+* the DNS root's trailing dot is dropped (``host.`` is ``host``, as for the
+  politeness key, crawlproj.urls.server_key);
 * the fragment and the user:password@ part are dropped (neither names a
   different resource on the server);
 * percent-encoding is normalised as RFC 3986 §6.2.2.2 says: escapes of
@@ -31,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from crawlproj.urls import InvalidURL, split
+from crawlproj.urls import InvalidURL, server_key, split
 
 __all__ = ["InvalidURL", "Canonicalizer", "canonicalize", "STRIP_PARAMS", "STRIP_PREFIXES"]
 
@@ -99,6 +101,7 @@ class Canonicalizer:
             raise InvalidURL(f"unsupported scheme {scheme[:-1]!r}", "scheme")
         if not host:
             raise InvalidURL("no host", "no_host")
+        host = server_key(host)  # host. is host, for the DUE as for politeness
         # of _NOT_IN_URI, the URL Standard leaves only [ ] | raw in a path
         if "[" in path or "]" in path or "|" in path:
             path = _NOT_IN_URI.sub(_encode, path)
