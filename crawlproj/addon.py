@@ -21,7 +21,9 @@ run only when a crawler is configured, and then after its spider is built
 
 A name with a crawlproj prefix that the table does not define is a typo: the
 ``crawl`` command (in one line, before anything starts), the web spider and
-the add-on refuse it, naming the closest known name.
+the add-on refuse it, naming the closest known name. They refuse a value
+alike when it is not of its setting's kind, the kind of its default in the
+table: a number (never negative), a whole number, a boolean, a list.
 
 The environment sets any setting, crawlproj's or Scrapy's, as
 ``CRAWLPROJ_<NAME>=value`` (``CRAWLPROJ_FRONTIER_PRIORITIZER=pagerank``): the
@@ -65,6 +67,10 @@ class UnknownSetting(CrawlprojError):
     """A setting named like crawlproj's is not in the table; the message is one line."""
 
 
+class InvalidSetting(CrawlprojError):
+    """A crawlproj setting's value is not of its kind; the message is one line."""
+
+
 class MissingTable(CrawlprojError):
     """Settings without crawlproj's table reached a component that needs it."""
 
@@ -93,7 +99,7 @@ def _is_setting(name: str, known) -> bool:
 def environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings ``CRAWLPROJ_<NAME>`` variables of the environment give,
     by NAME. A variable that names no setting (neither in the table nor one
-    of Scrapy's) keeps its whole name, for :func:`check_names` to refuse."""
+    of Scrapy's) keeps its whole name, for :func:`check_settings` to refuse."""
     environ = os.environ if environ is None else environ
     known = table()
     out = {}
@@ -132,7 +138,7 @@ class CommandSettings:
         return values
 
 
-def check_names(settings) -> None:
+def _check_names(settings) -> None:
     """Raise UnknownSetting when a name set with a crawlproj prefix is not in
     the table, or a CRAWLPROJ_ variable of the environment names no setting."""
     known = table()
@@ -153,6 +159,40 @@ def check_names(settings) -> None:
                          "crawlproj's settings are listed in settings/base.py")
 
 
+_KINDS = {bool: ("getbool", "a boolean (True or False)"), int: ("getint", "a whole number"),
+          float: ("getfloat", "a number"), list: ("getlist", "a list")}
+
+
+def _value_problem(settings, name: str, default) -> str | None:
+    """Why the value of setting name is not of its default's kind, or None."""
+    getter, kind = _KINDS.get(type(default), (None, ""))
+    if getter is None:
+        return None  # None and strings: the component reading it checks its choices
+    try:
+        value = getattr(settings, getter)(name)
+    except (TypeError, ValueError):
+        return f"{name}={settings[name]!r} is not {kind}"
+    if getter in ("getint", "getfloat") and not value >= 0:  # NaN is not >= 0
+        return f"{name}={settings[name]!r} must be 0 or more"
+    return None
+
+
+def check_values(settings) -> None:
+    """Raise InvalidSetting when a crawlproj setting's value is not of the kind
+    of its default (settings/base.py), or is a negative number."""
+    problems = [p for name, default in table().items() if name in settings
+                for p in [_value_problem(settings, name, default)] if p]
+    if problems:
+        raise InvalidSetting(f"{'; '.join(problems)} (settings/base.py says what each means)")
+
+
+def check_settings(settings) -> None:
+    """Check the settings against the table: every crawlproj name in it
+    (UnknownSetting), every value of its kind (InvalidSetting)."""
+    _check_names(settings)
+    check_values(settings)
+
+
 def require_table(settings) -> None:
     """Raise MissingTable unless every crawlproj setting is in ``settings``."""
     missing = [name for name in table() if name not in settings]
@@ -169,4 +209,4 @@ class Addon:
     def update_settings(self, settings) -> None:
         apply_table(settings)
         apply_environment(settings)
-        check_names(settings)
+        check_settings(settings)

@@ -48,7 +48,7 @@ ROBOTSTXT_OBEY = True
 # its queue and the host waits its politeness delay from that download. The
 # rules are shared through Redis and expire after ROBOTS_EXPIRY seconds
 # (RFC 9309 §2.4: at most 24 h; a larger value is taken as 24 h).
-ROBOTS_EXPIRY = 86400
+ROBOTS_EXPIRY = 86400.0
 # Parsed rules kept in each worker (origins, least recently used out).
 ROBOTS_CACHE_SIZE = 10000
 # Bytes of a robots.txt read; the download stops there (RFC 9309 §2.5: at
@@ -259,7 +259,7 @@ FRONTIER_IDLE_CLOSE = True
 # workers or Scrapyd jobs started before the one that brings the seeds, or
 # before `scrapy seed`. Seconds; 0 = close at once. Once the worker has seen
 # work in its crawl, FRONTIER_IDLE_CLOSE alone decides.
-FRONTIER_IDLE_WAIT = 60
+FRONTIER_IDLE_WAIT = 60.0
 
 # Longest URL accepted into the frontier (characters); longer ones are refused
 # with a logged reason and the stat frontier/refused/url_too_long.

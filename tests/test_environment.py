@@ -17,7 +17,7 @@ import redis
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from crawlproj.addon import UnknownSetting, check_names, environment
+from crawlproj.addon import UnknownSetting, check_settings, environment
 from crawlproj.spiders.web import WebSpider
 from tests.e2e import ROOT
 
@@ -45,7 +45,7 @@ def test_a_variable_names_a_setting_of_the_table_or_of_scrapy():
 
 def test_a_variable_naming_no_setting_is_refused_with_the_closest_one():
     with pytest.raises(UnknownSetting) as exc:
-        check_names(Settings(environment({"CRAWLPROJ_FRONTIER_PRIORITISER": "pagerank",
+        check_settings(Settings(environment({"CRAWLPROJ_FRONTIER_PRIORITISER": "pagerank",
                                           "CRAWLPROJ_QQQQQQQQQQQQ": "1"})))
     assert str(exc.value) == (
         "unknown settings CRAWLPROJ_FRONTIER_PRIORITISER (did you mean "

@@ -23,7 +23,7 @@ from scrapy.settings import Settings
 from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.test import get_crawler
 
-from crawlproj.addon import PREFIXES, MissingTable, UnknownSetting, check_names, table
+from crawlproj.addon import PREFIXES, InvalidSetting, MissingTable, UnknownSetting, check_settings, table
 from crawlproj.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
 
@@ -124,7 +124,7 @@ def test_every_setting_in_the_table_is_read():
 @pytest.mark.parametrize("profile", ["settings.base", "settings.broad", "settings.cluster"])
 def test_profiles_set_only_known_names(profile):
     module = importlib.import_module(profile)
-    check_names(Settings({n: getattr(module, n) for n in dir(module) if n.isupper()}))
+    check_settings(Settings({n: getattr(module, n) for n in dir(module) if n.isupper()}))
 
 
 # -- the table under every crawler and command ---------------------------------------
@@ -171,12 +171,33 @@ def test_the_addon_refuses_a_misspelt_name():
 
 def test_a_misspelling_far_from_every_name_is_named_alone():
     with pytest.raises(UnknownSetting, match=r"^unknown setting GC_QQQQQQQQQQQQ; "):
-        check_names(Settings({"GC_QQQQQQQQQQQQ": 1}))
+        check_settings(Settings({"GC_QQQQQQQQQQQQ": 1}))
 
 
 def test_names_of_scrapy_and_of_others_pass():
-    check_names(Settings({"DOWNLOAD_DELAY": 1, "REQUEST_FINGERPRINTER_CLASS": "x.Y",
+    check_settings(Settings({"DOWNLOAD_DELAY": 1, "REQUEST_FINGERPRINTER_CLASS": "x.Y",
                           "MY_OWN_SETTING": 3}))
+
+
+@pytest.mark.parametrize("name,value,said", [
+    ("FRONTIER_DELAY_FACTOR", "abc", "FRONTIER_DELAY_FACTOR='abc' is not a number"),
+    ("ROBOTS_RETRY_TIMES", "x", "ROBOTS_RETRY_TIMES='x' is not a whole number"),
+    ("ROBOTS_RETRY_TIMES", "2.5", "ROBOTS_RETRY_TIMES='2.5' is not a whole number"),
+    ("ROBOTS_MAXSIZE", "-5", "ROBOTS_MAXSIZE='-5' must be 0 or more"),
+    ("ROBOTS_EXPIRY", "nan", "ROBOTS_EXPIRY='nan' must be 0 or more"),
+    ("ROBOTS_RETRY_WAIT", -1.0, "ROBOTS_RETRY_WAIT=-1.0 must be 0 or more"),
+    ("INDEX_ENABLED", "maybe", "INDEX_ENABLED='maybe' is not a boolean"),
+])
+def test_a_value_not_of_its_settings_kind_is_refused_in_one_line(name, value, said):
+    with pytest.raises(InvalidSetting) as exc:
+        check_settings(Settings({**table(), name: value}))
+    assert str(exc.value).startswith(said) and "\n" not in str(exc.value)
+
+
+def test_every_default_in_the_table_is_of_its_own_kind():
+    check_settings(Settings(table()))
+    check_settings(Settings({**table(), "ROBOTS_EXPIRY": "3600.5", "FRONTIER_IDLE_WAIT": "0",
+                             "INDEX_ENABLED": "false", "ROBOTS_MAXSIZE": "1000"}))
 
 
 OWN_MODULE = """
@@ -241,3 +262,16 @@ def test_crawl_stops_at_start_on_a_misspelt_setting(where, redis_url, tmp_path):
                     "settings/base.py"], run.stderr
     assert "Traceback" not in run.stderr + run.stdout
     assert redis.Redis.from_url(redis_url).dbsize() == 0  # nothing started
+
+
+@pytest.mark.e2e
+def test_crawl_stops_at_start_on_a_value_of_the_wrong_kind(redis_url, tmp_path):
+    import redis
+    run = run_scrapy(["crawl", "web", "-s", "ROBOTS_EXPIRY=abc", "-s", "ROBOTS_MAXSIZE=-5"], tmp_path,
+                     {"REDIS_URL": redis_url, "CRAWL_ID": "badvalue"})
+    assert run.returncode == 2, run.stderr
+    assert [line for line in run.stderr.splitlines() if "ROBOTS_" in line] == [
+        "crawlproj: ROBOTS_EXPIRY='abc' is not a number; ROBOTS_MAXSIZE='-5' must be 0 or more "
+        "(settings/base.py says what each means)"], run.stderr
+    assert "Traceback" not in run.stderr + run.stdout
+    assert redis.Redis.from_url(redis_url).dbsize() == 0

@@ -17,7 +17,7 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from crawlproj.addon import CommandSettings, check_names
+from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
 from crawlproj.redisconn import get_redis
 
@@ -65,7 +65,7 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.scope import scope_mode
         from crawlproj.seeds import read_seeds
 
-        check_names(self.settings)  # the settings module, -s, Scrapyd's job settings
+        check_settings(self.settings)  # the settings module, -s, Scrapyd's job settings
         spiders = self.crawler_process.spider_loader.list()
         if spider not in spiders:
             raise CrawlprojError(f"no spider {spider!r} in this project; its spiders: "

@@ -21,7 +21,7 @@ import time
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawlproj.addon import CommandSettings, check_names
+from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
 from crawlproj.keyspace import Keyspace
 
@@ -60,7 +60,7 @@ class Command(ScrapyCommand):
         if opts.crawl_id:
             self.settings.set("CRAWL_ID", opts.crawl_id, priority="cmdline")
         try:
-            check_names(self.settings)
+            check_settings(self.settings)
             if opts.export:
                 self.export(opts.export, opts.format)
             elif opts.rebuild:

@@ -21,7 +21,7 @@ import time
 
 from scrapy.commands import ScrapyCommand
 
-from crawlproj.addon import CommandSettings, check_names
+from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
 from crawlproj.keyspace import Keyspace, NoSuchCrawl
 from crawlproj.redisconn import get_redis
@@ -60,7 +60,7 @@ class Command(ScrapyCommand):
         interval = opts.interval if opts.interval is not None \
             else self.settings.getfloat("RANKER_INTERVAL")
         try:
-            check_names(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
+            check_settings(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
             crawl_id = self.settings.get("CRAWL_ID")
             record = Keyspace.record(get_redis(self.settings), crawl_id)
             if record is None:

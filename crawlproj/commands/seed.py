@@ -13,7 +13,7 @@ from scrapy import Request
 from scrapy.commands import ScrapyCommand
 from scrapy.crawler import Crawler
 
-from crawlproj.addon import CommandSettings, check_names
+from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
@@ -46,7 +46,7 @@ class Command(ScrapyCommand):
         if opts.crawl_id:
             self.settings.set("CRAWL_ID", opts.crawl_id, priority="cmdline")
         try:
-            check_names(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
+            check_settings(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
             urls, problems = read_seeds(args[0])
             crawler = Crawler(WebSpider, self.settings)
             prioritizer = load_prioritizer(self.settings.get("FRONTIER_PRIORITIZER"), crawler)

@@ -12,7 +12,7 @@ import sys
 
 from scrapy.commands.settings import Command as ScrapySettingsCommand
 
-from crawlproj.addon import CommandSettings, check_names
+from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
 
 
@@ -21,7 +21,7 @@ class Command(ScrapySettingsCommand):
 
     def run(self, args, opts):
         try:
-            check_names(self.settings)
+            check_settings(self.settings)
         except CrawlprojError as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
             self.exitcode = 2

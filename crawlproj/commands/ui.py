@@ -12,7 +12,7 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawlproj.addon import CommandSettings, check_names
+from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
 
 
@@ -53,7 +53,7 @@ class Command(ScrapyCommand):
         port = opts.port if opts.port is not None else s.getint("UI_PORT")
         bind = opts.bind or s.get("UI_BIND")
         try:
-            check_names(s)
+            check_settings(s)
             if not 0 <= port <= 65535:
                 raise CrawlprojError(f"--port must be 0-65535, not {port}")
             app = App()

@@ -18,7 +18,7 @@ from typing import Any
 import scrapy
 from scrapy.http import Request, Response, TextResponse
 
-from crawlproj.addon import apply_environment, apply_table, check_names
+from crawlproj.addon import apply_environment, apply_table, check_settings
 from crawlproj.contact import missing_contact
 from crawlproj.extract import (
     Extracted,
@@ -104,7 +104,7 @@ class WebSpider(scrapy.Spider):
         super().update_settings(settings)
         apply_table(settings)
         apply_environment(settings)
-        check_names(settings)
+        check_settings(settings)
 
     @classmethod
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
