@@ -38,6 +38,8 @@ from crawlproj.frontier.sync import LONGEST_SLEEP
 from crawlproj.groupcommit import STALLED
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
+from settings import base
+from tests import slowrobots
 from tests.e2e import Workers, stat
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -302,6 +304,43 @@ def test_worker_stopped_past_its_leases_fetches_none_of_them(redis_url, tmp_path
         assert_whole_and_polite(sw, reachable, fault_at, excused=stale)
         # it did hold leases: the other worker took them back
         assert stat(workers.log(1), "frontier/expired_leases") > 0
+
+
+def test_worker_stopped_past_its_leases_sends_no_robots_txt_for_them(redis_url, tmp_path, crawls):
+    """A host's robots.txt is fetched under the lease of the page that needs
+    it, and checked against that lease's deadline like the page. The first
+    worker leases hosts whose robots.txt nobody has, and is stopped while its
+    robots.txt requests wait in the middlewares (tests/slowrobots.py, before
+    the crawl log's stamp and the lease check); a second worker takes the
+    hosts over. Resumed, the first sends none of those requests: each
+    origin's robots.txt is fetched once, and every page once."""
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds = sw.web.seeds(2)
+        reachable = sw.web.reachable(seeds, obey_robots=True)
+        workers = Workers(sw, redis_url, tmp_path, seeds, "stoppedrobots", SETTINGS)
+        crawls.append(workers)
+        middlewares = dict(base.DOWNLOADER_MIDDLEWARES, **{"tests.slowrobots.SlowRobotsMiddleware": 945})
+        (stopped,) = workers.start(1, settings={"USER_AGENT": STALE_UA,
+                                                "DOWNLOADER_MIDDLEWARES": json.dumps(middlewares)})
+        deadline = time.monotonic() + 60
+        while "Frontier opened" not in workers.log(0):
+            assert time.monotonic() < deadline and stopped.poll() is None, workers.log(0)[-2000:]
+            time.sleep(0.1)
+        time.sleep(slowrobots.DELAY / 2)  # it holds leases; their robots.txt requests wait
+        Workers.signal(stopped, signal.SIGSTOP)
+        try:
+            workers.start(1, seeds=False)
+            time.sleep(3 * TTL)
+        finally:
+            Workers.signal(stopped, signal.SIGCONT)
+        assert workers.wait(300) == [0, 0]
+        records = sw.settle_log()
+        robots = [r["host"] for r in records if r["path"] in checks.ROBOTS]
+        assert sorted(robots) == sorted(set(robots)), \
+            sorted(h for h in set(robots) if robots.count(h) > 1)
+        # nothing of the first worker's reached the web before it was stopped
+        assert_whole_and_polite(sw, reachable, 0.0)
+        assert stat(workers.log(0), "frontier/expired_dropped") > 0, workers.log(0)[-3000:]
 
 
 # -- the embedded server ----------------------------------------------------------

@@ -188,22 +188,24 @@ class FrontierScheduler:
         (middlewares/lease.py) right before each download starts: a worker
         stopped or cut off from Redis longer than FRONTIER_LEASE_TTL must not
         fetch a URL, nor contact a host, that the frontier has given to
-        another worker meanwhile. A request not from the frontier (robots.txt)
-        may."""
-        lease = self._inflight.get(request)
+        another worker meanwhile. A host's robots.txt is fetched under the
+        lease of the page that needs it, and is asked about as that page. A
+        request the frontier did not lease may."""
+        page = request.meta.get(ROBOTS_FOR, request)
+        lease = self._inflight.get(page)
         if lease is None:
             return True
         if self.sync.commit.failing:
             # Redis does not take our writes: a request that waited in the
             # middlewares (for its host's robots.txt) would be fetched with no
             # way to record it; its lease goes back when it expires
-            del self._inflight[request]
+            del self._inflight[page]
             self.book.forget(lease)
             self.stats.inc_value("frontier/held_dropped")
             return False
         if not self.book.expired(lease, time.monotonic(), self.lease_margin):
             return True
-        del self._inflight[request]
+        del self._inflight[page]
         self._lost(lease)
         return False
 
