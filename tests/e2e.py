@@ -65,6 +65,17 @@ class Workers:
                 p.kill()
                 p.wait()
 
+    def wait_opened(self, timeout: float = 120) -> None:
+        """Until every worker started has opened its frontier (on a loaded
+        machine one may still be importing when another has crawled a third
+        of the web)."""
+        deadline = time.monotonic() + timeout
+        for i, p in enumerate(self.procs):
+            while "Frontier opened" not in self.log(i):
+                if p.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"worker {i} did not open its frontier: {self.log(i)[-2000:]}")
+                time.sleep(0.1)
+
     def log(self, i: int) -> str:
         return (self.tmp / f"worker{i}.log").read_text(errors="replace")
 

@@ -30,6 +30,7 @@ def test_sigterm_closes_files_and_kill9_is_repaired(redis_url, tmp_path):
         workers = Workers(sw, redis_url, tmp_path, seeds, "stops", {
             "RETRY_TIMES": 1, "FRONTIER_DELAY_FACTOR": 2, "FRONTIER_LEASE_TTL": 3})
         victim, stopped = workers.start(2)
+        workers.wait_opened()
         sw.wait_log(len(reachable) // 3, timeout=120)
         Workers.signal(victim, signal.SIGKILL)
         Workers.signal(stopped, signal.SIGTERM)
