@@ -229,14 +229,15 @@ def measure(server: Server, tree: Path, kind: str, n: int, contender: str) -> di
     if kind == "scrapy-redis":
         usage, enc, sizes = due_keys_usage(server.r, "sr:*")
     else:
-        prefix = f"cp:{{{crawl}/0}}:"
-        usage, enc, sizes = 0, {}, []
-        for pattern in (prefix + "seen:*", prefix + "bloom:*", prefix + "due"):
-            u, e, s = due_keys_usage(server.r, pattern.replace("{", "\\{").replace("}", "\\}"))
+        from crawlproj.keyspace import Keyspace
+        ks = Keyspace(crawl, 1)
+        usage, enc, sizes = server.r.memory_usage(ks.due(0), samples=0), {}, []
+        for pattern in (ks.seen_pattern(0), ks.bloom_pattern(0, 0)):
+            u, e, s = due_keys_usage(server.r, pattern)
             usage += u
             enc.update(e)
             sizes += s
-        load = server.r.hget(prefix + "due", "load")
+        load = server.r.hget(ks.due(0), "load")
         row["bucket_load"] = int(load) if load else None
     row["due_memory_usage_per_url"] = round(usage / n, 2)
     if enc:
