@@ -20,7 +20,9 @@ tree ("new"), and --base extracted with `git archive` ("base"), so that both
 run their own Python and Lua. For each server, size N and contender, on an
 emptied server: insert N URLs, then report used_memory (INFO memory) minus its
 value before, per URL, and MEMORY USAGE (SAMPLES 0) summed over the DUE's keys
-per URL, the buckets' encodings, and the child's URLs per second.
+per URL, the buckets' encodings, and the child's URLs per second. The scripts'
+Lua heap (garbage of the last calls, a fixed cost of the server, not of the
+URLs) is reported apart: Redis 8 counts it in used_memory, 7.0 and Valkey not.
 
 * exact new / exact base: crawlproj's RedisDupeFilter.urls_seen (Scrapy's
   DUPEFILTER_CLASS), batches of 10,000 URLs (canonicalise, fingerprint, one
@@ -47,6 +49,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -180,8 +183,11 @@ class Server:
         self.version = f"{info.get('server_name', 'redis')} {info.get('valkey_version') or info['redis_version']}"
         self.limit = int(self.r.config_get("set-max-intset-entries")["set-max-intset-entries"])
 
-    def used(self) -> int:
-        return int(self.r.info("memory")["used_memory"])
+    def used(self) -> tuple[int, int]:
+        """used_memory, and the scripts' Lua heap: Redis 7.4+ counts it in
+        used_memory (used_memory_vm_eval), 7.0 and Valkey apart (used_memory_lua)."""
+        m = self.r.info("memory")
+        return int(m["used_memory"]), int(m.get("used_memory_vm_eval", m["used_memory_lua"]))
 
     def empty(self):
         self.r.execute_command("FLUSHALL", "SYNC")
@@ -225,7 +231,9 @@ def measure(server: Server, tree: Path, kind: str, n: int, contender: str) -> di
            "contender": contender, "urls": n, "urls_per_s": round(res["urls_per_s"])}
     if "server_cpu_us_per_url" in res:
         row["server_cpu_us_per_url"] = round(res["server_cpu_us_per_url"], 2)
-    row["used_memory_per_url"] = round((server.used() - before) / n, 2)
+    after = server.used()
+    row["used_memory_per_url"] = round((after[0] - before[0]) / n, 2)
+    row["lua_heap_per_url"] = round((after[1] - before[1]) / n, 2)
     if kind == "scrapy-redis":
         usage, enc, sizes = due_keys_usage(server.r, "sr:*")
     else:
@@ -284,6 +292,8 @@ def main(argv=None):
             "argv": sys.argv[1:]}
     print(json.dumps(info), flush=True)
     rows = []
+    # SIGTERM ends the run through the finally clauses, which stop the servers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="due-servers-") as tmp:
         for k, spec in enumerate(specs):
             name, rest = spec.split("=", 1)
