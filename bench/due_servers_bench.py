@@ -36,7 +36,9 @@ URLs) is reported apart: Redis 8 counts it in used_memory, 7.0 and Valkey not.
   admission (crawlproj.frontier.admission.admit: URL rules, the bfs score,
   canonical URL, fingerprint, payload) and Frontier.sync in batches of 1,024
   (the enqueue script, which runs the DUE's test-and-set); URLs per second
-  from admission to the sync's answer, the server's CPU time per URL (/proc),
+  from admission to the sync's answer, the server's and the client's CPU time
+  per URL (/proc, process_time: on a busy machine the wall rate follows the
+  machine's load, the CPU times much less),
   and the DUE's keys' MEMORY USAGE per URL (used_memory also counts the back
   queues).
 """
@@ -122,7 +124,7 @@ def child(kind: str, port: int, n: int, crawl: str) -> dict:
         fr = Frontier(r, Keyspace.open(r, crawl, 1))
         fr.sync({0: Batch()})  # the crawl's DUE set up before the clock runs
         pid = int(r.info("server")["process_id"])
-        cpu0, t0 = proc_cpu(pid), time.perf_counter()
+        cpu0, own0, t0 = proc_cpu(pid), time.process_time(), time.perf_counter()
         added = 0
         for i in range(0, n, 1024):
             entries = [admit(fr, prioritizer, Request(url(j), callback=spider.parse,
@@ -131,6 +133,7 @@ def child(kind: str, port: int, n: int, crawl: str) -> dict:
             added += fr.sync({0: Batch(enqueue=entries)})[0].added
         assert added == n, added
         out["server_cpu_us_per_url"] = (proc_cpu(pid) - cpu0) / n * 1e6
+        out["client_cpu_us_per_url"] = (time.process_time() - own0) / n * 1e6
     else:
         raise SystemExit(f"unknown kind {kind!r}")
     out["seconds"] = time.perf_counter() - t0
@@ -229,8 +232,9 @@ def measure(server: Server, tree: Path, kind: str, n: int, contender: str) -> di
     res = run_child(tree, kind, server, n, crawl)
     row = {"server": server.name, "version": server.version, "limit": server.limit,
            "contender": contender, "urls": n, "urls_per_s": round(res["urls_per_s"])}
-    if "server_cpu_us_per_url" in res:
-        row["server_cpu_us_per_url"] = round(res["server_cpu_us_per_url"], 2)
+    for cpu in ("server_cpu_us_per_url", "client_cpu_us_per_url"):
+        if cpu in res:
+            row[cpu] = round(res[cpu], 2)
     after = server.used()
     row["used_memory_per_url"] = round((after[0] - before[0]) / n, 2)
     row["lua_heap_per_url"] = round((after[1] - before[1]) / n, 2)
