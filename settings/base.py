@@ -203,13 +203,13 @@ DUE_MODE = "exact"
 # (a collision skips one URL); 128: never in practice, at ~2.5x the memory in
 # exact mode (the sets are no longer intsets).
 DUE_FINGERPRINT_BITS = 64
-# Exact mode: mean fingerprints per bucket. The URL-seen set is a linear hash
-# table of small Redis sets that splits buckets as it grows, each holding up to
-# ~2x this; Redis keeps a set compact (an intset, 8 bytes per fingerprint) only
-# up to set-max-intset-entries, so that must be >= 2.5x this (the embedded
-# server sets 4096; a worker warns when the server's is lower). With 128-bit
-# fingerprints the limit is set-max-listpack-entries (default 128).
-# None = 1024 (64-bit), 48 (128-bit).
+# Exact mode: mean fingerprints per bucket, at most. The URL-seen set is a
+# linear hash table of small Redis sets that splits buckets as it grows, each
+# holding up to ~2x this; Redis keeps a set compact (an intset, 8 bytes per
+# fingerprint) only up to set-max-intset-entries, so the load used is at most
+# that / 2.5: 204 on a server with the default 512 (also where CONFIG GET is
+# refused), this on the embedded server (4096). With 128-bit fingerprints the
+# limit is set-max-listpack-entries (default 128). None = 1024 (64-bit), 48 (128-bit).
 DUE_BUCKET_LOAD = None
 # Bloom mode: URLs of the whole crawl the filter is sized for (allocated at the
 # start: ~4.3 bytes each at 1e-7), and its false-positive rate. Past the

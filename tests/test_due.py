@@ -125,11 +125,122 @@ def test_exact_mode_with_128_bit_fingerprints(redis_url, caplog):
         assert "has no set-max-listpack-entries (Redis before 7.2)" in caplog.text
 
 
-def test_sets_stay_compact_only_within_the_server_limit(redis_server_factory, caplog):
-    server = redis_server_factory(appendonly=False, extra={"set-max-intset-entries": "512"})
+# -- exact mode on a server whose sets are not tuned ----------------------------------
+#
+# Redis 7.0/7.2/8, Valkey 8+ and managed servers keep set-max-intset-entries at
+# its default, 512; a managed server often refuses CONFIG GET. A bucket past
+# the limit takes the hash-table encoding: about 74 bytes per URL instead of 8.
+
+def default_limit_server(factory, aof=False):
+    return factory(appendonly=aof, extra={"set-max-intset-entries": "512"})
+
+
+def without_config(server) -> redis.Redis:
+    """A client whose user may not run CONFIG, as on a managed Redis."""
+    with server.client() as admin:
+        admin.execute_command("ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*",
+                              "+@all", "-config")
+    return server.client(username="noconfig", password="pw")
+
+
+def seen_bytes_per_fp(due: URLSeen, n: int) -> tuple[float, set]:
+    """MEMORY USAGE (exact, SAMPLES 0) of every bucket, per fingerprint, and
+    the buckets' encodings."""
+    r, total, encodings = due.redis, 0, set()
+    for key in seen_keys(due):
+        total += r.memory_usage(key, samples=0)
+        encodings.add(r.object("encoding", key))
+    return total / n, encodings
+
+
+@pytest.mark.parametrize("config_get", ["allowed", "refused"])
+def test_exact_mode_stays_compact_on_a_server_with_the_default_limit(
+        redis_server_factory, config_get):
+    server = default_limit_server(redis_server_factory)
+    r = server.client() if config_get == "allowed" else without_config(server)
+    if config_get == "refused":
+        with pytest.raises(redis.ResponseError, match="NOPERM|permission"):
+            r.config_get("set-max-intset-entries")
+    due = seen_of(r, partitions=1)
+    n = 200_000
+    fps = random_fps(n, seed=11)
+    for i in range(0, n, 10_000):
+        assert all(due.check({0: fps[i:i + 10_000]})[0])
+    per_fp, encodings = seen_bytes_per_fp(due, n)
+    assert per_fp <= 10, per_fp  # 8 bytes a fingerprint, plus the buckets' keys
+    assert encodings == {b"intset"}
+    assert due.config.load == 1024  # the crawl's setting, an upper bound
+    assert int(r.hget(due.keyspace.due(0), "load")) == 204  # 512 / 2.5, read or assumed
+
+
+def test_exact_mode_is_exact_through_the_dupefilter_on_a_default_server(
+        redis_server_factory):
+    """Every URL marked is seen; URLs never marked are new (a 64-bit collision
+    among these URLs has odds of about 1 in 10^9)."""
+    server = default_limit_server(redis_server_factory)
+    crawler = get_crawler(WebSpider, {"REDIS_URL": server.url, "CRAWL_ID": "x",
+                                      "FRONTIER_PARTITIONS": 2})
+    df = RedisDupeFilter.from_crawler(crawler)
+    inserted = [f"http://h{i % 997}.ex/p/{i}?q={i % 7}" for i in range(100_000)]
+    others = [f"http://h{i % 997}.ex/p/{i}?q={i % 7}" for i in range(100_000, 200_000)]
+    for i in range(0, len(inserted), 10_000):
+        assert not any(df.urls_seen(inserted[i:i + 10_000]))
+    assert all(df.urls_seen(inserted, mark=False))
+    assert not any(df.urls_seen(others, mark=False))
+    # other spellings of the same URLs are the same URLs
+    assert all(df.urls_seen([u.replace("http://", "HTTP://") + "#f" for u in inserted[:1000]],
+                            mark=False))
+    assert seen_bytes_per_fp(df.due, len(inserted))[1] == {b"intset"}
+
+
+def test_a_crawl_begun_with_larger_buckets_keeps_its_urls_and_is_split_down(
+        redis_server_factory, caplog):
+    """A crawl whose buckets were sized for a server that kept larger sets
+    compact (load 1024 under set-max-intset-entries 4096) moved to a server with
+    the default limit: its buckets are hash tables there. The next worker
+    lowers the load; no URL is forgotten while the buckets split down."""
+    server = default_limit_server(redis_server_factory)
+    r = server.client()
+    old = seen_of(r, partitions=1)
+    r.hset(old.keyspace.due(0), "load", 1024)  # as set up on the tuned server
+    fps = random_fps(200_000, seed=12)
+    first, later = fps[:100_000], fps[100_000:]
+    assert all(old.check({0: first})[0])
+    assert seen_bytes_per_fp(old, len(first))[1] == {b"hashtable"}
     with caplog.at_level(logging.WARNING):
-        seen_of(server.client())
-    assert "set-max-intset-entries is 512" in caplog.text
+        due = seen_of(r, partitions=1)
+    assert "split down to 204 per bucket" in caplog.text
+    assert int(r.hget(due.keyspace.due(0), "load")) == 204
+    assert not any(due.check({0: first}, mark=False)[0])
+    # batches as the frontier's syncs send them: each call splits a bounded
+    # number of buckets beyond its own growth (64: seen.lua's SPLIT_SLACK)
+    buckets = due.stats()["buckets"]
+    assert all(due.check({0: later[:1000]})[0])
+    assert buckets < due.stats()["buckets"] <= buckets + 64 + 1000 / 204 + 1
+    for i in range(1000, len(later), 1000):
+        assert all(due.check({0: later[i:i + 1000]})[0])
+        assert not any(due.check({0: first[i:i + 1000]})[0])
+    assert not any(due.check({0: fps}, mark=False)[0])
+    per_fp, encodings = seen_bytes_per_fp(due, len(fps))
+    assert encodings == {b"intset"} and per_fp <= 10, (per_fp, encodings)
+
+
+@pytest.mark.faults
+def test_a_fitted_table_survives_a_killed_server(redis_server_factory):
+    server = default_limit_server(redis_server_factory, aof=True)
+    due = seen_of(server.client(), partitions=1)
+    fps = random_fps(60_000, seed=13)
+    assert all(due.check({0: fps[:40_000]})[0])
+    before = due.stats()
+    time.sleep(1.5)  # appendfsync everysec
+    server.kill()
+    server.restart()
+    due = seen_of(server.client(), partitions=1)
+    assert due.stats() == before
+    assert int(due.redis.hget(due.keyspace.due(0), "load")) == 204
+    assert not any(due.check({0: fps[:40_000]})[0])
+    assert all(due.check({0: fps[40_000:]})[0])
+    assert seen_bytes_per_fp(due, len(fps))[1] == {b"intset"}
 
 
 # -- bloom mode --------------------------------------------------------------------

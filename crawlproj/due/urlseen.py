@@ -45,6 +45,11 @@ MODES = ("exact", "bloom")
 # and how many 16-byte hashes make one aux field: 4 + 2 x bloom.MAX_K bytes.
 _BLOOM_SEED = 0xD0E5EED
 _BLOOM_WORDS = -(-(4 + 2 * bloom.MAX_K) // 16)
+# Redis's and Valkey's defaults of the settings that keep a set compact, assumed
+# where CONFIG GET is refused; and the limit / load ratio that keeps every
+# bucket of the linear hash table within the limit (they hold up to ~2 x load).
+DEFAULT_LIMITS = {"set-max-intset-entries": 512, "set-max-listpack-entries": 128}
+HEADROOM = 2.5
 
 
 class DueConfigError(CrawlprojError, ValueError):
@@ -57,8 +62,10 @@ class DueConfig:
 
     mode: str = "exact"
     bits: int = 64
-    load: int | None = None        # exact: mean fingerprints per bucket before a split
-                                   # (None: 1024 for 64-bit intsets, 48 for 128-bit listpacks)
+    load: int | None = None        # exact: mean fingerprints per bucket before a split, at
+                                   # most (None: 1024 for 64-bit intsets, 48 for 128-bit
+                                   # listpacks); lowered to the server's limit / 2.5 where
+                                   # the crawl runs (URLSeen.fitted_load)
     capacity: int = 10_000_000     # bloom: URLs of the whole crawl the first layer holds
     error_rate: float = 1e-7       # bloom: false-positive rate up to the capacity
     strip_params: tuple = field(default=STRIP_PARAMS)
@@ -122,6 +129,7 @@ class URLSeen:
         self._wanted = config
         self._config: DueConfig | None = None
         self._sha = None
+        self._limit: tuple[int | None, bool] | None = None  # see _server_limit()
         if config is not None:
             self._setup()  # now, so that a disagreement is logged at start
 
@@ -164,11 +172,15 @@ class URLSeen:
 
     def _configure_partitions(self):
         """Write the partition-local copy that lua/seen.lua reads (HSETNX: a
-        partition's state is never reset by a joining worker)."""
+        partition's state is never reset by a joining worker). In exact mode
+        the bucket load written is the one this server keeps compact
+        (:meth:`fitted_load`); a partition whose load is larger (a crawl begun
+        on a server with a larger limit) has it lowered, and its buckets are
+        split down to it as the crawl goes on (lua/seen.lua, counted())."""
         c = self._config
         fields = {"mode": c.mode, "bits": c.bits}
         if c.mode == "exact":
-            fields["load"] = c.load
+            fields["load"] = self.fitted_load()
         else:
             per_partition = -(-c.capacity // self.keyspace.partitions)
             fields["spec"] = bloom.spec(per_partition, c.error_rate)
@@ -176,35 +188,72 @@ class URLSeen:
         for p in range(self.keyspace.partitions):
             for k, v in fields.items():
                 pipe.hsetnx(self.keyspace.due(p), k, v)
-        pipe.execute()
-
-    def _check_server(self):
-        """Warn when the server would store the seen sets in their big encoding."""
-        c = self._config
+            if c.mode == "exact":
+                pipe.hget(self.keyspace.due(p), "load")
+        replies = pipe.execute()
         if c.mode != "exact":
             return
-        name, need = (("set-max-intset-entries", int(2.5 * c.load)) if c.bits == 64
-                      else ("set-max-listpack-entries", int(2.5 * c.load)))
-        try:
-            values = list(self.redis.config_get(name).values())
-        except Exception:  # CONFIG may be refused (managed Redis, ACLs) or a cluster
+        loads = replies[len(fields)::len(fields) + 1]
+        larger = [p for p, load in enumerate(loads) if int(load) > fields["load"]]
+        if larger:
+            logger.warning(
+                "DUE: this crawl's URL-seen buckets hold up to 2 x %s fingerprints, more "
+                "than this server keeps compact (%s %s%s); they are split down to %d per "
+                "bucket as the crawl goes on (docs/due.md)", int(loads[larger[0]]),
+                self._limit_name(), self._server_limit()[0],
+                "" if self._server_limit()[1] else ", assumed: CONFIG GET refused",
+                fields["load"])
+            pipe = self.redis.pipeline(transaction=False)
+            for p in larger:
+                pipe.hset(self.keyspace.due(p), "load", fields["load"])
+            pipe.execute()
+
+    def _limit_name(self) -> str:
+        """The server setting up to which a bucket stays compact: an intset of
+        64-bit integers, or a listpack of 16-byte strings."""
+        return "set-max-intset-entries" if self._config.bits == 64 else "set-max-listpack-entries"
+
+    def _server_limit(self) -> tuple[int | None, bool]:
+        """(the server's limit, whether it was read). CONFIG is often refused
+        (a managed Redis, an ACL user without config|get): then the default of
+        Redis and Valkey, 512 (intsets) or 128 (listpacks), which managed
+        servers keep. None: the server has no such setting (Redis 7.0 has no
+        listpack sets)."""
+        if self._limit is None:
+            name = self._limit_name()
+            try:
+                values = list(self.redis.config_get(name).values())
+                self._limit = (int(values[0]) if values else None, True)
+            except Exception:  # refused, or a cluster client that cannot ask
+                self._limit = (DEFAULT_LIMITS[name], False)
+        return self._limit
+
+    def fitted_load(self) -> int:
+        """The exact mode's bucket load on this server: DUE_BUCKET_LOAD, lowered
+        to the server's limit / 2.5. A bucket of the linear hash table holds up
+        to about 2 x load fingerprints (plus chance), and one past the limit
+        takes the server's hash-table encoding: 41 to 83 bytes per URL instead
+        of 8 to 10, measured (docs/benchmarks.md, "DUE on a server as it comes")."""
+        limit, _ = self._server_limit()
+        if limit is None:
+            return self._config.load
+        return max(1, min(self._config.load, int(limit / HEADROOM)))
+
+    def _check_server(self):
+        """Warn when the server keeps the seen sets in their big encoding anyway."""
+        c = self._config
+        if c.mode != "exact" or c.bits != 128:
             return
-        if not values:
+        limit, read = self._server_limit()
+        if limit is None and read:
             # Sets of strings became listpacks in Redis 7.2 (and Valkey); an
             # older server keeps each bucket of 16-byte fingerprints as a hash
             # table. The crawl works, at several times the memory.
             logger.warning(
-                "DUE: this server has no %s (Redis before 7.2): buckets of 128-bit "
-                "fingerprints take the hash-table encoding, several times the memory of a "
-                "listpack. Use 64-bit fingerprints (intsets), or Redis 7.2+ or Valkey.", name)
-            return
-        have = int(values[0])
-        if have < need:
-            logger.warning(
-                "DUE: the server's %s is %d; buckets of up to 2 x DUE_BUCKET_LOAD = %d "
-                "fingerprints then leave the compact encoding and take several times the "
-                "memory. Set %s to at least %d on the server, or lower DUE_BUCKET_LOAD.",
-                name, have, 2 * c.load, name, need)
+                "DUE: this server has no set-max-listpack-entries (Redis before 7.2): buckets "
+                "of 128-bit fingerprints take the hash-table encoding, several times the "
+                "memory of a listpack. Use 64-bit fingerprints (intsets), or Redis 7.2+ or "
+                "Valkey.")
 
     # -- what a URL contributes ---------------------------------------------
 

@@ -23,7 +23,9 @@
 -- A bucket then holds about load/2 to 2 x load fingerprints at every size of
 -- the crawl, and memory stays near 8 bytes per URL from a thousand URLs to
 -- billions, with no bucket count to guess up front.
---   state: n (fingerprints, counted by sampling: see exact()), L, s
+--   state: n (fingerprints, counted by sampling: see counted()), L, s; load
+--   is Python's (crawlproj.due.urlseen.URLSeen.fitted_load): at most the
+--   server's set-max-intset-entries / 2.5, so that no bucket outgrows it
 -- A 64-bit fingerprint (signed decimal, the form an intset stores) is
 -- addressed by its top bits read through a Lua double: the double loses low
 -- bits, but its top bits are a deterministic function of the string, the same
@@ -44,6 +46,7 @@ local due = nil   -- this call's view of P..'due', loaded on first use
 local TWO64 = 18446744073709551616
 local POW = {}  -- POW[i] = 2^i, made on first use (not by every sync call)
 local BLOCK_BYTES, BLOCKS_PER_BITMAP = 1024, 16384
+local SPLIT_SLACK = 64  -- splits a call may make beyond its own inserts' (see counted())
 local BIT = {128, 64, 32, 16, 8, 4, 2, 1}  -- Redis numbers bits from the high end
 local byte = string.byte
 
@@ -60,7 +63,8 @@ local function due_state(P)
   end
   due = {P = P, key = key, mode = v[1], bits = tonumber(v[2]), load = tonumber(v[3] or 0),
          n = tonumber(v[4] or 0), L = tonumber(v[5] or 0), s = tonumber(v[6] or 0),
-         nl = tonumber(v[8] or 0), base = tonumber(v[9] or 0), keys = {}, layers = {}}
+         nl = tonumber(v[8] or 0), base = tonumber(v[9] or 0), keys = {}, layers = {},
+         budget = SPLIT_SLACK}
   if due.mode == 'bloom' then
     for k, blocks, cap in string.gmatch(v[7], '(%d+),(%d+),(%d+)') do
       due.layers[#due.layers + 1] = {k = tonumber(k), blocks = tonumber(blocks),
@@ -157,10 +161,22 @@ end
 -- parity). The count only decides when to split a bucket, so +-3/sqrt(n) is
 -- plenty, and nine in ten inserts write nothing but the fingerprint (nor
 -- append anything else to the AOF). Call after a new fingerprint fp was added.
+--
+-- A call splits the buckets its own inserts call for (10 / load per count)
+-- plus at most SPLIT_SLACK more. The slack absorbs the sampling's noise; the
+-- bound matters when the load was lowered (crawlproj.due.urlseen: a crawl
+-- begun on a server that kept larger sets compact), when the table is many
+-- splits behind: it then catches up a few dozen buckets per call, as new URLs
+-- come, instead of blocking the server for all of them at once. A table behind
+-- is as correct as any: (L, s) always says where each fingerprint is.
 local function counted(d, fp)
   if byte(fp, -2) == 48 then
     d.n = redis.call('HINCRBY', d.key, 'n', 10)
-    while d.n > d.load * (POW[d.L] + d.s) and d.L < 32 do split(d) end
+    d.budget = d.budget + 10 / d.load
+    while d.budget >= 1 and d.n > d.load * (POW[d.L] + d.s) and d.L < 32 do
+      d.budget = d.budget - 1
+      split(d)
+    end
   end
 end
 
