@@ -420,8 +420,8 @@ UI_PORT = 6810
 UI_BIND = "127.0.0.1"
 # The token the dashboard's pause/resume/stop buttons ask for (POST
 # /api/control, header "Authorization: Bearer <token>"). Needed when the app
-# listens beyond loopback: `scrapy ui --bind 0.0.0.0` without one refuses to
-# start. On loopback, control needs none unless one is set.
+# listens beyond loopback: `scrapy ui --bind 0.0.0.0` without one serves the
+# dashboard with control off. On loopback, control needs none unless one is set.
 UI_TOKEN = None
 
 # --------------------------------------------------------------------------

@@ -84,7 +84,10 @@ def test_pause_stops_fetching_within_two_seconds_and_resume_goes_on(redis_url, t
     crawl = "mon-pause"
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)
-        workers = Workers(sw, redis_url, tmp_path, seeds, crawl, MONITORED)
+        # heartbeats every 2 s: the idle round trips counted below are the
+        # frontier's polls, which the heartbeats ride
+        workers = Workers(sw, redis_url, tmp_path, seeds, crawl,
+                          {**MONITORED, "MONITOR_INTERVAL": 2})
         workers.start(2)
         sw.wait_log(len(reachable) // 5, timeout=120)
         r = redis_lib.Redis.from_url(redis_url)
@@ -96,7 +99,7 @@ def test_pause_stops_fetching_within_two_seconds_and_resume_goes_on(redis_url, t
         assert [w["state"] for w in s["workers"]] == ["paused", "paused"], s["workers"]
         beat = max(w["last_heartbeat_ms"] for w in s["workers"])
         s = wait_status(redis_url, crawl, lambda s: min(
-            w["last_heartbeat_ms"] for w in s["workers"]) > beat + 3000)
+            w["last_heartbeat_ms"] for w in s["workers"]) > beat + 4000)
         writes = {w["id"]: w for w in s["workers"]}
         during = [x for x in sw.read_log() if x["t0"] > paused_at]
         late = [x for x in during if x["t0"] > paused_at + 2.0]
@@ -104,7 +107,7 @@ def test_pause_stops_fetching_within_two_seconds_and_resume_goes_on(redis_url, t
         assert s["state"] == "paused" and s["frontier"]["hosts_leased"] == 0
         # idle costs at most one round trip a second, by the server's clock
         later = wait_status(redis_url, crawl, lambda s: min(
-            w["last_heartbeat_ms"] for w in s["workers"]) > beat + 8000)
+            w["last_heartbeat_ms"] for w in s["workers"]) > beat + 14000)
         rates = []
         for w in later["workers"]:
             seen0 = writes[w["id"]]["last_heartbeat_ms"]
@@ -135,7 +138,8 @@ def test_stop_then_restart_fetches_every_page_once(redis_url, tmp_path):
         assert [p.wait(60) for p in first] == [0, 0]
         for i in range(2):
             assert "finish_reason': 'stopped'" in workers.log(i)
-            assert stat(workers.log(i), "frontier/returned") >= 0
+        # the leases they held and had not started went back
+        assert sum(stat(workers.log(i), "frontier/returned") for i in range(2)) > 0
         s = status_of(redis_url, crawl)
         assert s["state"] == "stopped", s["state"]
         assert s["frontier"]["live_leases"] == 0 and s["queued"] > 0

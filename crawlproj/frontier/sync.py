@@ -103,11 +103,14 @@ class FrontierSync:
         self._commit.flush()
 
     def carry(self, command: tuple, answered: Callable, within: float) -> None:
-        """Send command with the next sync, within `within` seconds at the
-        latest; answered(reply) gets its reply (an exception if it failed) on
+        """Send command with the next sync: the poll already armed, or else
+        within `within` seconds; answered(reply) gets its reply (an exception if it failed) on
         the reactor thread. A sync that fails takes its riders with it: the
         rider sends again what was not answered."""
         self._riders.append((command, answered))
+        if self._timer is not None and self._timer.active() \
+                and self._timer.getTime() - reactor.seconds() <= LONGEST_SLEEP:
+            return  # the next poll, at most a second away, takes it: no round trip of its own
         self._commit.flush(within)
 
     def holding(self) -> bool:

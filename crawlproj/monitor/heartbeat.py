@@ -28,6 +28,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task, threads
 
 from crawlproj import internals
+from crawlproj.errors import CrawlprojError
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis, lua_script
 from crawlproj.stores.common import crawllog_dir, worker_id
@@ -41,6 +42,19 @@ GONE_AFTER = 3
 # Counters that are the worker's own business, not the crawl's: a sum of them
 # over workers means nothing.
 LOCAL = ("memusage/", "log_count/")
+
+
+def monitor_interval(settings) -> float:
+    """MONITOR_INTERVAL, checked: a number of seconds, 0 or more."""
+    value = settings.get("MONITOR_INTERVAL")
+    try:
+        interval = float(value)
+    except (TypeError, ValueError):
+        interval = -1.0
+    if not interval >= 0 or interval == float("inf"):
+        raise CrawlprojError(f"MONITOR_INTERVAL must be a number of seconds, 0 (off) or more, "
+                             f"not {value!r}")
+    return interval
 
 
 def counters(stats: dict) -> dict[str, int]:
@@ -71,8 +85,8 @@ class Heartbeat:
     @classmethod
     def from_crawler(cls, crawler):
         s = crawler.settings
-        interval = s.getfloat("MONITOR_INTERVAL")
-        if interval <= 0:
+        interval = monitor_interval(s)
+        if interval == 0:
             raise NotConfigured
         beat = cls(crawler, get_redis(s), Keyspace(s.get("CRAWL_ID"), 1), interval,
                    s.getfloat("FRONTIER_LEASE_TTL"))
@@ -84,8 +98,14 @@ class Heartbeat:
 
     # -- what a heartbeat says ------------------------------------------------
 
+    def _scheduler(self):
+        try:
+            return self.crawler.engine.scheduler
+        except (AttributeError, RuntimeError):  # no engine, or not started (Scrapy 2.19)
+            return None
+
     def _record(self) -> dict[str, str]:
-        scheduler = self.crawler.engine.scheduler if self.crawler.engine else None
+        scheduler = self._scheduler()
         book = getattr(scheduler, "book", None)
         sync = getattr(scheduler, "sync", None)
         state = self.state
@@ -141,8 +161,7 @@ class Heartbeat:
         if self._log:
             self._log = str(log_path(Path(self._log),
                                      self.keyspace.crawl_id, self.worker))
-        scheduler = self.crawler.engine.scheduler
-        self._sync = getattr(scheduler, "sync", None)
+        self._sync = getattr(self._scheduler(), "sync", None)
         if not hasattr(self._sync, "carry"):
             self._sync = None  # another scheduler: a round trip of its own
         internals.on_close_started(self.crawler, self._closing)

@@ -166,7 +166,9 @@ def _log_tail(workers: list[dict], n: int = LOG_TAIL) -> list[str]:
     return sorted(lines)[-n:]
 
 
-def crawl_status(redis, keyspace: Keyspace) -> dict:
+def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True) -> dict:
+    """The crawl's status; pages_per_host=False leaves that figure empty
+    (it reads every host's count: a caller refreshing often caches it)."""
     t = redis.time()
     now_ms = int(t[0]) * 1000 + int(t[1]) // 1000
     totals = {k: int(v) for k, v in _decode(redis.hgetall(keyspace.totals)).items()}
@@ -174,11 +176,14 @@ def crawl_status(redis, keyspace: Keyspace) -> dict:
     live = [w for w in workers if w["state"] not in ("gone", "closed")]
     record = Keyspace.record(redis, keyspace.crawl_id) or {}
     ctl = control.state(redis, keyspace)
-    state = "running" if live else "idle"
+    # a stop holds until a worker starts after it (`scrapy crawl web` again)
+    stopped = ctl["stopped_at"] and not any(w["since_ms"] > ctl["stopped_at"] for w in workers)
     if ctl["paused_at"]:
         state = "paused"
-    elif ctl["stopped_at"] and not any(w["since_ms"] > ctl["stopped_at"] for w in live):
-        state = "stopped" if not live else "stopping"
+    elif stopped:
+        state = "stopping" if live else "stopped"
+    else:
+        state = "running" if live else "idle"
     figures = _figures(totals)
     frontier = _frontier(redis, keyspace, now_ms)
     starts = [w["since_ms"] for w in workers]
@@ -200,7 +205,8 @@ def crawl_status(redis, keyspace: Keyspace) -> dict:
         "workers": workers,
         "politeness": {"hosts_crawl_delay": totals.get("robotstxt/crawl_delay", 0),
                        "hosts_backed_off": frontier["hosts_backed_off"]},
-        "figures": {**figures, "pages_per_host": _pages_per_host(redis, keyspace)},
+        "figures": {**figures, "pages_per_host":
+                    _pages_per_host(redis, keyspace) if pages_per_host else []},
         "ranker": {"runs": totals.get("ranker/runs", 0), "rescored": totals.get("ranker/rescored", 0),
                    "holder": (redis.get(keyspace.ranker_lock) or b"").decode("utf-8", "replace")},
         "indexer": {"written": totals.get("index/written", 0),
