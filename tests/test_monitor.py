@@ -194,3 +194,31 @@ def test_an_empty_ui_token(tmp_path):
                                                   "CRAWLPROJ_UI_TOKEN": " "}, timeout=60)
     assert run.returncode == 2
     assert one_line(run) == "crawlproj: UI_TOKEN must not be empty (unset it for no token)"
+
+
+def test_the_grafana_dashboard_draws_only_metrics_the_app_serves(redis_url):
+    import json
+    import re
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from crawlproj.ui.metrics import CrawlCollector
+    from tests.e2e import ROOT
+
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _frontier(r, crawl="graf")
+    beat = _heartbeat(r, crawl="graf")
+    beat.stats.set_value("figures/attempts", 3)
+    beat.stats.set_value("figures/status/200", 3)
+    beat.stats.set_value("figures/outcome/200 OK", 3)
+    beat.stats.set_value("figures/type/text/html", 3)
+    beat.answered(r.execute_command(*beat.command()))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(CrawlCollector(lambda: r))
+    served = generate_latest(registry).decode()
+    assert 'crawlproj_pages_fetched_total{crawl_id="graf"} 3.0' in served
+    assert f'crawlproj_queued_urls{{crawl_id="graf"}} {float(f.sync({0: Batch()})[0].queued)}' in served
+    drawn = set(re.findall(r"crawlproj_[a-z_]+", (ROOT / "docs" / "grafana-dashboard.json").read_text()))
+    names = set(re.findall(r"^(crawlproj_[a-z_]+)", served, re.M))
+    assert drawn and drawn <= names, sorted(drawn - names)
+    assert json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())["panels"]
