@@ -13,7 +13,12 @@ and an idle (paused) crawl.
    30 s as `scrapy ui` does. The server's CPU (utime + stime from
    /proc/PID/stat) over --seconds, as a share of one core: first heartbeats
    alone, then heartbeats and the dashboard.
-2. Idle: two real `scrapy crawl web` workers on a simulated web, paused with
+2. Worker side: the CPU one heartbeat costs a worker (Heartbeat.command()
+   and answered() over 150 growing counters, 2,000 times), as a share of a
+   core at one heartbeat per MONITOR_INTERVAL: the bound on what heartbeats
+   take from a worker's pages/s, which a shared machine's noise hides in
+   whole crawls (bench/crawl_bench.py, docs/benchmarks.md).
+3. Idle: two real `scrapy crawl web` workers on a simulated web, paused with
    crawlproj.monitor.control after they start; over --idle-seconds, each
    worker's round trips (frontier/redis_writes from its heartbeats, server
    clock) per second, and the server's CPU.
@@ -112,6 +117,27 @@ def dashboard(args, tmp: Path) -> dict:
         proc.wait()
 
 
+def worker_side(args) -> dict:
+    beat = Heartbeat(get_crawler(), None, Keyspace("bench", 1), 5.0, 30.0)
+    beat.worker = "w0"
+    n = 2000
+    t0 = time.process_time()
+    for i in range(n):
+        for k in range(150):
+            beat.stats.inc_value(f"counter/{k}", 1 + (i + k) % 3)
+        beat.command()
+        beat.answered(0)
+    per_round = (time.process_time() - t0) / n
+    t0 = time.process_time()
+    for i in range(n):
+        for k in range(150):
+            beat.stats.inc_value(f"counter/{k}", 1 + (i + k) % 3)
+    growth_only = (time.process_time() - t0) / n
+    per_beat = per_round - growth_only
+    return {"us_per_heartbeat": round(per_beat * 1e6, 1),
+            "share_of_a_core_at_5s": per_beat / 5.0}
+
+
 def idle(args, tmp: Path) -> dict:
     port = free_port()
     proc = spawn_server(port, tmp / "redis-idle")
@@ -169,7 +195,8 @@ def main():
     p.add_argument("--idle-seconds", type=float, default=30)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        out = {"dashboard": dashboard(args, Path(d)), "idle": idle(args, Path(d)),
+        out = {"worker": worker_side(args), "dashboard": dashboard(args, Path(d)),
+               "idle": idle(args, Path(d)),
                "loadavg": os.getloadavg()}
     print(json.dumps(out, indent=2))
 

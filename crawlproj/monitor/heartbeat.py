@@ -25,6 +25,7 @@ from pathlib import Path
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task, threads
 
 from crawlproj import internals
@@ -181,7 +182,7 @@ class Heartbeat:
     def _closing(self) -> None:
         self.state = "closing"
 
-    def closed(self, spider=None, reason=None):
+    async def closed(self, spider=None, reason=None):
         """The last heartbeat, with the finish reason, in a round trip of its
         own: the frontier's sync has closed by now."""
         if self._loop is not None and self._loop.running:
@@ -198,4 +199,4 @@ class Heartbeat:
             except Exception as exc:  # the crawl closes anyway; its log says so
                 logger.warning("Heartbeat: the last one could not be sent: %s", exc)
 
-        return threads.deferToThread(send)
+        await maybe_deferred_to_future(threads.deferToThread(send))
