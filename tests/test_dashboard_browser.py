@@ -17,9 +17,10 @@ import pytest
 
 from crawlproj.embedded import free_port
 from crawlproj.simweb.testing import SimWebServer
+from tests import test_search_browser
 from tests.conftest import RedisServer
 from tests.e2e import ROOT, Workers
-from tests.test_search_browser import CHROMIUM, _need_browser
+from tests.test_search_browser import _need_browser
 
 pytestmark = pytest.mark.e2e
 
@@ -28,6 +29,8 @@ WEB = {"seed": 11, "hosts": 12, "pages": 90, "page_bytes": 800, "latency_ms": [1
 SCREENSHOT = ROOT / "docs" / "img" / "dashboard.png"
 # the page reads the status every 2 s: a bound on a wait, not a claim
 WAIT_MS = 20_000
+# the search page's headless chromium, launched once this module's site is up
+browser = test_search_browser.browser
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +56,6 @@ def site(tmp_path_factory):
     proc.terminate()
     proc.wait(30)
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(site):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -134,8 +134,24 @@ def _crawl(request, service: StatusService) -> str:
     return values[0].decode("utf-8", "replace") if values and values[0] else service.crawl_id
 
 
-def _unreachable(exc: Exception) -> dict:
-    return {"error": f"Redis unreachable: {exc}", "redis": "unreachable"}
+def _answer(request, work, *args):
+    """Run work(*args) off the reactor thread and answer with its document:
+    404 for a crawl id that names no crawl, 503 while Redis cannot be read."""
+    def done(body):
+        request.write(send_json(request, 200, body))
+        request.finish()
+
+    def failed(failure):
+        exc = failure.value
+        if isinstance(exc, NoSuchCrawl):
+            request.write(send_json(request, 404, {"error": str(exc)}))
+        else:
+            request.write(send_json(request, 503, {"error": f"Redis unreachable: {exc}",
+                                                   "redis": "unreachable"}))
+        request.finish()
+
+    threads.deferToThread(work, *args).addCallbacks(done, failed)
+    return server.NOT_DONE_YET
 
 
 class ApiStatus(resource.Resource):
@@ -146,23 +162,7 @@ class ApiStatus(resource.Resource):
         self.service = service
 
     def render_GET(self, request):
-        crawl_id = _crawl(request, self.service)
-        d = threads.deferToThread(self.service.status, crawl_id)
-
-        def done(body):
-            request.write(send_json(request, 200, body))
-            request.finish()
-
-        def failed(failure):
-            exc = failure.value
-            if isinstance(exc, NoSuchCrawl):
-                request.write(send_json(request, 404, {"error": str(exc)}))
-            else:
-                request.write(send_json(request, 503, _unreachable(exc)))
-            request.finish()
-
-        d.addCallbacks(done, failed)
-        return server.NOT_DONE_YET
+        return _answer(request, self.service.status, _crawl(request, self.service))
 
 
 class ApiControl(resource.Resource):
@@ -197,22 +197,8 @@ class ApiControl(resource.Resource):
             return send_json(request, 400, {
                 "error": f"the body must be {{\"crawl\": ID, \"action\": one of "
                          f"{', '.join(control.COMMANDS)}}}"})
-        d = threads.deferToThread(self.service.control, crawl_id, action)
-
-        def done(at_ms):
-            request.write(send_json(request, 200, {"crawl": crawl_id, "action": action,
-                                                   "at_ms": at_ms}))
-            request.finish()
-
-        def failed(failure):
-            exc = failure.value
-            code = 404 if isinstance(exc, NoSuchCrawl) else 503
-            body = {"error": str(exc)} if code == 404 else _unreachable(exc)
-            request.write(send_json(request, code, body))
-            request.finish()
-
-        d.addCallbacks(done, failed)
-        return server.NOT_DONE_YET
+        return _answer(request, lambda: {"crawl": crawl_id, "action": action,
+                                         "at_ms": self.service.control(crawl_id, action)})
 
 
 class DashboardPage(resource.Resource):
