@@ -5,6 +5,7 @@ answers to mistakes (one line, exit status 2)."""
 from __future__ import annotations
 
 import socket
+from datetime import datetime, timezone
 
 import pytest
 import redis as redis_lib
@@ -88,6 +89,7 @@ def test_heartbeats_add_each_counter_once_even_after_a_lost_one(redis_url):
     stats = beat.stats
     stats.set_value("figures/attempts", 5)
     stats.set_value("start_time", "not a number")
+    stats.set_value("ranker/last_run", datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
     beat.answered(r.execute_command(*beat.command()))
     stats.inc_value("figures/attempts", 3)
     beat.command()  # this one is lost with its sync
@@ -100,6 +102,7 @@ def test_heartbeats_add_each_counter_once_even_after_a_lost_one(redis_url):
     assert r.hget(ks.worker("w1"), "c:figures/attempts") == b"10"
     s = crawl_status(r, Keyspace.found(r, "hb"))
     assert s["fetched"] == 10 and [w["id"] for w in s["workers"]] == ["w1"]
+    assert s["ranker"]["last_run"] == "2026-01-02T03:04:05+00:00"
 
 
 def test_a_silent_worker_is_shown_gone_then_forgotten(redis_url):

@@ -76,6 +76,9 @@ def test_status_figures_agree_with_the_web_log(redis_url, tmp_path):
     assert all(w["finish_reason"] == "finished" for w in s["workers"])
     assert s["queued"] == 0 and s["frontier"]["live_leases"] == 0
     assert s["discovered"] == s["fetched"]
+    # the indexer (on by default) ran in some worker; the ranker (off with bfs) never
+    assert s["indexer"]["written"] > 0 and s["indexer"]["last_batch"]
+    assert s["ranker"]["runs"] == 0 and s["ranker"]["last_run"] is None
     # pages per host (Mercator Figure 9a): every host with a page counts at y = 1
     assert s["figures"]["pages_per_host"][0] == [1, len({r["host"] for r in pages})]
 

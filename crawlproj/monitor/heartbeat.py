@@ -119,7 +119,14 @@ class Heartbeat:
                 "leases": str(len(book) if book is not None else 0),
                 "fetching": str(book.fetching if book is not None else 0),
                 "pages_s": f"{pages_s:.3f}", "bytes_s": f"{bytes_s:.0f}",
-                "log": self._log, "finish_reason": self._reason}
+                "log": self._log, "finish_reason": self._reason,
+                # the crawl-wide jobs this worker ran last (crawlproj/ranker, crawlproj/search)
+                "ranker_last_run": self._when("ranker/last_run"),
+                "index_last_batch": self._when("index/last_batch")}
+
+    def _when(self, name: str) -> str:
+        value = self.stats.get_value(name)
+        return value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else ""
 
     def _tick_rates(self) -> None:
         now = time.monotonic()

@@ -69,6 +69,8 @@ def _workers(redis, keyspace: Keyspace, now_ms: int) -> list[dict]:
             "pages": counters.get("figures/attempts", 0),
             "finish_reason": r.get("finish_reason", ""), "log": r.get("log", ""),
             "counters": counters,
+            "ranker_last_run": r.get("ranker_last_run", ""),
+            "index_last_batch": r.get("index_last_batch", ""),
         })
     return out
 
@@ -208,8 +210,10 @@ def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True) -> dict
         "figures": {**figures, "pages_per_host":
                     _pages_per_host(redis, keyspace) if pages_per_host else []},
         "ranker": {"runs": totals.get("ranker/runs", 0), "rescored": totals.get("ranker/rescored", 0),
+                   "last_run": max((w["ranker_last_run"] for w in workers), default="") or None,
                    "holder": (redis.get(keyspace.ranker_lock) or b"").decode("utf-8", "replace")},
         "indexer": {"written": totals.get("index/written", 0),
+                    "last_batch": max((w["index_last_batch"] for w in workers), default="") or None,
                     "holder": (redis.get(keyspace.indexer_lock) or b"").decode("utf-8", "replace")},
         "totals": totals,
         "log_tail": _log_tail(workers),

@@ -115,9 +115,11 @@ function draw(s) {
   bars($("sizes"), fig.sizes.map(([b, n]) => [sizeLabel(b), n]));
   bars($("per-host"), fig.pages_per_host.map(([y, x]) => [">= " + num(y) + " pages", x]));
   $("ranker").textContent = s.ranker.runs + " run(s), " + num(s.ranker.rescored) + " URLs rescored" +
-    (s.ranker.holder ? "; held by " + s.ranker.holder : "");
+    (s.ranker.last_run ? "; last " + new Date(s.ranker.last_run).toLocaleString() : "") +
+    (s.ranker.holder ? "; lock held by " + s.ranker.holder : "");
   $("indexer").textContent = num(s.indexer.written) + " documents written" +
-    (s.indexer.holder ? "; held by " + s.indexer.holder : "");
+    (s.indexer.last_batch ? "; last batch " + new Date(s.indexer.last_batch).toLocaleString() : "") +
+    (s.indexer.holder ? "; lock held by " + s.indexer.holder : "");
   $("log").textContent = s.log_tail.join("\n");
 
   access = s.access;
