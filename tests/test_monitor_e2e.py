@@ -30,6 +30,16 @@ ROBOTS = "/robots.txt"
 MONITORED = {"FRONTIER_DELAY_FACTOR": FACTOR, "RETRY_TIMES": RETRIES, "MONITOR_INTERVAL": 1}
 
 
+@pytest.fixture
+def started():
+    """Workers to kill when a test fails: a paused worker waits for its resume
+    (or for a Redis that is gone) as long as it lives."""
+    made = []
+    yield made.append
+    for workers in made:
+        workers.kill_all()
+
+
 def status_of(redis_url: str, crawl_id: str) -> dict:
     r = redis_lib.Redis.from_url(redis_url)
     return crawl_status(r, Keyspace.found(r, crawl_id))
@@ -46,10 +56,11 @@ def wait_status(redis_url, crawl_id, predicate, timeout=60.0) -> dict:
         time.sleep(0.2)
 
 
-def test_status_figures_agree_with_the_web_log(redis_url, tmp_path):
+def test_status_figures_agree_with_the_web_log(redis_url, tmp_path, started):
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)
         workers = Workers(sw, redis_url, tmp_path, seeds, "mon-figures", MONITORED)
+        started(workers)
         workers.start(2)
         assert workers.wait() == [0, 0]
         records = sw.settle_log()
@@ -83,7 +94,7 @@ def test_status_figures_agree_with_the_web_log(redis_url, tmp_path):
     assert s["figures"]["pages_per_host"][0] == [1, len({r["host"] for r in pages})]
 
 
-def test_pause_stops_fetching_within_two_seconds_and_resume_goes_on(redis_url, tmp_path):
+def test_pause_stops_fetching_within_two_seconds_and_resume_goes_on(redis_url, tmp_path, started):
     crawl = "mon-pause"
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)
@@ -91,6 +102,7 @@ def test_pause_stops_fetching_within_two_seconds_and_resume_goes_on(redis_url, t
         # frontier's polls, which the heartbeats ride
         workers = Workers(sw, redis_url, tmp_path, seeds, crawl,
                           {**MONITORED, "MONITOR_INTERVAL": 2})
+        started(workers)
         workers.start(2)
         sw.wait_log(len(reachable) // 5, timeout=120)
         r = redis_lib.Redis.from_url(redis_url)
@@ -134,11 +146,12 @@ def _writes_at(worker: dict) -> int:
     return worker["counters"]["frontier/redis_writes"]
 
 
-def test_stop_then_restart_fetches_every_page_once(redis_url, tmp_path):
+def test_stop_then_restart_fetches_every_page_once(redis_url, tmp_path, started):
     crawl = "mon-stop"
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)
         workers = Workers(sw, redis_url, tmp_path, seeds, crawl, MONITORED)
+        started(workers)
         first = workers.start(2)
         sw.wait_log(len(reachable) // 4, timeout=120)
         r = redis_lib.Redis.from_url(redis_url)
@@ -163,12 +176,13 @@ def test_stop_then_restart_fetches_every_page_once(redis_url, tmp_path):
 
 
 @pytest.mark.faults
-def test_killed_worker_is_shown_gone_then_forgotten_and_its_leases_return(redis_url, tmp_path):
+def test_killed_worker_is_shown_gone_then_forgotten_and_its_leases_return(redis_url, tmp_path, started):
     crawl = "mon-kill"
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)
         workers = Workers(sw, redis_url, tmp_path, seeds, crawl,
                           {**MONITORED, "FRONTIER_LEASE_TTL": 4})
+        started(workers)
         victim, survivor = workers.start(2)
         sw.wait_log(len(reachable) // 4, timeout=120)
         s = wait_status(redis_url, crawl, lambda s: len(s["workers"]) == 2)
