@@ -19,6 +19,12 @@ Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
     cp:{<crawl>}:ranker     STRING the ranker's lock (crawlproj/ranker/loop.py)
     cp:{<crawl>}:index      LIST   documents handed over to the indexer (crawlproj/search/handover.py)
     cp:{<crawl>}:indexer    STRING the indexer's lock (crawlproj/search/indexer.py)
+    cp:{<crawl>}:totals     HASH   the crawl's Scrapy stats: every worker's counters summed
+    cp:{<crawl>}:workers    ZSET   worker -> its last heartbeat (server ms)
+    cp:{<crawl>}:w:<worker> HASH   a worker's own counters and its record (state, rate,
+                                   leases held) as of its last heartbeat
+    cp:{<crawl>}:control    HASH   the crawl's control as last set (pause, stop: server ms)
+                                   (crawlproj/monitor/: heartbeat.lua, control.py)
 
 A crawl exists while its meta hash does: the first process of a crawl fixes
 each field of the record, later ones read it (:meth:`Keyspace.agree`).
@@ -30,6 +36,8 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
     q:<host> p:<host>       a host's back queue and payloads    (frontier/lua/sync.lua)
     hosts fails stats       hosts seen, backoff counts, counters (frontier/lua/sync.lua)
     hostpages               HASH   URLs leased per host: the trap guard's page budget
+    control                 HASH   the crawl's control (pause, stop: server ms), which
+                                   the lease hand-out honours (crawlproj/monitor/control.py)
     th:<host> trapped       the trap guard's recent simhashes of a host, and the
                             hosts it found trapped (crawlproj/traps/nearhost.py)
     due                     HASH   the DUE's configuration and state (due/lua/seen.lua)
@@ -117,7 +125,7 @@ class Keyspace:
     """
 
     __slots__ = ("crawl_id", "partitions", "meta", "ranker_lock", "index_queue", "indexer_lock",
-                 "_prefixes")
+                 "totals", "workers", "crawl_control", "_prefixes")
 
     def __init__(self, crawl_id: str, partitions: int):
         if not isinstance(crawl_id, str) or not crawl_id:
@@ -134,6 +142,9 @@ class Keyspace:
         self.ranker_lock = f"{_ROOT}{{{crawl_id}}}:ranker"
         self.index_queue = f"{_ROOT}{{{crawl_id}}}:index"
         self.indexer_lock = f"{_ROOT}{{{crawl_id}}}:indexer"
+        self.totals = f"{_ROOT}{{{crawl_id}}}:totals"
+        self.workers = f"{_ROOT}{{{crawl_id}}}:workers"
+        self.crawl_control = f"{_ROOT}{{{crawl_id}}}:control"
         self._prefixes = [f"{_ROOT}{{{crawl_id}/{p}}}:" for p in range(partitions)]
 
     def __repr__(self):
@@ -256,7 +267,11 @@ class Keyspace:
             keys.append(key)
             if len(keys) >= batch:
                 deleted += unlink()
-        keys += [self.ranker_lock, self.index_queue, self.indexer_lock, self.meta]
+        for key in redis.scan_iter(match=_glob_literal(self.monitor_prefix + "w:") + "*",
+                                   count=batch):
+            keys.append(key)
+        keys += [self.ranker_lock, self.index_queue, self.indexer_lock, self.totals,
+                 self.workers, self.crawl_control, self.meta]
         return deleted + unlink()
 
     @staticmethod
@@ -267,6 +282,17 @@ class Keyspace:
             key = key.decode()
             ids.add(key[key.index("{") + 1:key.rindex("}")])
         return sorted(ids)
+
+    # -- the crawl's monitor (crawlproj/monitor/) ----------------------------------
+
+    @property
+    def monitor_prefix(self) -> str:
+        """KEYS[1] of heartbeat.lua: the crawl-wide keys' prefix."""
+        return f"{_ROOT}{{{self.crawl_id}}}:"
+
+    def worker(self, worker_id: str) -> str:
+        """A worker's counters and record as of its last heartbeat."""
+        return f"{self.monitor_prefix}w:{worker_id}"
 
     # -- partitions --------------------------------------------------------------
 
@@ -290,8 +316,11 @@ class Keyspace:
     pending = _key("pending", "Leased URLs that do not hold their host's lease (a page "
                               "not done yet, a run's next URLs), by deadline.")
     stats = _key("stats", "The partition's counters.")
+    fails = _key("fails", "Hosts backed off: host -> failures in a row (errors, 429/503).")
     queue = _member_key("q:", "A host's back queue: fingerprint -> score.")
     payloads = _member_key("p:", "A host's queued requests: fingerprint -> payload.")
+    control = _key("control", "The crawl's control, which the lease hand-out honours: "
+                              "pause, stop -> server ms.")
     host_pages = _key("hostpages", "URLs leased per host, while the trap guard's page "
                                    "budget is on: host -> count.")
     queues_pattern = _pattern("q:")

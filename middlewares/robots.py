@@ -137,7 +137,10 @@ class RobotsMiddleware:
     async def _store(self, origin: str, stored: bytes, rules: Rules | None = None) -> None:
         self.stats.inc_value("robotstxt/stored")
         self.stats.inc_value("robotstxt/stored_bytes", len(stored))
-        self.cache.keep(origin, rules or Rules.load(stored, self.useragent)[0])
+        rules = rules or Rules.load(stored, self.useragent)[0]
+        if rules.crawl_delay:  # stored once per origin per crawl: summed, the origins with one
+            self.stats.inc_value("robotstxt/crawl_delay")
+        self.cache.keep(origin, rules)
         try:
             await maybe_deferred_to_future(threads.deferToThread(self.cache.write, origin, stored))
         except Exception as exc:

@@ -415,9 +415,24 @@ SEARCH_MAX_QUERY_CHARS = 1000
 SEARCH_MAX_RESULTS = 1000
 
 # `scrapy ui`: the web app's address. Loopback unless told otherwise: the
-# search page has no authentication.
+# search page and the dashboard are read by anyone who can reach them.
 UI_PORT = 6810
 UI_BIND = "127.0.0.1"
+# The token the dashboard's pause/resume/stop buttons ask for (POST
+# /api/control, header "Authorization: Bearer <token>"). Needed when the app
+# listens beyond loopback: `scrapy ui --bind 0.0.0.0` without one serves the
+# dashboard with control off. On loopback, control needs none unless one is set.
+UI_TOKEN = None
+
+# --------------------------------------------------------------------------
+# Watching a crawl (crawlproj/monitor/, docs/monitor.md)
+# --------------------------------------------------------------------------
+
+# Every this many seconds each worker adds its Scrapy counters' growth to the
+# crawl's totals in Redis and says it is alive (one call, riding the
+# frontier's sync); a worker silent for 3 intervals is shown as gone. 0: off
+# (the dashboard then shows no workers nor totals).
+MONITOR_INTERVAL = 5.0
 
 # --------------------------------------------------------------------------
 # Scrapy settings the project relies on
@@ -454,6 +469,10 @@ EXTENSIONS = {
     "crawlproj.traps.ResponseHeadLimit": 0,
     # start-up objects out of the garbage collector's way (crawlproj/gcfreeze.py)
     "crawlproj.gcfreeze.GCFreeze": 100,
+    # Mercator §4's figures in the stats, and the heartbeat that sums the
+    # workers' stats crawl-wide (crawlproj/monitor/)
+    "crawlproj.monitor.figures.CrawlFigures": 520,
+    "crawlproj.monitor.heartbeat.Heartbeat": 530,
 }
 # Once the spider is open, move the objects made at start-up (Scrapy, Twisted,
 # lxml, settings, middlewares) out of the garbage collector's walks (gc.freeze):

@@ -62,7 +62,8 @@ def test_a_crawl_runs_as_the_documented_acl_user(redis_server_factory, tmp_path)
     # the ranker and the link store's compaction ran as that user too
     assert any("Ranker: " in log for log in logs) and any("Link store: " in log for log in logs)
     assert reachable <= fetched
-    for tool in (["frontier", "--crawl-id", "acl"], ["crawls", "list"]):
+    for tool in (["frontier", "--crawl-id", "acl"], ["crawls", "list"],
+                 ["crawlctl", "status", "--crawl-id", "acl"], ["crawlctl", "pause", "--crawl-id", "acl"]):
         run = subprocess.run([sys.executable, "-m", "scrapy", *tool], cwd=ROOT,
                              env={**workers.sw.env(), "REDIS_URL": url},
                              capture_output=True, text=True, timeout=120)

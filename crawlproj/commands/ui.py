@@ -1,8 +1,12 @@
-"""`scrapy ui`: the web app, the search page at / and GET /api/search.
+"""`scrapy ui`: the web app: the search page at / and GET /api/search, the
+crawl's dashboard at /dashboard with GET /api/status and POST /api/control,
+and /metrics for Prometheus.
 
 It reads the index of CRAWL_ID under CRAWL_DATA_DIR/index (INDEX_DIR) while
-the crawl's indexer writes it, and binds loopback (UI_BIND) unless told
-otherwise: the app has no authentication. Ctrl-C or SIGTERM stop it.
+the crawl's indexer writes it, and the crawl's status from its Redis (read
+when a page asks: the app starts, and says so, while Redis is away). It binds
+loopback (UI_BIND) unless told otherwise; beyond loopback, crawl control
+needs UI_TOKEN. Ctrl-C or SIGTERM stop it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ class Command(ScrapyCommand):
         return "[--port PORT] [--bind ADDRESS] [--crawl-id ID]"
 
     def short_desc(self):
-        return "Serve the search page and API over the crawl's index"
+        return "Serve the search page, the crawl's dashboard and its Prometheus metrics"
 
     def add_options(self, parser):
         super().add_options(parser)
@@ -42,6 +46,8 @@ class Command(ScrapyCommand):
         from crawlproj.search.index import index_dir
         from crawlproj.search.searcher import Ranking
         from crawlproj.ui.app import App
+        from crawlproj.ui.dashboard import StatusService, add_dashboard, check_token, is_loopback
+        from crawlproj.ui.metrics import add_metrics
         from crawlproj.ui.search import SearchService, add_search
 
         if args:
@@ -56,8 +62,13 @@ class Command(ScrapyCommand):
             check_settings(s)
             if not 0 <= port <= 65535:
                 raise CrawlprojError(f"--port must be 0-65535, not {port}")
+            token = s.get("UI_TOKEN")
+            check_token(token)
             app = App()
             add_search(app, SearchService(index_dir(s), Ranking.from_settings(s)))
+            status = StatusService(s, s.get("CRAWL_ID"), token, is_loopback(bind))
+            add_dashboard(app, status)
+            add_metrics(app, status)
             try:
                 listening = reactor.listenTCP(port, Site(app), interface=bind)
             except CannotListenError as exc:
@@ -70,5 +81,9 @@ class Command(ScrapyCommand):
             self.exitcode = 2
             return
         host = listening.getHost()
-        print(f"crawlproj search on http://{host.host}:{host.port}/ (index {index_dir(s)})", flush=True)
+        print(f"crawlproj search on http://{host.host}:{host.port}/ (index {index_dir(s)}), "
+              f"dashboard on http://{host.host}:{host.port}/dashboard", flush=True)
+        if not is_loopback(bind) and not token:
+            print("crawlproj: the app listens beyond loopback without UI_TOKEN: the dashboard "
+                  "shows the crawl but cannot pause, resume or stop it", file=sys.stderr, flush=True)
         reactor.run()

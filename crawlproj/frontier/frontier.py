@@ -156,6 +156,8 @@ class Result:
     leases: int = 0
     queued: int = 0
     pending: int = 0     # URLs downloaded, host released, page not yet done
+    paused: int = 0      # server ms the crawl was paused at; 0: not paused
+    stopped: int = 0     # server ms of the crawl's last stop; 0: none
     lost: list = field(default_factory=list)  # tokens whose renewal found no lease
 
 
@@ -217,6 +219,13 @@ class Frontier:
 
     def sync(self, batches: dict[int, Batch]) -> dict[int, Result]:
         """Send each partition's batch; all in one pipeline, one round trip."""
+        return self.sync_with(batches)[0]
+
+    def sync_with(self, batches: dict[int, Batch], extra: list[tuple] = ()) \
+            -> tuple[dict[int, Result], list]:
+        """sync(), and the commands of extra in the same round trip (a
+        worker's heartbeat, crawlproj/monitor/heartbeat.py): their replies,
+        an exception for one that failed."""
         if self._sha is None:
             self._sha = self.redis.script_load(SYNC_LUA)
             # the seen test needs the crawl's DUE set up, even when the entries
@@ -228,7 +237,9 @@ class Frontier:
             # execute_command: redis-py refuses pipe.evalsha() on a cluster, but
             # routes a raw EVALSHA by its key like any command
             pipe.execute_command("EVALSHA", self._sha, 1, self.prefix(p), *batches[p].args(self))
-        replies = pipe.execute(raise_on_error=False)
+        for command in extra:
+            pipe.execute_command(*command)
+        replies = pipe.execute(raise_on_error=False) if parts or extra else []
         out = {}
         for p, reply in zip(parts, replies):
             if isinstance(reply, NoScriptError):
@@ -239,7 +250,7 @@ class Frontier:
             elif isinstance(reply, Exception):
                 raise reply
             out[p] = self._result(p, reply)
-        return out
+        return out, replies[len(parts):]
 
     @staticmethod
     def _result(p: int, reply) -> Result:

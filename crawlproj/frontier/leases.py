@@ -149,6 +149,16 @@ class LeaseBook:
             return [Release(lease.host, lease.token, fate, URL.RETURN, int(delay * 1000), wait_ms)]
         return [Release(lease.host, lease.token, Host.NONE, URL.RETURN)]
 
+    def give_back_queued(self) -> list[Release]:
+        """The leases not handed to the engine yet go back, their hosts at
+        once (the crawl is paused: this worker starts no download)."""
+        releases = [Release(lease.host, lease.token, Host.FREE, URL.RETURN)
+                    for lease in self._queue]
+        for lease in self._queue:
+            del self._leases[lease.partition, lease.token]
+        self._queue.clear()
+        return releases
+
     def give_back(self) -> list[Release]:
         """Everything held goes back: every URL to its queue (a page
         downloaded but not processed is fetched again), hosts at once."""

@@ -28,6 +28,7 @@ import time
 import uuid
 
 from scrapy import signals
+from scrapy.utils.defer import deferred_from_coro
 
 from crawlproj import internals
 from crawlproj.frontier import codec
@@ -74,7 +75,8 @@ class FrontierScheduler:
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
                                  s.getbool("FRONTIER_IDLE_CLOSE"), s.getfloat("FRONTIER_IDLE_WAIT"),
-                                 self._wake, on_unreachable=embedded_restarter(s))
+                                 self._wake, on_unreachable=embedded_restarter(s),
+                                 on_pause=self._paused, on_stop=self._stop)
         self.lease_margin = min(LEASE_MARGIN, frontier.lease_ttl_ms / 10000.0)
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
@@ -130,6 +132,8 @@ class FrontierScheduler:
         return d
 
     def has_pending_requests(self) -> bool:
+        if self.sync.paused:
+            return True  # a paused crawl waits for its resume, not for work
         if len(self.book) or not self.sync.idle_close or not self.sync.known():
             return True
         # other workers' leases may bring new URLs; a crawl not started yet, its seeds
@@ -154,6 +158,8 @@ class FrontierScheduler:
         return True
 
     def next_request(self):
+        if self.sync.paused:
+            return None  # woken at the resume
         if self.sync.low():
             self.sync.ask()
         if self.transfer_cap and \
@@ -317,6 +323,26 @@ class FrontierScheduler:
 
     def _wake(self):
         internals.wake(self.crawler)
+
+    # -- crawl control (crawlproj/monitor/control.py) -------------------------
+
+    def _paused(self, paused: bool) -> None:
+        """Paused: the leases not started go back at once, so that no other
+        worker waits for them; the downloads under way finish. Resumed: pull."""
+        if paused:
+            releases = self.book.give_back_queued()
+            if releases:
+                self.stats.inc_value("frontier/returned", len(releases))
+                for release in releases:
+                    self.sync.release([release], self.frontier.partition_of(release.host))
+                self.sync.ask()
+        else:
+            self._wake()
+
+    def _stop(self) -> None:
+        """The crawl was stopped: close as on Ctrl-C; close() gives back every lease."""
+        if self.spider is not None:
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason="stopped"))
 
     def _summary(self) -> str:
         keys = ("enqueue_requests", "added", "duplicates", "leased", "released",

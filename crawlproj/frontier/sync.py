@@ -6,7 +6,10 @@ one sync, a pipelined call of lua/sync.lua per partition, runs at a time in
 a thread, and whatever arrives meanwhile goes in the next, so under load one
 round trip carries many pages' work. Each sync also asks for leases where a
 host may be ready and the lease book has room; the answer says when the next
-host of each partition may be ready, and the next sync is timed by it. Knows
+host of each partition may be ready, and the next sync is timed by it. Other
+commands may ride along (carry: the worker's heartbeat), so that a worker with
+nothing to do sends at most one round trip a second. The answer also carries
+the crawl's control (crawlproj/monitor/control.py): paused, or stopped. Knows
 Redis, not Scrapy.
 """
 
@@ -32,9 +35,10 @@ GATHER = 0.005
 # A host released with a wait this short (ms) may be leased again at once:
 # its release is sent now, and its partition asked for leases.
 SOON_MS = 20
-# How often a worker with nothing to do asks again while leases are out
-# anywhere (their pages may bring new URLs), seconds.
-POLL_INTERVAL = 0.25
+# How often a worker asks again when nothing is queued or leased anywhere
+# but it may not close yet (waiting for its crawl's seeds, or told not to
+# close when idle), seconds: an idle worker costs one round trip a second.
+POLL_INTERVAL = 1.0
 # The longest a worker sleeps before asking again when a partition said when
 # its next host is due (a host released meanwhile by another worker may come
 # sooner), seconds.
@@ -46,7 +50,9 @@ ENQUEUE, RELEASE, RENEW = 0, 1, 2
 class FrontierSync:
     def __init__(self, frontier: Frontier, book: LeaseBook, stats, target: int,
                  idle_close: bool, idle_wait: float, wake: Callable[[], None],
-                 on_unreachable: Callable[[], None] | None = None):
+                 on_unreachable: Callable[[], None] | None = None,
+                 on_pause: Callable[[bool], None] | None = None,
+                 on_stop: Callable[[], None] | None = None):
         self.frontier = frontier
         self.book = book
         self.stats = stats
@@ -56,8 +62,14 @@ class FrontierSync:
         self.wake = wake              # the engine should pull: new work, or none left
         self.results: dict[int, Result] = {}
         self._received: dict[int, float] = {}  # partition -> monotonic time of its result
+        self.on_pause = on_pause      # on_pause(paused): the crawl was paused or resumed
+        self.on_stop = on_stop        # the crawl was stopped while this worker ran
+        self.paused = False
+        self.opened_ms: int | None = None  # server time of this worker's first answer
+        self._stopped = False
+        self._riders: list = []       # (command, answered) for the next sync
         self.commit = self._commit = GroupCommit(
-            frontier.sync, "frontier", stats, prepare=self._batches, on_result=self._synced,
+            self._send, "frontier", stats, prepare=self._batches, on_result=self._synced,
             on_unreachable=on_unreachable, replay=True)
         self._sent_at = 0.0           # monotonic time the sync under way was sent
         self._renewing: set = set()   # (partition, token) renewed by the sync under way
@@ -89,6 +101,17 @@ class FrontierSync:
     def ask(self) -> None:
         """Sync now (next reactor turn): the book has room."""
         self._commit.flush()
+
+    def carry(self, command: tuple, answered: Callable, within: float) -> None:
+        """Send command with the next sync: the poll already armed, or else
+        within `within` seconds; answered(reply) gets its reply (an exception if it failed) on
+        the reactor thread. A sync that fails takes its riders with it: the
+        rider sends again what was not answered."""
+        self._riders.append((command, answered))
+        if self._timer is not None and self._timer.active() \
+                and self._timer.getTime() - reactor.seconds() <= LONGEST_SLEEP:
+            return  # the next poll, at most a second away, takes it: no round trip of its own
+        self._commit.flush(within)
 
     def holding(self) -> bool:
         """Start no download now: Redis does not take this worker's writes
@@ -163,7 +186,8 @@ class FrontierSync:
                 batch = batches[p] = Batch()
             batch.lease = n
         self._poll = False
-        if not batches:
+        riders, self._riders = self._riders, []
+        if not batches and not riders:
             self._arm_timer()
             return None
         if self._timer is not None and self._timer.active():
@@ -172,7 +196,13 @@ class FrontierSync:
         # a TTL after the server ran it: never sooner than a TTL from now
         self._sent_at = time.monotonic()
         self._renewing = renewing
-        return batches
+        return batches, riders
+
+    def _send(self, payload):
+        """In the writer thread: the sync and its riders, one round trip."""
+        batches, riders = payload
+        results, replies = self.frontier.sync_with(batches, [c for c, _ in riders])
+        return results, replies, riders
 
     def _wanted(self, batches: dict[int, Batch]) -> dict[int, int]:
         """How many leases to ask of which partitions.
@@ -209,7 +239,10 @@ class FrontierSync:
         share = max(1, math.ceil(want / len(parts)))
         return {p: share for p in parts}
 
-    def _synced(self, results: dict[int, Result]) -> None:
+    def _synced(self, answer) -> None:
+        results, replies, riders = answer
+        for (_, answered), reply in zip(riders, replies):
+            answered(reply)
         received = time.monotonic()
         deadline = self._sent_at + self.frontier.lease_ttl_ms / 1000.0
         for p, token in self._renewing:
@@ -238,6 +271,8 @@ class FrontierSync:
                     self.stats.inc_value(f"trapguard/refused/{rule}", value)
         self.stats.inc_value("frontier/leased", got)
         self.stats.inc_value("frontier/redis_commands", len(results))
+        if results:
+            self._control(results)
         empty = self.is_empty()
         if not empty:
             self._work_seen = True
@@ -250,12 +285,36 @@ class FrontierSync:
         else:
             self._arm_timer()
 
+    def _control(self, results: dict[int, Result]) -> None:
+        """The crawl's control as this answer has it: a pause or resume is
+        passed on once; so is a stop stamped after this worker's first answer
+        (a stop before it was meant for the workers running then)."""
+        if self.opened_ms is None:
+            self.opened_ms = min(r.now_ms for r in results.values())
+        paused = any(r.paused for r in results.values())
+        if paused != self.paused:
+            self.paused = paused
+            logger.info("Frontier: crawl %r %s", self.frontier.crawl_id,
+                        "paused: finishing the downloads under way, leasing nothing"
+                        if paused else "resumed")
+            if self.on_pause is not None:
+                self.on_pause(paused)
+        stopped = max(r.stopped for r in results.values())
+        if stopped >= self.opened_ms and not self._stopped:
+            self._stopped = True
+            logger.info("Frontier: crawl %r stopped (scrapy crawlctl stop): closing, "
+                        "giving back every lease", self.frontier.crawl_id)
+            if self.on_stop is not None:
+                self.on_stop()
+
     def _arm_timer(self) -> None:
         """Look again when the earliest waiting host may be ready."""
         if self.book.closing or (self._timer is not None and self._timer.active()):
             return
         delays = [d for d in map(self._due_in, self.results) if d is not None]
-        if delays:
+        if self.paused:
+            delay = LONGEST_SLEEP  # nothing will be leased: only look for a resume
+        elif delays:
             delay = min(max(0.001, min(delays)), LONGEST_SLEEP)
         elif self.idle_close and self.is_empty() and not len(self.book) and not self._may_wait():
             return  # nothing anywhere: the engine will close us

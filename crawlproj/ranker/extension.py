@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime, timezone
 
 from scrapy.exceptions import NotConfigured
 
@@ -72,6 +73,7 @@ class RankerExtension(LockedWork):
         self.stats.inc_value("ranker/runs")
         self.stats.inc_value("ranker/rescored", run.changed)
         self.stats.set_value("ranker/nodes", run.nodes)
+        self.stats.set_value("ranker/last_run", datetime.now(timezone.utc))  # the dashboard's
         logger.info("Ranker: %s", run)
 
 

@@ -11,6 +11,8 @@ same indexer as its own process.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from scrapy.exceptions import NotConfigured
 
 from crawlproj.lockedwork import LockedWork
@@ -38,6 +40,7 @@ class IndexerExtension(LockedWork):
         if batch is not None and batch.taken:
             self.stats.inc_value("index/written", batch.written)
             self.stats.inc_value("index/refreshed", batch.refreshed)
+            self.stats.set_value("index/last_batch", datetime.now(timezone.utc))  # the dashboard's
 
     def leave(self):
         self.runner.drain_and_release()

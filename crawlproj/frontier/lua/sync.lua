@@ -58,11 +58,15 @@
 --              '' nothing; pending: leased by itself until done; done: the
 --              page is done, the lease ends; return: back to its queue
 --   renew:   a count, then host, token                            (2 each)
---   lease:   n, how many URLs to lease (one per host)
+--   lease:   n, how many URLs to lease (one per host); none while the crawl
+--            is paused (control, below), though expired leases still go back
 -- Returns { now_ms, {host, token, score, payload, ...}, counts, lost }, counts
 --   a flat list of name, value: added, duplicates, bumped, stale, expired,
 --   refused_host_queued, refused_host_pages, refused_suspects,
---   next_ready_ms, heap, ready, leases, queued, pending; lost the tokens of
+--   next_ready_ms, heap, ready, leases, queued, pending, paused, stopped
+--   (the server ms of the crawl's pause and stop, 0 = none: `scrapy crawlctl`,
+--   crawlproj/monitor/control.py, writes them in every partition's control
+--   hash, this script's only view of the crawl-wide flag); lost the tokens of
 --   renewals that found no lease: they expired and went back to their queues,
 --   the worker must not fetch them (a fencing answer, docs/frontier.md).
 -- A token names one lease for the crawl's life: a counter, and the server's
@@ -334,9 +338,13 @@ end
 
 -- 4. lease: expired leases first go back (their worker died), then hosts whose
 --    time has come move from heap to ready, then the best ones are leased.
-local want = tonumber(ARGV[i])
+local asked = tonumber(ARGV[i])
+local control = redis.call('HMGET', P .. 'control', 'pause', 'stop')
+local paused, stopped = tonumber(control[1] or 0), tonumber(control[2] or 0)
+-- paused: every worker finishes what it holds and is given nothing new
+local want = paused > 0 and 0 or asked
 local out = {}
-if want > 0 then
+if asked > 0 then
   for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
     local l = cmsgpack.unpack(redis.call('HGET', LEASE, host))
     requeue(host, l)
@@ -352,6 +360,8 @@ if want > 0 then
     local head = redis.call('ZRANGE', queue(host), 0, 0, 'WITHSCORES')
     if head[2] then redis.call('ZADD', READY, head[2], host) end
   end
+end
+if want > 0 then
   -- the best URL of the best ready host, one host after another:
   -- {token, score, payload, fingerprint} in the host's lease
   while #out < 4 * want do
@@ -410,4 +420,5 @@ return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale'
                    'refused_host_pages', over_pages, 'refused_suspects', suspects, 'next_ready_ms', next_ready,
                    'heap', redis.call('ZCARD', HEAP), 'ready', redis.call('ZCARD', READY),
                    'leases', redis.call('ZCARD', LEASES), 'queued', queued,
-                   'pending', redis.call('ZCARD', PENDING)}, lost}
+                   'pending', redis.call('ZCARD', PENDING),
+                   'paused', paused, 'stopped', stopped}, lost}

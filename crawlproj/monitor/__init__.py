@@ -1,0 +1,5 @@
+"""Watching and steering a running crawl from anywhere: crawl-wide stats and
+worker heartbeats (heartbeat.py), crawl control (control.py), and the crawl's
+status as one document (status.py) for `scrapy crawlctl`, the dashboard,
+/api/status and /metrics (crawlproj/ui/). docs/monitor.md describes it.
+"""

@@ -1,0 +1,58 @@
+"""Crawl control: pause, resume and stop every worker of a crawl.
+
+The flag is written in every partition's control hash, where the frontier's
+one script (crawlproj/frontier/lua/sync.lua) reads it each time it hands out
+leases: a script touches its own partition only (one hash slot of a Redis
+Cluster), so the crawl-wide flag is one field per partition, all written in
+one pipeline, plus the crawl's record of the last command for the dashboard.
+
+pause   no partition hands out leases; every worker finishes the downloads
+        it has started, gives back the leases it had not started, and waits
+        (polling at most once a second).
+resume  leases are handed out again.
+stop    every worker running when the stop is stamped closes gracefully and
+        gives back its leases (finish reason "stopped"); a worker started
+        after it (`scrapy crawl web` again, with the same CRAWL_ID) runs, so
+        a stop racing a worker's start leaves that worker running or closed,
+        never half. A stop also ends a pause: the crawl restarts running.
+"""
+
+from __future__ import annotations
+
+from crawlproj.keyspace import Keyspace
+from crawlproj.redisconn import lua_script
+
+PAUSE, STOP = "pause", "stop"
+COMMANDS = ("pause", "resume", "stop")
+CONTROL_LUA = lua_script("crawlproj.monitor", "control.lua")
+
+
+def _fields(command: str) -> tuple[str, ...]:
+    """control.lua's ARGV for command: the field stamped now, then those deleted."""
+    if command == "pause":
+        return (PAUSE,)
+    if command == "resume":
+        return ("", PAUSE, STOP)
+    if command == "stop":
+        return (STOP, PAUSE)
+    raise ValueError(f"no control command {command!r}; one of {', '.join(COMMANDS)}")
+
+
+def control(redis, keyspace: Keyspace, command: str) -> int:
+    """Apply command to every partition of the crawl; returns the server ms
+    it was stamped with in the crawl's record."""
+    argv = _fields(command)
+    pipe = redis.pipeline(transaction=False)
+    for p in range(keyspace.partitions):
+        pipe.execute_command("EVAL", CONTROL_LUA, 1, keyspace.control(p), *argv)
+    pipe.execute_command("EVAL", CONTROL_LUA, 1, keyspace.crawl_control, *argv)
+    return int(pipe.execute()[-1])
+
+
+def state(redis, keyspace: Keyspace) -> dict:
+    """The crawl's control as last set: {"paused_at": ms or None,
+    "stopped_at": ms or None}."""
+    record = redis.hgetall(keyspace.crawl_control)
+    paused, stopped = record.get(PAUSE.encode()), record.get(STOP.encode())
+    return {"paused_at": int(paused) if paused else None,
+            "stopped_at": int(stopped) if stopped else None}

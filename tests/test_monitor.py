@@ -1,0 +1,227 @@
+"""crawlproj/monitor/ against a real Redis-protocol server: the heartbeat's
+sums, crawl control at the frontier's lease hand-out, and the commands'
+answers to mistakes (one line, exit status 2)."""
+
+from __future__ import annotations
+
+import socket
+from datetime import datetime, timezone
+
+import pytest
+import redis as redis_lib
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from crawlproj.addon import apply_table
+from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.frontier.leases import LeaseBook
+from crawlproj.frontier.sync import FrontierSync
+from crawlproj.keyspace import Keyspace
+from crawlproj.monitor import control
+from crawlproj.monitor.heartbeat import Heartbeat
+from crawlproj.monitor.status import crawl_status
+from crawlproj.ui.dashboard import StatusService, is_loopback
+from tests.test_bad_inputs import one_line, scrapy
+
+
+def _frontier(r, crawl="ctl", urls=4) -> Frontier:
+    f = Frontier(r, Keyspace.open(r, crawl, 1), lease_ttl=30)
+    f.sync({0: Batch(enqueue=[f.entry(f"h{i}.ex", f"http://h{i}.ex/", 0.0, b"x")
+                              for i in range(urls)])})
+    return f
+
+
+def test_a_paused_crawl_hands_out_no_lease_and_a_resumed_one_does(redis_url):
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _frontier(r)
+    at = control.control(r, f.keyspace, "pause")
+    res = f.sync({0: Batch(lease=2)})[0]
+    assert res.leased == [] and res.paused == at and res.queued == 4
+    assert control.state(r, f.keyspace) == {"paused_at": at, "stopped_at": None}
+    control.control(r, f.keyspace, "resume")
+    res = f.sync({0: Batch(lease=2)})[0]
+    assert len(res.leased) == 2 and res.paused == 0
+
+
+def test_a_pause_still_sends_expired_leases_back(redis_url):
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _frontier(r, urls=2)
+    f.lease_ttl_ms = 1  # the leases below expire at once
+    assert len(f.sync({0: Batch(lease=2)})[0].leased) == 2
+    control.control(r, f.keyspace, "pause")
+    import time
+    time.sleep(0.01)  # past the 1 ms deadline, on the server's clock too
+    res = f.sync({0: Batch(lease=1)})[0]
+    assert res.expired == 2 and res.leased == [] and res.queued == 2
+
+
+def _sync(f: Frontier, stopped: list) -> FrontierSync:
+    return FrontierSync(f, LeaseBook(), get_crawler().stats, 4, True, 0, lambda: None,
+                        on_stop=lambda: stopped.append(True))
+
+
+def test_a_stop_closes_the_workers_running_then_and_not_those_started_after(redis_url):
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _frontier(r)
+    running, late = [], []
+    before = _sync(f, running)
+    before._control(f.sync({0: Batch()}))  # its first answer: it runs from here
+    control.control(r, f.keyspace, "stop")
+    after = _sync(f, late)  # a worker starting as the stop is given
+    after._control(f.sync({0: Batch()}))
+    before._control(f.sync({0: Batch()}))
+    assert running == [True] and late == []
+    # the stop also ended nothing else: the crawl's URLs are all still queued
+    assert f.sync({0: Batch()})[0].queued == 4
+
+
+def _heartbeat(r, crawl="hb", interval=5.0) -> Heartbeat:
+    crawler = get_crawler()
+    beat = Heartbeat(crawler, r, Keyspace(crawl, 1), interval, 30.0)
+    beat.worker = "w1"
+    return beat
+
+
+def test_heartbeats_add_each_counter_once_even_after_a_lost_one(redis_url):
+    r = redis_lib.Redis.from_url(redis_url)
+    Keyspace.open(r, "hb", 1)
+    beat = _heartbeat(r)
+    stats = beat.stats
+    stats.set_value("figures/attempts", 5)
+    stats.set_value("start_time", "not a number")
+    stats.set_value("ranker/last_run", datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
+    beat.answered(r.execute_command(*beat.command()))
+    stats.inc_value("figures/attempts", 3)
+    beat.command()  # this one is lost with its sync
+    beat.answered(ConnectionError("the sync failed"))
+    stats.inc_value("figures/attempts", 2)
+    beat.answered(r.execute_command(*beat.command()))
+    ks = Keyspace("hb", 1)
+    assert r.hget(ks.totals, "figures/attempts") == b"10"
+    assert r.hget(ks.totals, "start_time") is None
+    assert r.hget(ks.worker("w1"), "c:figures/attempts") == b"10"
+    s = crawl_status(r, Keyspace.found(r, "hb"))
+    assert s["fetched"] == 10 and [w["id"] for w in s["workers"]] == ["w1"]
+    assert s["ranker"]["last_run"] == "2026-01-02T03:04:05+00:00"
+
+
+def test_a_silent_worker_is_shown_gone_then_forgotten(redis_url):
+    r = redis_lib.Redis.from_url(redis_url)
+    Keyspace.open(r, "hb", 1)
+    beat = _heartbeat(r, interval=0.01)
+    beat.lease_ttl = 0.05
+    beat.answered(r.execute_command(*beat.command()))
+    import time
+    time.sleep(0.05)  # more than 3 intervals: gone, its leases not yet expired
+    w = crawl_status(r, Keyspace.found(r, "hb"))["workers"][0]
+    assert w["state"] == "gone" and "back to their queues" in w["leases_fate"]
+    time.sleep(0.05)
+    other = _heartbeat(r, interval=0.01)
+    other.worker = "w2"
+    other.lease_ttl = 0.05
+    other.answered(r.execute_command(*other.command()))  # the others' heartbeats forget it
+    ids = [w["id"] for w in crawl_status(r, Keyspace.found(r, "hb"))["workers"]]
+    assert ids == ["w2"]
+
+
+def test_control_beyond_loopback_needs_a_token():
+    settings = Settings()
+    apply_table(settings)
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("0.0.0.0")
+    open_beyond = StatusService(settings, "c", None, loopback=False)
+    assert not open_beyond.control_allowed()
+    guarded = StatusService(settings, "c", "s3cret", loopback=False)
+    assert guarded.control_allowed() and guarded.token_required()
+    assert guarded.authorised(b"Bearer s3cret") and not guarded.authorised(b"Bearer s3cre")
+    assert not guarded.authorised(None)
+    local = StatusService(settings, "c", None, loopback=True)
+    assert local.control_allowed() and local.authorised(None)
+
+
+# -- mistakes: one line, exit status 2 -------------------------------------------
+
+@pytest.mark.parametrize("args,said", [
+    (["crawlctl"], "crawlproj: crawlctl takes one of pause, resume, stop, status, not 'nothing'"),
+    (["crawlctl", "paws"], "crawlproj: crawlctl takes one of pause, resume, stop, status, not 'paws'"),
+    (["crawlctl", "pause", "--crawl-id", "nope"],
+     "crawlproj: no crawl 'nope' on this server (`scrapy crawls list` shows the crawls there are)"),
+])
+def test_crawlctl_mistakes(redis_url, tmp_path, args, said):
+    run = scrapy(*args, env_extra={"REDIS_URL": redis_url, "CRAWL_DATA_DIR": str(tmp_path)})
+    assert run.returncode == 2
+    assert one_line(run) == said
+
+
+def test_crawlctl_with_redis_unreachable(tmp_path):
+    from crawlproj.embedded import free_port
+    port = free_port()
+    run = scrapy("crawlctl", "stop", env_extra={"REDIS_URL": f"redis://127.0.0.1:{port}/0",
+                                                 "CRAWL_DATA_DIR": str(tmp_path)})
+    assert run.returncode == 2
+    assert one_line(run) == (f"crawlproj: cannot reach Redis at redis://127.0.0.1:{port}/0: "
+                             "Connection refused")
+
+
+def test_crawlctl_pauses_and_says_so(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _frontier(r, crawl="said")
+    run = scrapy("crawlctl", "pause", "--crawl-id", "said",
+                 env_extra={"REDIS_URL": redis_url, "CRAWL_DATA_DIR": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("crawl said paused")
+    assert f.sync({0: Batch(lease=1)})[0].leased == []
+
+
+def test_a_bad_monitor_interval(redis_url, tmp_path):
+    run = scrapy("crawl", "web", "-a", "seeds=http://a.example/", "-s", "MONITOR_INTERVAL=often",
+                 env_extra={"REDIS_URL": redis_url, "CRAWL_DATA_DIR": str(tmp_path)})
+    assert run.returncode == 2
+    assert one_line(run) == ("crawlproj: MONITOR_INTERVAL must be a number of seconds, "
+                             "0 (off) or more, not 'often'")
+
+
+def test_the_ui_port_in_use(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = scrapy("ui", "--port", str(port), env_extra={"CRAWL_DATA_DIR": str(tmp_path)},
+                     timeout=60)
+    assert run.returncode == 2
+    assert one_line(run) == (f"crawlproj: cannot listen on 127.0.0.1:{port}: "
+                             "Address already in use (--port to choose another)")
+
+
+def test_an_empty_ui_token(tmp_path):
+    run = scrapy("ui", "--port", "0", env_extra={"CRAWL_DATA_DIR": str(tmp_path),
+                                                  "CRAWLPROJ_UI_TOKEN": " "}, timeout=60)
+    assert run.returncode == 2
+    assert one_line(run) == "crawlproj: UI_TOKEN must not be empty (unset it for no token)"
+
+
+def test_the_grafana_dashboard_draws_only_metrics_the_app_serves(redis_url):
+    import json
+    import re
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from crawlproj.ui.metrics import CrawlCollector
+    from tests.e2e import ROOT
+
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _frontier(r, crawl="graf")
+    beat = _heartbeat(r, crawl="graf")
+    beat.stats.set_value("figures/attempts", 3)
+    beat.stats.set_value("figures/status/200", 3)
+    beat.stats.set_value("figures/outcome/200 OK", 3)
+    beat.stats.set_value("figures/type/text/html", 3)
+    beat.answered(r.execute_command(*beat.command()))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(CrawlCollector(lambda: r))
+    served = generate_latest(registry).decode()
+    assert 'crawlproj_pages_fetched_total{crawl_id="graf"} 3.0' in served
+    assert f'crawlproj_queued_urls{{crawl_id="graf"}} {float(f.sync({0: Batch()})[0].queued)}' in served
+    drawn = set(re.findall(r"crawlproj_[a-z_]+", (ROOT / "docs" / "grafana-dashboard.json").read_text()))
+    names = set(re.findall(r"^(crawlproj_[a-z_]+)", served, re.M))
+    assert drawn and drawn <= names, sorted(drawn - names)
+    assert json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())["panels"]
