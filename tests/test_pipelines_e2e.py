@@ -28,6 +28,7 @@ from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.crawllog import log_files, read_lines
 from crawlproj.stores.linkstore import node_id
 from crawlproj.stores.pagemeta import PageMetaStore
+from tests import pywbenv
 from tests.e2e import ROOT, Workers
 
 pytestmark = pytest.mark.e2e
@@ -107,13 +108,16 @@ def test_warc_holds_exactly_the_fetched_responses(crawl):
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_cdxj_index(crawl):
+def test_cdxj_index(crawl, tmp_path):
     out = scrapy_cmd("cdx", data_dir=crawl["data"], crawl_id="stores",
                      redis_url=crawl["redis_url"])
     assert out.returncode == 0, out.stderr
     index = (crawl["data"] / "warc" / "index.cdxj").read_text().splitlines()
     assert index == sorted(index)
     assert len(index) == len(crawl["records"])
+    # the index pywb builds itself from the same files, line for line
+    files = sorted((crawl["data"] / "warc").glob("*.warc.gz"))
+    assert index == pywbenv.own_index(pywbenv.collection(tmp_path, "c", files, files))
     line = json.loads(index[len(index) // 2].split(" ", 2)[2])
     with open(crawl["data"] / "warc" / line["filename"], "rb") as f:
         f.seek(int(line["offset"]))
