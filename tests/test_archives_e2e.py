@@ -10,16 +10,20 @@ records; pywb 2.10 (tests/pywbenv.py) indexes the same WARC files with
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from surt import surt as urlkey
 from warcio.archiveiterator import ArchiveIterator
 
 from tests import pywbenv
-from tests.e2e import Workers
+from tests.e2e import ROOT, Workers
 from tests.shapesweb import COPIES, FLAKY_COPIES, HOST, MISSING, SHAPES, ShapesWeb
 
 pytestmark = pytest.mark.e2e
@@ -151,3 +155,27 @@ def test_every_capture_replays_in_pywb(shapes_crawl, tmp_path, index):
     assert wrong == [], f"{len(wrong)} of {len(caps)} captures: {wrong[:10]}"
     assert Counter(c["type"] for c in caps)["revisit"] > 0
     shutil.rmtree(tmp_path / "collections")
+
+
+def scrapy(*args, crawl) -> subprocess.CompletedProcess:
+    env = dict(os.environ, CRAWL_DATA_DIR=str(crawl["tmp"] / "data"), CRAWL_ID="archives",
+               REDIS_URL=crawl["redis_url"])
+    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_exported_graph_marks_the_copies(shapes_crawl, tmp_path):
+    """urls.parquet's duplicate_of names the page each copy repeats, so the
+    copies (crawled, without out-links of their own) are not dangling pages."""
+    run = scrapy("export-graph", str(tmp_path / "g"), crawl=shapes_crawl)
+    assert run.returncode == 0, run.stderr
+    urls = pq.read_table(tmp_path / "g" / "urls.parquet").to_pylist()
+    url_of = {u["id"]: u["url"] for u in urls}
+    marked = {u["url"]: url_of[u["duplicate_of"]] for u in urls if u["duplicate_of"] is not None}
+    revisits = {c["url"]: c["refers_to_url"] for c in shapes_crawl["captures"] if c["type"] == "revisit"}
+    assert marked == revisits
+    # each group of copies: one original, every other page marked
+    groups = {f"http://{HOST}{p}" for p in COPIES + FLAKY_COPIES + ["/orig.html", "/flaky.html"]}
+    assert len(set(marked.values())) == 2
+    assert set(marked) | set(marked.values()) == groups
+    assert all(u["crawled"] for u in urls if u["url"] in marked)
