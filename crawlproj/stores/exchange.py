@@ -21,6 +21,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from crawlproj.robots import ROBOTS_FOR
+
 # Heritrix fetch status codes for attempts without an HTTP status
 # (org.archive.modules.fetcher.FetchStatusCodes).
 S_DOMAIN_UNRESOLVABLE = -1
@@ -28,6 +30,7 @@ S_CONNECT_FAILED = -2
 S_CONNECT_LOST = -3
 S_TIMEOUT = -4
 S_RUNTIME_EXCEPTION = -5
+S_DOMAIN_PREREQUISITE_FAILURE = -6      # Heritrix: the host's DNS lookup had failed
 S_UNFETCHABLE_URI = -7
 S_BLOCKED_BY_CUSTOM_PROCESSOR = -5002   # a middleware refused the request
 S_ROBOTS_PRECLUDED = -9998
@@ -102,7 +105,18 @@ def discovery_path(request) -> str:
     return hops[-50:] or "-"
 
 
+# Request meta key: the download slot the record middleware gave the request
+# (the crawl log's thread column); a '_' key, never sent to the frontier.
+SLOT = "_crawlproj_slot"
+
+
 def via(request) -> str:
+    """The URL that led to request: the redirecting URL, the referrer, or for
+    a robots.txt fetch the page that needed it (Heritrix's via of a
+    prerequisite)."""
+    needed_by = request.meta.get(ROBOTS_FOR)
+    if needed_by is not None:
+        return getattr(needed_by, "url", None) or "-"
     redirects = request.meta.get("redirect_urls")
     if redirects:
         return redirects[-1]
@@ -132,6 +146,7 @@ class Exchange:
     via: str = "-"
     robots: bool = False
     retries: int = 0
+    slot: int = 0                # the worker's download slot (the crawl log's thread)
     _digest: str | None = field(default=None, repr=False)
 
     @property
@@ -157,7 +172,7 @@ class Exchange:
             body=response.body, content_type=mime_of(response.headers.get(b"Content-Type")),
             started=started, duration=max(0.0, ended - started), ip=ip,
             hops=discovery_path(request), via=via(request), robots=is_robots_request(request),
-            retries=int(request.meta.get("retry_times") or 0),
+            retries=int(request.meta.get("retry_times") or 0), slot=request.meta.get(SLOT) or 0,
         )
 
 
@@ -175,3 +190,4 @@ class FailedAttempt:
     via: str = "-"
     robots: bool = False
     retries: int = 0
+    slot: int = 0
