@@ -38,6 +38,7 @@ from scrapy.exceptions import (
 from twisted.internet import defer, error
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
+from crawlproj import internals
 from crawlproj.stores import exchange as ex
 from crawlproj.stores.signals import attempt_failed, exchange_recorded
 from middlewares.robots import RobotsFetched
@@ -76,6 +77,8 @@ class RecordMiddleware:
         self.crawler = crawler
         self.signals = crawler.signals
         self.stats = crawler.stats
+        # the response heads as received, for the WARC records (Exchange.capture)
+        internals.record_response_heads()
         self._free: list[int] = []   # released download slots (a heap)
         self._slots = 0              # slots handed out so far
 

@@ -27,6 +27,14 @@ SHAPES = [
     "/caf%C3%A9.html", "/sp%20ace.html", "/plus+sign.html", "/t.html?b=2&a=1&a=0",
 ]
 MISSING = {"/s1/p1.html?x=1+2&y=a%20b"}        # archived as a 404
+# Response heads as a server may send them: a reason phrase of its own,
+# headers in an order and case of their own, a chunked body, Connection.
+HEADS = {
+    "/head.html": ("Fine Thanks", [("x-zeta", "1"), ("Content-Length", "95"), ("CONTENT-TYPE", "text/html"),
+                                   ("X-Alpha", "2"), ("x-zeta", "3"), ("Connection", "keep-alive")]),
+    "/chunked.html": ("OK", [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked"),
+                             ("Connection", "keep-alive")]),
+}
 COPIES = [f"/copy/{i}.html" for i in range(6)]  # the content of /orig.html
 FLAKY_COPIES = [f"/deep/copy{i}.html" for i in range(3)]  # the content of /flaky.html
 
@@ -55,11 +63,24 @@ class ShapesWeb:
                 host = (parts.hostname or "").rstrip(".")
                 target = parts.path + ("?" + parts.query if parts.query else "")
                 status, body = web.answer(host, target)
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                if target in HEADS:  # a head of its own: reason, order, case, chunks
+                    reason, headers = HEADS[target]
+                    self.send_response(status, reason)
+                    for name, value in headers:
+                        self.send_header(name, value)
+                    self.end_headers()
+                    if ("Transfer-Encoding", "chunked") in headers:
+                        half = len(body) // 2
+                        for chunk in (body[:half], body[half:], b""):
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    else:
+                        self.wfile.write(body)
+                else:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "text/html; charset=utf-8")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
                 with web._lock:
                     web.records.append({"t0": t0, "t1": time.time(), "host": host,
                                         "path": target, "status": status, "bytes": len(body)})
@@ -78,11 +99,11 @@ class ShapesWeb:
         if host not in (HOST, WWW2) or target == "/robots.txt" or host == WWW2:
             return 404, b"no robots.txt"
         if target == "/":
-            return 200, _page("seed", SHAPES + [f"http://{WWW2}/w.html", "/orig.html", "/flaky.html",
-                                                "/hub.html"])
+            return 200, _page("seed", SHAPES + list(HEADS) + [f"http://{WWW2}/w.html", "/orig.html",
+                                                              "/flaky.html", "/hub.html"])
         if target in MISSING:
             return 404, f"<html>archived 404 of {target}</html>".encode()
-        if target in SHAPES:
+        if target in SHAPES or target in HEADS:
             return 200, _page(f"shape {target}", [])
         if target == "/orig.html" or target in COPIES:
             return 200, _page("the original", [])

@@ -24,7 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tests import pywbenv
 from tests.e2e import ROOT, Workers
-from tests.shapesweb import COPIES, FLAKY_COPIES, HOST, MISSING, SHAPES, ShapesWeb
+from tests.shapesweb import COPIES, FLAKY_COPIES, HEADS, HOST, MISSING, SHAPES, ShapesWeb
 
 pytestmark = pytest.mark.e2e
 
@@ -179,3 +179,23 @@ def test_exported_graph_marks_the_copies(shapes_crawl, tmp_path):
     assert len(set(marked.values())) == 2
     assert set(marked) | set(marked.values()) == groups
     assert all(u["crawled"] for u in urls if u["url"] in marked)
+
+
+def test_response_heads_are_the_ones_received(shapes_crawl):
+    """The WARC response record has the head the server sent: its reason
+    phrase, its headers in their order and case, Connection; a chunked body
+    is stored de-chunked, so its Transfer-Encoding header is renamed."""
+    heads = {}
+    for path in shapes_crawl["files"]:
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f):
+                if rec.rec_type == "response":
+                    heads[rec.rec_headers.get_header("WARC-Target-URI")] = (
+                        rec.http_headers, rec.rec_headers.get_header("Crawlproj-HTTP-Head"))
+    for path, (reason, headers) in HEADS.items():
+        http, rebuilt = heads[f"http://{HOST}{path}"]
+        assert rebuilt is None
+        assert http.statusline == f"200 {reason}"
+        sent = [("X-Crawlproj-Transfer-Encoding" if n == "Transfer-Encoding" else n, v) for n, v in headers]
+        assert [(n, v) for n, v in http.headers if n not in ("Server", "Date")] == sent
+    assert all(rebuilt is None for _, rebuilt in heads.values())

@@ -16,6 +16,7 @@ from scrapy.http import HtmlResponse, Request
 from surt import surt
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlproj.internals import RESPONSE_HEAD
 from crawlproj.stores.cdxj import urlkey
 from crawlproj.stores.exchange import Exchange, sha1_b32
 from crawlproj.stores.storage import LocalStorage
@@ -68,6 +69,22 @@ def test_request_response_pairs_with_digests(tmp_path):
         assert resp404.http_headers.get_statuscode() == "404"
         assert resp404.http_headers.get_header("Transfer-Encoding") is None
         assert resp404.http_headers.get_header("X-Crawlproj-Transfer-Encoding") == "chunked"
+        # a Response made without Scrapy's HTTP/1.1 handler: its head is rebuilt, and says so
+        assert resp404.rec_headers.get_header("Crawlproj-HTTP-Head") == "rebuilt"
+
+
+def test_head_as_received_is_kept():
+    raw = (b"HTTP/1.1 200 Fine\r\nx-b: 1\r\nTRANSFER-ENCODING: chunked\r\nConnection: close\r\n"
+           b"X-A: 2\r\n\r\n")
+    req = Request("http://h1.example/", meta={RESPONSE_HEAD: raw})
+    resp = HtmlResponse("http://h1.example/", status=200, body=b"x", request=req)
+    ex = Exchange.capture(req, resp, time.time(), time.time())
+    assert not ex.head_rebuilt
+    assert ex.response_head == raw.replace(b"TRANSFER-ENCODING", b"X-Crawlproj-Transfer-Encoding")
+    # a head of another status (an interim 1xx) is not this response's
+    req = Request("http://h1.example/", meta={RESPONSE_HEAD: b"HTTP/1.1 100 Continue\r\n\r\n"})
+    ex = Exchange.capture(req, HtmlResponse(req.url, body=b"x", request=req), time.time(), time.time())
+    assert ex.head_rebuilt and ex.response_head.startswith(b"HTTP/1.1 200 OK\r\n")
 
 
 def test_warcio_check_command_passes(tmp_path):

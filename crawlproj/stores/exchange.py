@@ -2,8 +2,11 @@
 
 An :class:`Exchange` is a request that got a response: the request head as it
 was sent (rebuilt from Scrapy's Request after every downloader middleware has
-added its headers), the response head and the body as they came off the wire
-(before HttpCompressionMiddleware decodes them), and when and how long. A
+added its headers), the response head as it came off the wire (Scrapy's
+HTTP/1.1 handler, crawlproj/internals.py 6; rebuilt from the Response, and
+marked so, where no head was received that way), the body as it came (before
+HttpCompressionMiddleware decodes it, de-chunked by Twisted), and when and
+how long. A
 :class:`FailedAttempt` is a request that got no response (DNS error, refused
 connection, timeout, body over DOWNLOAD_MAXSIZE, robots.txt exclusion).
 
@@ -21,6 +24,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from crawlproj.internals import RESPONSE_HEAD
 from crawlproj.robots import ROBOTS_FOR
 
 # Heritrix fetch status codes for attempts without an HTTP status
@@ -82,7 +86,28 @@ def request_head(request) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
+def received_head(raw: bytes | None, status: int) -> bytes | None:
+    """The response head as the server sent it (crawlproj/internals.py, 6),
+    Transfer-Encoding renamed since the body is stored de-chunked; None when
+    there is none, or it is not the head of this status (an interim 1xx)."""
+    if not raw:
+        return None
+    first, _, rest = raw.partition(b"\r\n")
+    words = first.split(b" ", 2)
+    if len(words) < 2 or words[1] != str(status).encode():
+        return None
+    lines = [first]
+    for line in rest[:-4].split(b"\r\n") if rest[:-4] else ():
+        name, sep, value = line.partition(b":")
+        renamed = _RENAMED_RESPONSE_HEADERS.get(name.strip().lower())
+        lines.append(renamed + sep + value if renamed else line)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
 def response_head(response) -> bytes:
+    """The response head rebuilt from Scrapy's Response: the reason phrase is
+    the standard one, headers come grouped by name in canonical case, and
+    Content-Length stands for the connection headers Twisted keeps apart."""
     protocol = getattr(response, "protocol", None) or "HTTP/1.1"
     try:
         reason = HTTPStatus(response.status).phrase
@@ -147,6 +172,7 @@ class Exchange:
     robots: bool = False
     retries: int = 0
     slot: int = 0                # the worker's download slot (the crawl log's thread)
+    head_rebuilt: bool = False   # response_head is rebuilt, not the head as received
     _digest: str | None = field(default=None, repr=False)
 
     @property
@@ -166,9 +192,11 @@ class Exchange:
         ip = None
         if not proxied and getattr(response, "ip_address", None) is not None:
             ip = str(response.ip_address)
+        head = received_head(request.meta.pop(RESPONSE_HEAD, None), response.status)
         return cls(
             request=request, url=response.url, status=response.status,
-            request_head=request_head(request), response_head=response_head(response),
+            request_head=request_head(request), response_head=head or response_head(response),
+            head_rebuilt=head is None,
             body=response.body, content_type=mime_of(response.headers.get(b"Content-Type")),
             started=started, duration=max(0.0, ended - started), ip=ip,
             hops=discovery_path(request), via=via(request), robots=is_robots_request(request),

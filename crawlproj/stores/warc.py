@@ -52,6 +52,10 @@ WARC_SUFFIX = ".warc.gz"
 CDXJ_SUFFIX = ".cdxj"
 GZIP_LEVEL = 6
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+# An extension field (WARC 1.1 §5: other named fields are allowed) on a
+# record whose HTTP response head was not received as such but rebuilt from
+# Scrapy's parsed response (docs/stores.md).
+HEAD_REBUILT = "Crawlproj-HTTP-Head"
 
 _http_parser = StatusAndHeadersParser([], verify=False)
 
@@ -231,6 +235,8 @@ class WarcWriter:
         resp_headers = {"WARC-Date": date, "WARC-Payload-Digest": ex.payload_digest}
         if ex.ip:
             resp_headers["WARC-IP-Address"] = ex.ip
+        if ex.head_rebuilt:
+            resp_headers[HEAD_REBUILT] = "rebuilt"
         http = _http_headers(ex.response_head)
         if revisit_of:
             resp_headers["WARC-Profile"] = REVISIT_PROFILE
