@@ -36,7 +36,8 @@ changes one fails there, loudly, and not in a crawl.
    Transfer-Encoding and Connection, which Scrapy's Response drops or
    rebuilds), and Scrapy's HTTP/1.1 agent (_ScrapyAgent._cb_bodyready, where
    Twisted's response and Scrapy's request meet) hands them to the request
-   as request.meta[RESPONSE_HEAD], for the content store's WARC records.
+   as request.meta[RESPONSE_HEAD], for the content store's WARC records
+   (checked on a real crawl's records by tests/test_archives_e2e.py).
 """
 
 from __future__ import annotations

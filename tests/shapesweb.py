@@ -9,11 +9,12 @@ revisit records, and one original answers 500 before its 200.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+from tests.loopback import ProxyWeb, QuietHandler
 
 HOST = "shapes.test"
 WWW2 = "www2.shapes.test"
@@ -44,18 +45,15 @@ def _page(title: str, links: list[str]) -> bytes:
             + "".join(f'<a href="{p}">{p}</a> ' for p in links) + "</body></html>").encode()
 
 
-class ShapesWeb:
+class ShapesWeb(ProxyWeb):
     def __init__(self):
         self.records: list[dict] = []
         self.flaky_served = 0
         self._lock = threading.Lock()
         web = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
+        class Handler(QuietHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as servers answer crawlers
 
             def do_GET(self):
                 t0 = time.time()
@@ -121,28 +119,3 @@ class ShapesWeb:
         if target == "/hub3.html":
             return 200, _page("hub3", FLAKY_COPIES)
         return 404, f"<html>no page at {target}</html>".encode()
-
-    # -- the interface of crawlproj.simweb.testing.SimWebServer tests/e2e.py uses
-
-    @property
-    def proxy_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(http_proxy=self.proxy_url, HTTP_PROXY=self.proxy_url, no_proxy="", NO_PROXY="")
-        return env
-
-    def settle_log(self) -> list[dict]:
-        with self._lock:
-            return list(self.records)
-
-    read_log = settle_log
-
-    def __enter__(self) -> ShapesWeb:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
