@@ -31,6 +31,13 @@ changes one fails there, loudly, and not in a crawl.
    without end fills the worker's memory until DOWNLOAD_TIMEOUT
    (DOWNLOAD_MAXSIZE counts body bytes only). That class is replaced by one
    that gives up once the status line and headers pass a limit.
+6. record_response_heads(): the same parser class also keeps each response's
+   status line and header lines as they came (reason phrase, order, case,
+   Transfer-Encoding and Connection, which Scrapy's Response drops or
+   rebuilds), and Scrapy's HTTP/1.1 agent (_ScrapyAgent._cb_bodyready, where
+   Twisted's response and Scrapy's request meet) hands them to the request
+   as request.meta[RESPONSE_HEAD], for the content store's WARC records
+   (checked on a real crawl's records by tests/test_archives_e2e.py).
 """
 
 from __future__ import annotations
@@ -74,29 +81,79 @@ class ResponseHeadTooLarge(Exception):
     """A response's status line and headers passed the limit of bound_response_heads()."""
 
 
+# What the response parser does beyond Scrapy's (set by the two functions below).
+_HEADS: dict = {"limit": None, "record": False}
+# Request meta key of the response head as received (a '_' key: never queued).
+RESPONSE_HEAD = "_crawlproj_response_head"
+
+
+def _install_head_parser() -> None:
+    """Replace Scrapy's response parser class by one doing what _HEADS says
+    (once per process)."""
+    from scrapy.core.downloader.handlers import http11
+
+    base = http11._LenientHTTPClientParser
+    if getattr(base, "crawlproj_base", None) is not None:
+        return
+
+    class HeadParser(base):
+        # no state of its own but a count and the lines: Scrapy assigns the
+        # class to a parser object Twisted made
+        crawlproj_base = base
+        head_bytes = 0
+        head_lines = None
+
+        def lineReceived(self, line):  # status and header lines; the body is raw
+            limit = _HEADS["limit"]
+            if limit is not None:
+                self.head_bytes += len(line) + 1
+                if self.head_bytes > limit:
+                    raise ResponseHeadTooLarge(f"response head longer than {limit} bytes")
+            if _HEADS["record"]:
+                if self.head_lines is None:
+                    self.head_lines = []
+                self.head_lines.append(line[:-1] if line.endswith(b"\r") else line)
+            super().lineReceived(line)
+
+        def allHeadersReceived(self):
+            # before Twisted's: it may hand the response on at once
+            lines, self.head_lines = self.head_lines, None
+            response = getattr(self, "response", None)
+            if lines and response is not None:
+                # the last line is the empty one that ended the head
+                response.crawlproj_head = b"\r\n".join(lines[:-1]) + b"\r\n\r\n"
+            super().allHeadersReceived()
+
+    http11._LenientHTTPClientParser = HeadParser
+
+
 def bound_response_heads(limit: int) -> None:
     """Fail any response of this process whose status line and headers pass
     limit bytes, as they arrive (the connection is dropped; Scrapy sees a
     ResponseFailed). Idempotent: the last limit set holds."""
-    from scrapy.core.downloader.handlers import http11
+    _HEADS["limit"] = limit
+    _install_head_parser()
 
-    lenient = http11._LenientHTTPClientParser
-    base = getattr(lenient, "crawlproj_base", lenient)
 
-    class BoundedHeadParser(base):
-        # no state of its own but a count: Scrapy assigns the class to a
-        # parser object Twisted made
-        crawlproj_base = base
-        head_limit = limit
-        head_bytes = 0
+def record_response_heads() -> None:
+    """Keep every response head of this process as it was received, in
+    request.meta[RESPONSE_HEAD] of its request (bytes, ending in CRLF CRLF)."""
+    from scrapy.core.downloader.handlers.http11 import _ScrapyAgent as ScrapyAgent
 
-        def lineReceived(self, line):  # status and header lines; the body is raw
-            self.head_bytes += len(line) + 1
-            if self.head_bytes > self.head_limit:
-                raise ResponseHeadTooLarge(f"response head longer than {self.head_limit} bytes")
-            super().lineReceived(line)
+    _HEADS["record"] = True
+    _install_head_parser()
+    bodyready = ScrapyAgent._cb_bodyready
+    if getattr(bodyready, "crawlproj", False):
+        return
 
-    http11._LenientHTTPClientParser = BoundedHeadParser
+    def _cb_bodyready(self, txresponse, request):
+        head = getattr(txresponse, "crawlproj_head", None)
+        if head is not None:
+            request.meta[RESPONSE_HEAD] = head
+        return bodyready(self, txresponse, request)
+
+    _cb_bodyready.crawlproj = True
+    ScrapyAgent._cb_bodyready = _cb_bodyready
 
 
 def raise_download_limit(crawler, limit: int) -> None:

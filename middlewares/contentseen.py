@@ -3,7 +3,8 @@
 Every successful (2xx) response with a body is tested against the crawl's
 shared content-seen sets (crawlproj.due.contentseen) before the spider sees it.
 A document already seen under another URL gets ``response.meta["duplicate_of"]``
-= that first URL; the `web` spider then records the page with
+= that first URL (and ``meta[DUPLICATE_CAPTURED]`` = when its fetch started,
+for the revisit record that refers to it); the `web` spider then records the page with
 ``item["duplicate_of"]`` and does not extract its links again. The test runs in
 a thread (redis-py is blocking; the reactor must not wait on Redis).
 
@@ -23,9 +24,10 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from crawlproj.due.contentseen import ContentSeen, is_text
+from crawlproj.due.contentseen import DUPLICATE_CAPTURED, ContentSeen, is_text
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
+from middlewares.record import T0
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ class ContentSeenMiddleware:
         text = is_text(response.headers.get(b"Content-Type"))
         try:
             verdict = await maybe_deferred_to_future(deferToThread(
-                self.content_seen.test, response.url, response.body, text))
+                self.content_seen.test, response.url, response.body, text, request.meta.get(T0)))
         except Exception as exc:  # never lose a page to a Redis hiccup
             logger.error("content-seen test failed for %s: %s", response.url[:200], exc)
             self.stats.inc_value("contentseen/errors")
@@ -65,6 +67,7 @@ class ContentSeenMiddleware:
             self.stats.inc_value("contentseen/near_duplicates" if verdict.near
                                  else "contentseen/duplicates")
             request.meta["duplicate_of"] = verdict.duplicate_of
+            request.meta[DUPLICATE_CAPTURED] = verdict.captured
             logger.debug("%s has the content of %s%s", response.url, verdict.duplicate_of,
                          f" (resemblance {verdict.resemblance:.2f})" if verdict.near else "")
         return response

@@ -23,6 +23,7 @@ and never stored: a store never holds half a body.
 
 from __future__ import annotations
 
+import heapq
 import time
 
 from scrapy.exceptions import (
@@ -37,6 +38,7 @@ from scrapy.exceptions import (
 from twisted.internet import defer, error
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
+from crawlproj import internals
 from crawlproj.stores import exchange as ex
 from crawlproj.stores.signals import attempt_failed, exchange_recorded
 from middlewares.robots import RobotsFetched
@@ -75,13 +77,27 @@ class RecordMiddleware:
         self.crawler = crawler
         self.signals = crawler.signals
         self.stats = crawler.stats
+        # the response heads as received, for the WARC records (Exchange.capture)
+        internals.record_response_heads()
+        self._free: list[int] = []   # released download slots (a heap)
+        self._slots = 0              # slots handed out so far
 
     @classmethod
     def from_crawler(cls, crawler):
         return cls(crawler)
 
+    def _take_slot(self) -> int:
+        """The lowest free download slot: a request holds it from here to its
+        response or error (the crawl log's thread column, as Heritrix numbers
+        the ToeThread that holds a URI)."""
+        if self._free:
+            return heapq.heappop(self._free)
+        self._slots += 1
+        return self._slots - 1
+
     def process_request(self, request):
         request.meta[T0] = time.time()
+        request.meta[ex.SLOT] = self._take_slot()
         return None
 
     async def process_response(self, request, response):
@@ -91,22 +107,37 @@ class RecordMiddleware:
             self._failed(request, ex.S_CONNECT_LOST, "dataloss", started, now)
             return response
         exchange = ex.Exchange.capture(request, response, started, now)
+        # popped, so a retry or redirect made from this request takes its own
+        slot = request.meta.pop(ex.SLOT, None)
+        if slot is not None:
+            heapq.heappush(self._free, slot)
         self.stats.inc_value("record/responses")
         await self.signals.send_catch_log_async(signal=exchange_recorded, exchange=exchange)
         return response
 
     def process_exception(self, request, exception):
         if isinstance(exception, RobotsFetched):
+            self._release(request)
             return None  # never sent: its turn fetched robots.txt, it is queued again
         now = time.time()
         code, reason = status_of(exception)
         self._failed(request, code, reason, request.meta.get(T0, now), now)
         return None
 
+    def _release(self, request) -> int:
+        """The request's slot, now free; a request refused before it reached
+        this middleware had none and is logged with the lowest free one."""
+        slot = request.meta.pop(ex.SLOT, None)
+        if slot is None:
+            slot = self._take_slot()
+        heapq.heappush(self._free, slot)
+        return slot
+
     def _failed(self, request, code, reason, started, now):
         self.stats.inc_value(f"record/failed/{reason}")
         attempt = ex.FailedAttempt(
             request=request, url=request.url, status=code, reason=reason, started=started,
             duration=max(0.0, now - started), hops=ex.discovery_path(request), via=ex.via(request),
-            robots=ex.is_robots_request(request), retries=int(request.meta.get("retry_times") or 0))
+            robots=ex.is_robots_request(request), retries=int(request.meta.get("retry_times") or 0),
+            slot=self._release(request))
         self.signals.send_catch_log(signal=attempt_failed, attempt=attempt)

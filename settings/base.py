@@ -217,8 +217,9 @@ DUE_BUCKET_LOAD = None
 # stays below twice DUE_BLOOM_ERROR_RATE (scalable Bloom filters).
 DUE_BLOOM_CAPACITY = 10_000_000
 DUE_BLOOM_ERROR_RATE = 1e-7
-# Query parameters removed from URLs before fingerprinting: they name a session
-# or a campaign, not a resource (compared case-insensitively). None = the
+# Query parameters, and path parameters (/item.jsp;jsessionid=...), removed
+# from URLs before fingerprinting: they name a session or a campaign, not a
+# resource (compared case-insensitively). None = the
 # built-in list (crawlproj.due.canonical.STRIP_PARAMS: gclid, fbclid,
 # sessionid, jsessionid, phpsessid, sid, ...); [] = none.
 DUE_STRIP_PARAMS = None

@@ -8,11 +8,12 @@ repeats) and serves a few pages linking to each other.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+from tests.loopback import ProxyWeb
 
 CHUNK = 64 * 1024
 
@@ -33,7 +34,7 @@ def page_body(host: str, path: str, links: list[str]) -> bytes:
             + "</body></html>").encode()
 
 
-class RobotsWeb:
+class RobotsWeb(ProxyWeb):
     def __init__(self, hosts: dict[str, Host]):
         self.hosts = hosts
         self.records: list[dict] = []
@@ -94,28 +95,3 @@ class RobotsWeb:
                 return 200, b"User-agent: *\nDisallow: /private/\n", {}
             return 301, b"", {"Location": f"/hop{n - 1}"}
         return 404, b"not found", {}
-
-    # -- the interface of crawlproj.simweb.testing.SimWebServer tests/e2e.py uses
-
-    @property
-    def proxy_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(http_proxy=self.proxy_url, HTTP_PROXY=self.proxy_url, no_proxy="", NO_PROXY="")
-        return env
-
-    def settle_log(self) -> list[dict]:
-        with self._lock:
-            return list(self.records)
-
-    read_log = settle_log
-
-    def __enter__(self) -> RobotsWeb:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()

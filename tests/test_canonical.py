@@ -217,6 +217,13 @@ def test_idna_hosts(name):
     ("http://a.ex/p?JSESSIONID=1&PHPSESSID=2&sessionid=3&sid=4&q=x", "http://a.ex/p?q=x"),
     ("http://a.ex/p?%75tm_source=x&q=y", "http://a.ex/p?q=y"),
     ("http://a.ex/p?utm_source=x", "http://a.ex/p"),
+    # session ids in path parameters, as servlet containers write them (the
+    # same list as the query's); other path parameters are the resource's
+    ("http://a.ex/shop/item.jsp;jsessionid=0123456789ABCDEF0123456789ABCDEF?id=7",
+     "http://a.ex/shop/item.jsp?id=7"),
+    ("http://a.ex/a;JSESSIONID=x/b;type=a;sid=9", "http://a.ex/a/b;type=a"),
+    ("http://a.ex/p;jsessionid=1;phpsessid=2", "http://a.ex/p"),
+    ("http://a.ex/p;v=1.2", "http://a.ex/p;v=1.2"),
     # IPv4 forms the URL Standard accepts, IPv6 compressed
     ("http://0x7f.1/", "http://127.0.0.1/"),
     ("http://2130706433/", "http://127.0.0.1/"),
@@ -240,6 +247,9 @@ def test_strip_lists_are_configurable():
     assert c("http://a.ex/?ref=x&pk_campaign=y&utm_source=z&sid=1") == \
         "http://a.ex/?sid=1&utm_source=z"
     assert Canonicalizer([], [])("http://a.ex/?sid=1") == "http://a.ex/?sid=1"
+    # one list for the query and the path parameters
+    assert c("http://a.ex/p;ref=x;pk_a=1;sid=2?ref=y") == "http://a.ex/p;sid=2"
+    assert Canonicalizer([], [])("http://a.ex/p;jsessionid=1") == "http://a.ex/p;jsessionid=1"
 
 
 def test_spellings_of_one_resource_share_one_canonical_url():
@@ -249,6 +259,7 @@ def test_spellings_of_one_resource_share_one_canonical_url():
         "http://www.example.com/a/c/../b?x=%31&y=2&utm_campaign=spring",
         "http://user@www.example.com/%61/b?y=2&x=1&sessionid=42",
         "http://www.example.com./a/b?x=1&y=2",
+        "http://www.example.com/a/b;jsessionid=0123456789ABCDEF0123456789ABCDEF?x=1&y=2",
     ]
     assert len({canonicalize(u) for u in spellings}) == 1
 

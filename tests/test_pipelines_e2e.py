@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -28,6 +29,7 @@ from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.crawllog import log_files, read_lines
 from crawlproj.stores.linkstore import node_id
 from crawlproj.stores.pagemeta import PageMetaStore
+from tests import pywbenv
 from tests.e2e import ROOT, Workers
 
 pytestmark = pytest.mark.e2e
@@ -107,13 +109,16 @@ def test_warc_holds_exactly_the_fetched_responses(crawl):
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_cdxj_index(crawl):
+def test_cdxj_index(crawl, tmp_path):
     out = scrapy_cmd("cdx", data_dir=crawl["data"], crawl_id="stores",
                      redis_url=crawl["redis_url"])
     assert out.returncode == 0, out.stderr
     index = (crawl["data"] / "warc" / "index.cdxj").read_text().splitlines()
     assert index == sorted(index)
     assert len(index) == len(crawl["records"])
+    # the index pywb builds itself from the same files, line for line
+    files = sorted((crawl["data"] / "warc").glob("*.warc.gz"))
+    assert index == pywbenv.own_index(pywbenv.collection(tmp_path, "c", files, files))
     line = json.loads(index[len(index) // 2].split(" ", 2)[2])
     with open(crawl["data"] / "warc" / line["filename"], "rb") as f:
         f.seek(int(line["offset"]))
@@ -200,8 +205,14 @@ def test_crawl_log_and_report(crawl):
     assert answered == Counter((checks.url_of(r), r["status"]) for r in crawl["records"])
     excluded = [ln.url for ln in lines if ln.status == -9998]
     assert excluded and all(crawl["web"].is_disallowed(u) for u in excluded)
+    # Heritrix's '-': no size without a response, no fetch time without a fetch
+    assert all(ln.size is None and ln.fetched == "-" for ln in lines if ln.status == -9998)
+    assert all(ln.size is not None and ln.fetched != "-" for ln in lines if ln.status > 0)
+    assert all(re.fullmatch(r"#\d{3}", ln.thread) for ln in lines)
     robots = [ln for ln in lines if ln.url.endswith("/robots.txt")]
     assert robots and all(ln.hops == "P" for ln in robots)
+    # a robots.txt line's via is the page that needed it, on the same host
+    assert all(ln.via.startswith(ln.url[: -len("robots.txt")]) and ln.via != ln.url for ln in robots)
     run = scrapy_cmd("report", "--json", "--png", str(crawl["tmp"] / "png"),
                      data_dir=crawl["data"], crawl_id="stores", redis_url=crawl["redis_url"])
     assert run.returncode == 0, run.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
@@ -135,17 +134,47 @@ def test_unwritable_segment_directory_keeps_pages_in_redis(r, tmp_path):
 
 def test_crawl_log_line_round_trip():
     ex = fetch("http://h1.example/a b.html", b"x" * 1234)
-    ex.hops, ex.via = "LLR", "http://h1.example/"
-    line = format_line(ex, "host:12:abc", time.time())
+    ex.hops, ex.via, ex.slot = "LLR", "http://h1.example/", 7
+    line = format_line(ex, time.time())
     parsed = parse_line(line)
-    assert (parsed.status, parsed.size, parsed.hops, parsed.mime, parsed.worker) == \
-        (200, 1234, "LLR", "text/html", "host:12:abc")
+    assert (parsed.status, parsed.size, parsed.hops, parsed.via, parsed.mime, parsed.thread) == \
+        (200, 1234, "LLR", "http://h1.example/", "text/html", "#007")
     assert parsed.url == "http://h1.example/a%20b.html" and parsed.digest == ex.payload_digest
+    assert parsed.fetched.startswith(time.strftime("%Y", time.gmtime())) and "+" in parsed.fetched
     assert len(line.split()) == 12
+    # no response: size '-', as Heritrix writes it; the fetch was tried, so it has a time
     failed = FailedAttempt(None, "http://nx.example/", -1, "DNSLookupError", time.time(), 0.2)
-    parsed = parse_line(format_line(failed, "w", time.time()))
-    assert (parsed.status, parsed.size, parsed.mime) == (-1, 0, "no-type")
-    assert format_line(failed, "w", time.time()).endswith("err=DNSLookupError")
+    parsed = parse_line(format_line(failed, time.time()))
+    assert (parsed.status, parsed.size, parsed.mime, parsed.thread) == (-1, None, "no-type", "#000")
+    assert parsed.fetched != "-"
+    assert format_line(failed, time.time()).endswith("err=DNSLookupError")
+    # never sent (robots.txt exclusion): no fetch time either
+    excluded = FailedAttempt(None, "http://h1.example/p/", -9998, "robots", time.time(), 0.0)
+    assert parse_line(format_line(excluded, time.time())).fetched == "-"
+
+
+def test_scrapy_report_reads_heritrix_crawl_log():
+    """tests/fixtures/heritrix-crawl.log: Heritrix 3 crawl.log lines (its
+    UriProcessingFormatter's layout): DNS lookups as dns: URIs with status 1
+    or -1, robots.txt as a prerequisite, '-' sizes and fetch times of URIs
+    that got no response, -6 after a failed DNS lookup, -61, and a line whose
+    empty annotations leave eleven fields."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.e2e import ROOT
+    log = ROOT / "tests" / "fixtures" / "heritrix-crawl.log"
+    run = subprocess.run([sys.executable, "-m", "scrapy", "report", "--json", str(log)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    rep = json.loads(run.stdout)
+    assert rep["outcomes"] == {"200 OK": 3, "404 Not Found": 1, "3xx redirect": 1,
+                               "Excluded by robots.txt": 1, "TCP error": 2, "DNS error": 1, "Other": 1}
+    assert rep["attempts"] == 10 and rep["robots_fetches"] == 1
+    assert (rep["dns_lookups"], rep["dns_failures"]) == (2, 1)
+    assert (rep["documents"], rep["document_bytes"]) == (3, 10422 + 5120 + 2048)
+    assert rep["statuses"]["-61"] == 1
 
 
 def test_report_bins_and_outcomes():
@@ -156,7 +185,7 @@ def test_report_bins_and_outcomes():
     assert [outcome(s) for s in (200, 404, 301, 302, -9998, -2, -3, -4, -1, 500, 403, -5)] == \
         ["200 OK", "404 Not Found", "3xx redirect", "3xx redirect", "Excluded by robots.txt",
          "TCP error", "TCP error", "TCP error", "DNS error", "Other", "Other", "Other"]
-    lines = [SimpleNamespace(status=s, size=n, url=u, hops=h, mime=m, worker="w", digest="-")
+    lines = [parse_line(f"2026-01-01T00:00:00.000Z {s} {n} {u} {h} - {m} #000 - - - -", "w")
              for s, n, u, h, m in [(200, 100, "http://a.example/1", "L", "text/html"),
                                     (200, 5000, "http://a.example/2", "L", "image/png"),
                                     (200, 70, "http://b.org/", "-", "text/html"),

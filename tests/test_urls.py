@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-from types import SimpleNamespace
 
 import pytest
 import redis
@@ -36,6 +35,7 @@ from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
 from crawlproj.scope import Scope
 from crawlproj.seeds import check_seed
+from crawlproj.stores.crawllog import Line
 from crawlproj.stores.report import CrawlReport
 from crawlproj.urls import host_of, refusal, server_key
 from tests.data import SHARED_DATA, require
@@ -244,7 +244,8 @@ def test_query_in_the_page_encoding():
 
 
 def test_report_counts_servers_by_the_politeness_key():
-    lines = [SimpleNamespace(status=200, size=1, url=u, hops="L", mime="text/html", worker="w")
+    lines = [Line(status=200, size=1, url=u, hops="L", via="-", mime="text/html", thread="#000",
+                  fetched="-", digest="-", source="w")
              for u in ("http://a.example/1", "http://A.example:80/2", "http://a.example:8080/3",
                        "http://[::1]:8080/")]
     rep = CrawlReport.from_lines(lines)

@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 from scrapy.http import HtmlResponse, Request
+from surt import surt
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlproj.stores.cdxj import surt
+from crawlproj.internals import RESPONSE_HEAD
+from crawlproj.stores.cdxj import urlkey
 from crawlproj.stores.exchange import Exchange, sha1_b32
 from crawlproj.stores.storage import LocalStorage
-from crawlproj.stores.warc import OPEN_SUFFIX, WarcWriter, recover
+from crawlproj.stores.warc import OPEN_SUFFIX, WarcWriter, recover, warc_date
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,6 +69,22 @@ def test_request_response_pairs_with_digests(tmp_path):
         assert resp404.http_headers.get_statuscode() == "404"
         assert resp404.http_headers.get_header("Transfer-Encoding") is None
         assert resp404.http_headers.get_header("X-Crawlproj-Transfer-Encoding") == "chunked"
+        # a Response made without Scrapy's HTTP/1.1 handler: its head is rebuilt, and says so
+        assert resp404.rec_headers.get_header("Crawlproj-HTTP-Head") == "rebuilt"
+
+
+def test_head_as_received_is_kept():
+    raw = (b"HTTP/1.1 200 Fine\r\nx-b: 1\r\nTRANSFER-ENCODING: chunked\r\nConnection: close\r\n"
+           b"X-A: 2\r\n\r\n")
+    req = Request("http://h1.example/", meta={RESPONSE_HEAD: raw})
+    resp = HtmlResponse("http://h1.example/", status=200, body=b"x", request=req)
+    ex = Exchange.capture(req, resp, time.time(), time.time())
+    assert not ex.head_rebuilt
+    assert ex.response_head == raw.replace(b"TRANSFER-ENCODING", b"X-Crawlproj-Transfer-Encoding")
+    # a head of another status (an interim 1xx) is not this response's
+    req = Request("http://h1.example/", meta={RESPONSE_HEAD: b"HTTP/1.1 100 Continue\r\n\r\n"})
+    ex = Exchange.capture(req, HtmlResponse(req.url, body=b"x", request=req), time.time(), time.time())
+    assert ex.head_rebuilt and ex.response_head.startswith(b"HTTP/1.1 200 OK\r\n")
 
 
 def test_warcio_check_command_passes(tmp_path):
@@ -107,7 +125,7 @@ def test_rotation_names_and_cdxj(tmp_path):
                 f.seek(int(fields["offset"]))
                 rec = next(iter(ArchiveIterator(f)))
                 assert rec.rec_headers.get_header("WARC-Target-URI") == fields["url"]
-                assert rec.rec_headers.get_header("WARC-Payload-Digest") == fields["digest"]
+                assert rec.rec_headers.get_header("WARC-Payload-Digest") == "sha1:" + fields["digest"]
             seen.append(fields["url"])
     assert sorted(seen) == sorted(urls)
 
@@ -115,22 +133,62 @@ def test_rotation_names_and_cdxj(tmp_path):
 def test_revisit_record(tmp_path):
     w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
     ex = exchange("http://h1.example/copy.html")
-    w.write(ex, revisit_of={"url": "http://h1.example/orig.html", "date": "2026-01-01T00:00:00Z"})
+    orig = exchange("http://h1.example/orig.html", ex.body)
+    w.write(orig)
+    w.write(ex, revisit_of={"url": orig.url, "date": warc_date(orig.started)})
     w.close()
     (name,) = [p for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
     rec = [r for r in records(tmp_path / name) if r[0] == "revisit"][0]
+    (original,) = [r for r in records(tmp_path / name) if r[0] == "response"]
     h = rec[2]
     assert h.get_header("WARC-Profile").endswith("/warc/1.1/revisit/identical-payload-digest")
     assert h.get_header("WARC-Refers-To-Target-URI") == "http://h1.example/orig.html"
+    # the response record holding the payload, by its id and its exact date
+    assert h.get_header("WARC-Refers-To") == original[2].get_header("WARC-Record-ID")
+    assert h.get_header("WARC-Refers-To-Date") == original[2].get_header("WARC-Date")
     assert h.get_header("WARC-Payload-Digest") == sha1_b32(ex.body)
     assert ex.body not in rec[3]  # headers only
     line = (tmp_path / name.replace(".warc.gz", ".cdxj")).read_text()
     assert '"mime": "warc/revisit"' in line
 
 
-def test_surt():
-    assert surt("http://www.Example.com:80/A/b.html?b=2&a=1") == "com,example)/a/b.html?a=1&b=2"
-    assert surt("http://h1.example:8080/") == "example,h1:8080)/"
+def test_urlkey_is_the_web_archives_key():
+    """The keys pywb and the Wayback Machine look these URLs up by."""
+    assert urlkey("http://www.Example.com:80/A/b.html?b=2&a=1") == "com,example)/a/b.html?a=1&b=2"
+    assert urlkey("http://h1.example:8080/") == "example,h1:8080)/"
+    assert urlkey("http://h1.example/s1/") == "example,h1)/s1"
+    assert urlkey("http://h1.example/%7Euser/") == "example,h1)/~user"
+    assert urlkey("http://www2.h1.example/a.html") == "example,h1)/a.html"
+    assert urlkey("http://h1.example/q.html?b") == "example,h1)/q.html?b"
+    assert urlkey("http://h1.example/p.html?x=1+2&y=a%20b") == "example,h1)/p.html?x=1+2&y=a%20b"
+    assert urlkey("http://h1.example/d//e.html") == "example,h1)/d/e.html"
+    assert urlkey("http://h1.example/a.html?jsessionid=0123456789ABCDEF0123456789ABCDEF&x=1") \
+        == "example,h1)/a.html?x=1"
+    assert urlkey("urn:x-crawlproj:a") == "urn:x-crawlproj:a"
+
+
+def test_cdxj_is_what_pywb_writes_for_the_same_records(tmp_path):
+    """Records whose index fields have rules of their own: no Content-Type
+    (pywb: unk), a type with parameters and capitals, a 204, a redirect, a
+    revisit, a URL with a query and escapes; the per-file index equals
+    pywb's own (wb-manager add) line for line."""
+    from tests import pywbenv
+    w = WarcWriter(LocalStorage(tmp_path / "warc"), "c1", "w1", max_size=1 << 30)
+    orig = exchange("http://h1.example/orig.html", b"same")
+    w.write(orig)
+    w.write(exchange("http://h1.example/copy.html?b=2&a=%7e", b"same"),
+            revisit_of={"url": orig.url, "date": warc_date(orig.started)})
+    w.write(exchange("http://h1.example/none", b"x", headers={"Server": "t"}))
+    w.write(exchange("http://h1.example/T.CSV", b"a,b", headers={"Content-Type": "Text/CSV ;q=1"}))
+    w.write(exchange("http://h1.example/empty", b"", status=204))
+    w.write(exchange("http://h1.example/old", b"", status=301, headers={"Location": "/new"}))
+    w.close()
+    (warc,) = (tmp_path / "warc").glob("*.warc.gz")
+    ours = warc.with_name(warc.name[: -len(".warc.gz")] + ".cdxj").read_text().splitlines()
+    (tmp_path / "pywb").mkdir()
+    coll = pywbenv.collection(tmp_path / "pywb", "c", [warc], [warc])
+    assert ours == pywbenv.own_index(coll)
+    assert len(ours) == 6
 
 
 # -- crash repair ---------------------------------------------------------------

@@ -55,6 +55,7 @@ class Command(ScrapyCommand):
         report = CrawlReport.from_lines(read_lines(paths))
         if opts.json:
             print(json.dumps({"attempts": report.attempts, "robots_fetches": report.robots_fetches,
+                              "dns_lookups": report.dns_lookups, "dns_failures": report.dns_failures,
                               "outcomes": dict(report.outcomes),
                               "statuses": {str(k): v for k, v in report.statuses.items()},
                               "documents": report.documents, "document_bytes": report.document_bytes,

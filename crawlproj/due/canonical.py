@@ -20,7 +20,11 @@ resolved, and characters that must be percent-encoded encoded. On top of it:
   so that a link and the page fetched for it have one fingerprint;
 * query parameters are sorted by name, then value, and empty ones dropped;
 * session and tracking parameters are removed: a configurable list of names
-  (DUE_STRIP_PARAMS) and name prefixes (DUE_STRIP_PARAM_PREFIXES, ``utm_``).
+  (DUE_STRIP_PARAMS) and name prefixes (DUE_STRIP_PARAM_PREFIXES, ``utm_``),
+  from the query and from the parameters of path segments (``;name=value``,
+  RFC 3986 §3.3), where servlet containers put a session id
+  (``/item.jsp;jsessionid=...``) and the Internet Archive's canonicaliser
+  strips it; other path parameters belong to the resource and are kept.
 
 w3lib.url.canonicalize_url does the last three on a urllib.parse split, which
 does not follow the URL Standard (``http://0x7f.1/`` is 127.0.0.1 to every
@@ -94,6 +98,15 @@ class Canonicalizer:
             params.sort(key=lambda p: p.partition("="))
         return "?" + "&".join(params)
 
+    def _path_params(self, path: str) -> str:
+        out = []
+        for segment in path.split("/"):
+            if ";" in segment:
+                name, *params = segment.split(";")
+                segment = ";".join([name, *(p for p in params if self._keep(p))])
+            out.append(segment)
+        return "/".join(out)
+
     def __call__(self, url: str, base: str | None = None) -> str:
         """The canonical form of url (resolved against base first, if given)."""
         scheme, host, path, search = split(url, base)
@@ -108,6 +121,8 @@ class Canonicalizer:
         if search and _NOT_IN_URI.search(search):
             search = _NOT_IN_URI.sub(_encode, search)
         path = _normalise_escapes(path)
+        if ";" in path:
+            path = self._path_params(path)
         return f"{scheme}//{host}{path}{self._query(search) if search else ''}"
 
 

@@ -8,8 +8,11 @@ processed again, so its links are not extracted a second time.
 Exact test: a 64-bit mmh3 fingerprint of the body, with runs of whitespace
 collapsed for text, and whitespace next to markup dropped (re-indented or
 re-wrapped HTML is the same document).
-Redis: ``SET <content key of fp> <url> NX GET``, one command per page: it
-records the URL if the fingerprint is new and returns the first URL if not.
+Redis: ``SET <content key of fp> <capture> NX GET``, one command per page: it
+records the capture if the fingerprint is new and returns the first one if
+not. A capture is the URL, and with it when its fetch started (epoch seconds,
+as the WARC record of that fetch is dated), so that a revisit record names
+the very record holding the payload (WARC 1.1 §5.11-5.12).
 The key's partition is the fingerprint modulo the crawl's partition count
 (crawlproj.keyspace), so on a cluster the content-seen sets spread over the
 nodes like the frontier.
@@ -44,6 +47,9 @@ _WORD = re.compile(rb"\w+")
 _ENTITY = re.compile(rb"&#?\w+;")
 
 EMPTY = 0xFFFFFFFF   # a sketch bin no shingle fell into
+# Request meta key: when the fetch of the first copy of a duplicate's content
+# started (a '_' key: never sent to the frontier)
+DUPLICATE_CAPTURED = "_crawlproj_duplicate_captured"
 
 
 def is_text(content_type: bytes | str | None) -> bool:
@@ -108,10 +114,25 @@ def bands(sk: list[int], rows: int) -> list[int]:
     return out
 
 
+def capture_value(url: str, started: float | None) -> str:
+    """What the content-seen sets keep of a capture: the URL, and the start
+    of its fetch when known (URLs hold no space)."""
+    return url if started is None else f"{url} {started!r}"
+
+
+def parse_capture(value: str) -> tuple[str, float | None]:
+    url, _, started = value.partition(" ")
+    try:
+        return url, float(started) if started else None
+    except ValueError:
+        return url, None
+
+
 @dataclass
 class Verdict:
     fingerprint: int
     duplicate_of: str | None = None   # the first URL with this content
+    captured: float | None = None     # when the fetch of that URL's copy started
     near: bool = False                # a near duplicate (not the same bytes)
     resemblance: float = 1.0
     commands: int = 0                 # Redis commands sent
@@ -133,24 +154,26 @@ class ContentSeen:
         self.threshold = threshold
         self.bins, self.rows, self.shingle = bins, rows, shingle
 
-    def test(self, url: str, body: bytes, text: bool = True) -> Verdict:
-        """Record url's document; say whether another URL had it first."""
+    def test(self, url: str, body: bytes, text: bool = True, started: float | None = None) -> Verdict:
+        """Record url's document, fetched from `started` on; say whether
+        another URL had it first, and when that one's fetch started."""
         fp = content_fingerprint(body, text)
         v = Verdict(fp)
+        value = capture_value(url, started)
         pipe = self.redis.pipeline(transaction=False)
-        pipe.set(self.keyspace.content(fp), url, nx=True, get=True)
+        pipe.set(self.keyspace.content(fp), value, nx=True, get=True)
         sk, doc = None, fp & 0xFFFFFFFFFFFFFFFF
         if self.near and text:
             sk = sketch(words(body), self.bins, self.shingle)
             band_keys = bands(sk, self.rows)
             for b in band_keys:
                 pipe.set(self.keyspace.near_band(b), doc, nx=True, get=True)
-            pipe.set(self.keyspace.sketch(fp), array("I", sk).tobytes() + url.encode(), nx=True)
+            pipe.set(self.keyspace.sketch(fp), array("I", sk).tobytes() + value.encode(), nx=True)
         replies = pipe.execute()
         v.commands, v.round_trips = len(replies), 1
-        first = replies[0]
-        if first is not None and first.decode() != url:
-            v.duplicate_of = first.decode()
+        first = parse_capture(replies[0].decode()) if replies[0] is not None else None
+        if first is not None and first[0] != url:
+            v.duplicate_of, v.captured = first
             return v
         if sk is None:
             return v
@@ -171,7 +194,7 @@ class ContentSeen:
             other = list(array("I", raw[:4 * self.bins]))
             r = resemblance(sk, other)
             if r >= self.threshold and (best is None or r > best[0]):
-                best = (r, raw[4 * self.bins:].decode())
-        if best is not None and best[1] != url:
-            v.resemblance, v.duplicate_of, v.near = best[0], best[1], True
+                best = (r, parse_capture(raw[4 * self.bins:].decode()))
+        if best is not None and best[1][0] != url:
+            v.resemblance, (v.duplicate_of, v.captured), v.near = best[0], best[1], True
         return v

@@ -41,7 +41,7 @@ class CrawlLogPipeline:
         worker = worker_id(self.crawler)
         path = log_path(Path(self.directory), self.crawl_id, worker)
         try:
-            self.log = CrawlLog(path, worker)
+            self.log = CrawlLog(path)
         except OSError as exc:
             import logging
             logging.getLogger(__name__).error(

@@ -61,7 +61,8 @@ class LinkStorePipeline:
         if self.batch is None or not hasattr(item, "get") or item.get("outlinks") is None:
             return item
         source = item.get("final_url") or item.get("url")
-        value, edges = encode_page(source, item.get("fetch_time") or 0.0, item["outlinks"])
+        value, edges = encode_page(source, item.get("fetch_time") or 0.0, item["outlinks"],
+                                   item.get("duplicate_of"))
         self.stats.inc_value("stores/links/pages")
         self.stats.inc_value("stores/links/edges", edges)
         await maybe_deferred_to_future(self.batch.add_confirmed((self.store.partition_of(source), value)))

@@ -30,6 +30,7 @@ from twisted.internet import reactor, task, threads
 from twisted.internet.defer import DeferredList, succeed
 from twisted.python.threadpool import ThreadPool
 
+from crawlproj.due.contentseen import DUPLICATE_CAPTURED
 from crawlproj.pipelines.guard import FINISH_REASON, StoreGuard, warn_without_recorder
 from crawlproj.stores.common import warc_dir, worker_id
 from crawlproj.stores.exchange import Exchange
@@ -55,6 +56,22 @@ def duplicate_target(value) -> dict | None:
         date = value[2] if len(value) > 2 and isinstance(value[2], str) else None
         return {"url": value[0], "date": date}
     return None
+
+
+def _dated(exchange: Exchange, revisit: dict | None) -> dict | None:
+    """The revisit target with the WARC-Date of the response record holding
+    its payload: the start of the fetch the content-seen test recorded for
+    the first copy (crawlproj.due.contentseen), which is how that record is
+    dated. None when that capture is not known: the page is then stored in
+    full, since a revisit must name the record it refers to exactly."""
+    if revisit is None:
+        return None
+    if not revisit.get("date"):
+        started = exchange.request.meta.get(DUPLICATE_CAPTURED) if exchange.request is not None else None
+        if started is None:
+            return None
+        revisit["date"] = warc_date(started)
+    return revisit
 
 
 class WarcPipeline:
@@ -164,7 +181,10 @@ class WarcPipeline:
     async def process_item(self, item, spider=None):
         exchange = self._take(item.get("final_url")) if hasattr(item, "get") else None
         if exchange is not None:
-            revisit = duplicate_target(item.get("duplicate_of"))
+            target = duplicate_target(item.get("duplicate_of"))
+            revisit = _dated(exchange, target)
+            if target is not None and revisit is None:
+                self.stats.inc_value("warc/duplicates_stored_in_full")
             if revisit is not None:
                 revisit = await self._verified(exchange, revisit)
             await maybe_deferred_to_future(self._write(exchange, revisit))
@@ -178,8 +198,7 @@ class WarcPipeline:
         may compare decoded bodies, or near-duplicates (CONTENTSEEN_NEAR), so
         the claim is checked against the page metadata of the first URL (its
         last 2xx payload digest, written before its own content-seen test
-        ran); it also gives the original's capture date. Without page
-        metadata the content-seen test is trusted."""
+        ran). Without page metadata the content-seen test is trusted."""
         if self.pagemeta is None:
             return revisit
         try:
@@ -192,14 +211,13 @@ class WarcPipeline:
         if meta is None or meta.digest != exchange.digest64.hex():
             self.stats.inc_value("warc/duplicates_stored_in_full")
             return None
-        if not revisit.get("date") and meta.changes == 0:
-            revisit["date"] = warc_date(meta.first_fetch)
         return revisit
 
     async def _item_gone(self, item, response, spider=None, **kwargs):
         exchange = self._take(getattr(response, "url", None))
         if exchange is not None:
-            revisit = duplicate_target(item.get("duplicate_of")) if hasattr(item, "get") else None
+            revisit = _dated(exchange, duplicate_target(item.get("duplicate_of"))
+                             if hasattr(item, "get") else None)
             await maybe_deferred_to_future(self._write(exchange, revisit))
 
     async def _spider_error(self, failure, response, spider=None):

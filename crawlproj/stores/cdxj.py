@@ -2,7 +2,11 @@
 
 A CDXJ line is ``<SURT key> <14-digit timestamp> <JSON>``, the index format
 pywb and the IIPC tools read; lines sorted by key make a URL lookup a binary
-search. The scanner walks a ``.warc.gz`` member by member (each member is one
+search. The lines are the ones pywb's own indexer (``wb-manager add``) writes
+for the same records, key, fields and order, so that the project's index and
+pywb's can serve one collection together (tests/test_archives_e2e.py).
+
+The scanner walks a ``.warc.gz`` member by member (each member is one
 record, WARC 1.1 Annex D), which is also how a file left half-written by a
 crash is checked: a member that does not inflate, or whose record is shorter
 than its Content-Length, is where the good part of the file ends.
@@ -10,36 +14,32 @@ than its Content-Length, is where the good part of the file ends.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
-from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import surt as surt_package
 
 _CHUNK = 1 << 20
 
 
-def surt(url: str) -> str:
-    """Sort-friendly URI Reordering Transform, as the Wayback Machine keys its
-    index: host labels reversed and comma-joined (``www.`` dropped, default
-    port dropped), ``)``, then the lower-cased path and sorted query."""
+def urlkey(url: str) -> str:
+    """The index key of a URL: its SURT (Sort-friendly URI Reordering
+    Transform) after the Internet Archive's canonicalisation, computed by the
+    ``surt`` package, as pywb and the Wayback Machine key their indexes, so
+    that a replay tool looking a URL up in this index finds it (a ``urn:``
+    that is no URL is its own key, as in pywb)."""
     try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url.lower()
-    host = (parts.hostname or "").lower().rstrip(".")
-    if host.startswith("www.") and host.count(".") > 1:
-        host = host[4:]
-    key = ",".join(reversed(host.split("."))) if host else ""
-    port = parts.port if parts.port not in (None, 80, 443) else None
-    if port:
-        key += f":{port}"
-    path = (parts.path or "/").lower()
-    query = ""
-    if parts.query:
-        query = "?" + urlencode(sorted(parse_qsl(parts.query.lower(), keep_blank_values=True)))
-    return f"{key}){path}{query}"
+        return surt_package.surt(url)
+    except Exception:
+        if url.startswith("urn:"):
+            return url
+        raise
 
 
 @dataclass
@@ -112,37 +112,65 @@ def parse_record(record: bytes) -> tuple[dict[str, str], bytes]:
     return headers, record[end + 4:-4]
 
 
-def _http_status_and_mime(block: bytes) -> tuple[str, str]:
+_INDEXED = ("response", "revisit")
+
+
+def _http_head(block: bytes) -> tuple[str, str | None]:
+    """(status code or '-', Content-Type value or None) of an HTTP head."""
     end = block.find(b"\r\n\r\n")
     head = block[: end if end >= 0 else len(block)].decode("latin-1").split("\r\n")
-    status = head[0].split(" ")[1] if len(head[0].split(" ")) > 1 else "-"
-    mime = "-"
+    words = head[0].split(" ", 2)
+    status = words[1] if len(words) > 1 and words[1] else "-"
+    ctype = None
     for line in head[1:]:
         name, _, value = line.partition(":")
-        if name.strip().lower() == "content-type":
-            mime = value.split(";", 1)[0].strip().lower() or "-"
-    return status, mime
+        if name.strip().lower() == "content-type" and ctype is None:
+            ctype = value.strip()
+    return status, ctype
 
 
-def make_line(url: str, date: str, status, mime: str, digest: str, length: int, offset: int,
+def fields(headers: dict[str, str], block: bytes) -> dict[str, str]:
+    """The JSON fields of a response or revisit record's index line, as pywb's
+    indexer writes them: the MIME type as the Content-Type has it up to the
+    first ';' or space (``unk`` without one, ``warc/revisit`` for a revisit),
+    the HTTP status of a response (none for a revisit), the payload digest
+    as bare base32 (pywb finds a revisit's original by this string), and no
+    field whose value is empty or '-'."""
+    revisit = headers.get("warc-type") == "revisit"
+    status, ctype = _http_head(block)
+    out = {"url": headers.get("warc-target-uri", "")}
+    if revisit:
+        out["mime"] = "warc/revisit"
+    else:
+        out["mime"] = re.split("[; ]", ctype, maxsplit=1)[0] if ctype else "unk"
+    if not revisit:
+        out["status"] = status
+    digest = headers.get("warc-payload-digest") or ""
+    if digest.startswith("sha1:"):
+        digest = digest[len("sha1:"):]
+    if not digest and not revisit:
+        end = block.find(b"\r\n\r\n")
+        digest = base64.b32encode(hashlib.sha1(block[end + 4:] if end >= 0 else b"").digest()) \
+            .decode("ascii")
+    out["digest"] = digest
+    return {k: v for k, v in out.items() if v and v != "-"}
+
+
+def make_line(url: str, date: str, values: dict[str, str], length: int, offset: int,
               filename: str) -> str:
     stamp = "".join(c for c in date if c.isdigit())[:14]
-    fields = {"url": url, "mime": mime or "-", "status": str(status), "digest": digest or "-",
-              "length": str(length), "offset": str(offset), "filename": filename}
-    return f"{surt(url)} {stamp} {json.dumps(fields, separators=(', ', ': '))}"
+    out = {**values, "length": str(length), "offset": str(offset), "filename": filename}
+    return f"{urlkey(url)} {stamp} {json.dumps(out)}"
 
 
 def line_for(member: Member, filename: str) -> str | None:
-    """The CDXJ line of a response or revisit record, None for other types."""
+    """The CDXJ line of a response or revisit record, None for other types
+    (pywb's index leaves out request and warcinfo records)."""
     headers, block = parse_record(member.record)
-    rtype = headers.get("warc-type")
-    if rtype not in ("response", "revisit"):
+    if headers.get("warc-type") not in _INDEXED:
         return None
-    status, mime = _http_status_and_mime(block)
-    return make_line(headers.get("warc-target-uri", ""), headers.get("warc-date", ""), status,
-                     "warc/revisit" if rtype == "revisit" else mime,
-                     headers.get("warc-payload-digest", "-"), member.length, member.offset,
-                     filename)
+    return make_line(headers.get("warc-target-uri", ""), headers.get("warc-date", ""),
+                     fields(headers, block), member.length, member.offset, filename)
 
 
 def index_file(f: BinaryIO, filename: str) -> list[str]:

@@ -2,8 +2,11 @@
 
 An :class:`Exchange` is a request that got a response: the request head as it
 was sent (rebuilt from Scrapy's Request after every downloader middleware has
-added its headers), the response head and the body as they came off the wire
-(before HttpCompressionMiddleware decodes them), and when and how long. A
+added its headers), the response head as it came off the wire (Scrapy's
+HTTP/1.1 handler, crawlproj/internals.py 6; rebuilt from the Response, and
+marked so, where no head was received that way), the body as it came (before
+HttpCompressionMiddleware decodes it, de-chunked by Twisted), and when and
+how long. A
 :class:`FailedAttempt` is a request that got no response (DNS error, refused
 connection, timeout, body over DOWNLOAD_MAXSIZE, robots.txt exclusion).
 
@@ -21,6 +24,9 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from crawlproj.internals import RESPONSE_HEAD
+from crawlproj.robots import ROBOTS_FOR
+
 # Heritrix fetch status codes for attempts without an HTTP status
 # (org.archive.modules.fetcher.FetchStatusCodes).
 S_DOMAIN_UNRESOLVABLE = -1
@@ -28,6 +34,7 @@ S_CONNECT_FAILED = -2
 S_CONNECT_LOST = -3
 S_TIMEOUT = -4
 S_RUNTIME_EXCEPTION = -5
+S_DOMAIN_PREREQUISITE_FAILURE = -6      # Heritrix: the host's DNS lookup had failed
 S_UNFETCHABLE_URI = -7
 S_BLOCKED_BY_CUSTOM_PROCESSOR = -5002   # a middleware refused the request
 S_ROBOTS_PRECLUDED = -9998
@@ -79,7 +86,28 @@ def request_head(request) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
+def received_head(raw: bytes | None, status: int) -> bytes | None:
+    """The response head as the server sent it (crawlproj/internals.py, 6),
+    Transfer-Encoding renamed since the body is stored de-chunked; None when
+    there is none, or it is not the head of this status (an interim 1xx)."""
+    if not raw:
+        return None
+    first, _, rest = raw.partition(b"\r\n")
+    words = first.split(b" ", 2)
+    if len(words) < 2 or words[1] != str(status).encode():
+        return None
+    lines = [first]
+    for line in rest[:-4].split(b"\r\n") if rest[:-4] else ():
+        name, sep, value = line.partition(b":")
+        renamed = _RENAMED_RESPONSE_HEADERS.get(name.strip().lower())
+        lines.append(renamed + sep + value if renamed else line)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
 def response_head(response) -> bytes:
+    """The response head rebuilt from Scrapy's Response: the reason phrase is
+    the standard one, headers come grouped by name in canonical case, and
+    Content-Length stands for the connection headers Twisted keeps apart."""
     protocol = getattr(response, "protocol", None) or "HTTP/1.1"
     try:
         reason = HTTPStatus(response.status).phrase
@@ -102,7 +130,18 @@ def discovery_path(request) -> str:
     return hops[-50:] or "-"
 
 
+# Request meta key: the download slot the record middleware gave the request
+# (the crawl log's thread column); a '_' key, never sent to the frontier.
+SLOT = "_crawlproj_slot"
+
+
 def via(request) -> str:
+    """The URL that led to request: the redirecting URL, the referrer, or for
+    a robots.txt fetch the page that needed it (Heritrix's via of a
+    prerequisite)."""
+    needed_by = request.meta.get(ROBOTS_FOR)
+    if needed_by is not None:
+        return getattr(needed_by, "url", None) or "-"
     redirects = request.meta.get("redirect_urls")
     if redirects:
         return redirects[-1]
@@ -132,6 +171,8 @@ class Exchange:
     via: str = "-"
     robots: bool = False
     retries: int = 0
+    slot: int = 0                # the worker's download slot (the crawl log's thread)
+    head_rebuilt: bool = False   # response_head is rebuilt, not the head as received
     _digest: str | None = field(default=None, repr=False)
 
     @property
@@ -151,13 +192,15 @@ class Exchange:
         ip = None
         if not proxied and getattr(response, "ip_address", None) is not None:
             ip = str(response.ip_address)
+        head = received_head(request.meta.pop(RESPONSE_HEAD, None), response.status)
         return cls(
             request=request, url=response.url, status=response.status,
-            request_head=request_head(request), response_head=response_head(response),
+            request_head=request_head(request), response_head=head or response_head(response),
+            head_rebuilt=head is None,
             body=response.body, content_type=mime_of(response.headers.get(b"Content-Type")),
             started=started, duration=max(0.0, ended - started), ip=ip,
             hops=discovery_path(request), via=via(request), robots=is_robots_request(request),
-            retries=int(request.meta.get("retry_times") or 0),
+            retries=int(request.meta.get("retry_times") or 0), slot=request.meta.get(SLOT) or 0,
         )
 
 
@@ -175,3 +218,4 @@ class FailedAttempt:
     via: str = "-"
     robots: bool = False
     retries: int = 0
+    slot: int = 0

@@ -1,12 +1,17 @@
 """Export the crawl's link graph as Parquet: an edge list and a URL table.
 
     OUT/edges.parquet   src int64, dst int64, anchor string   one row per link
-    OUT/urls.parquet    id int64, url string, host string, crawled bool
+    OUT/urls.parquet    id int64, url string, host string, crawled bool,
+                        duplicate_of int64 (null unless a copy)
                         (host: the frontier's politeness key, crawlproj.urls.host_of)
 
 Ids are URL fingerprints (crawlproj.due.fingerprint), so they join with the
 frontier and page metadata. Every src and dst is in the URL table; crawled
-marks the pages whose links are in the edge list. A page fetched more than
+marks the pages whose links are in the edge list; duplicate_of is, for a
+page the content-seen test found to repeat another's content (exactly or
+nearly, Mercator §3 step 4), the id of that page: its links were not
+extracted again, so it has no out-edges of its own and is no dangling page
+(a ranker can give it its original's). A page fetched more than
 once (a recrawl, or a page re-fetched after a worker died) contributes the
 links of its latest fetch only. Multi-edges are kept: a page that links to a
 URL twice has two rows (drop_duplicates(["src", "dst"]) for a simple graph).
@@ -30,6 +35,7 @@ import pyarrow.parquet as pq
 from crawlproj.errors import CrawlprojError
 from crawlproj.stores.linkstore import (
     EDGE_SCHEMA,
+    PAGE_SCHEMA,
     URL_SCHEMA,
     LinkStore,
     pages_table,
@@ -56,7 +62,7 @@ def collect(store: LinkStore, chunk_pages: int = 20000) -> tuple[pa.Table, pa.Ta
                     f"the links/ directory on shared storage")
             edges.append(pq.read_table(files["edges"]))
             urls.append(pq.read_table(files["urls"]))
-            pages.append(pq.read_table(files["pages"]))
+            pages.append(_with_duplicates(pq.read_table(files["pages"])))
         batch = []
         for page in store.working_set(p):
             batch.append(page)
@@ -71,7 +77,23 @@ def collect(store: LinkStore, chunk_pages: int = 20000) -> tuple[pa.Table, pa.Ta
         e, u = pages_to_tables([])
         return e, u, pages_table([])
     return (pa.concat_tables(edges).cast(EDGE_SCHEMA), pa.concat_tables(urls).cast(URL_SCHEMA),
-            pa.concat_tables(pages))
+            pa.concat_tables(pages).cast(PAGE_SCHEMA))
+
+
+def _with_duplicates(pages: pa.Table) -> pa.Table:
+    """A pages table of a segment written before pages carried duplicate_of."""
+    if "duplicate_of" in pages.column_names:
+        return pages
+    return pages.append_column("duplicate_of", pa.nulls(pages.num_rows, pa.int64()))
+
+
+def latest_duplicates(pages: pa.Table) -> pa.Table:
+    """(id, duplicate_of) of each page as its latest fetch found it."""
+    latest = pages.group_by("src").aggregate([("fetch_ms", "max")]) \
+        .rename_columns(["src", "fetch_ms"])
+    kept = pages.join(latest, keys=["src", "fetch_ms"], join_type="inner")
+    kept = kept.group_by("src", use_threads=False).aggregate([("duplicate_of", "max")])
+    return kept.rename_columns(["id", "duplicate_of"])
 
 
 def latest_edges(edges: pa.Table, pages: pa.Table) -> pa.Table:
@@ -92,6 +114,7 @@ def export_graph(store: LinkStore, out: str | os.PathLike) -> dict:
     crawled = pc.is_in(urls["id"], value_set=pc.unique(pages["src"]))
     hosts = pa.array([host_of(u) for u in urls["url"].to_pylist()], pa.string())
     urls = urls.append_column("host", hosts).append_column("crawled", crawled)
+    urls = urls.join(latest_duplicates(pages), keys="id", join_type="left outer")
     urls = urls.sort_by("id")
     out.mkdir(parents=True, exist_ok=True)
     for name, table in (("edges", edges), ("urls", urls)):

@@ -10,7 +10,10 @@ Working set, in Redis (where every worker and the ranker reach it), in the
 partition of the page's host (crawlproj.keyspace): Keyspace.links, a LIST
 of one element per parsed page; Keyspace.link_segments, a LIST of segment
 descriptors (msgpack); Keyspace.links_lock, the compaction lock (SET NX PX).
-A page element is msgpack ``[src_fp, fetch_ms, dst_fps, text]``: dst_fps
+A page element is msgpack ``[src_fp, fetch_ms, dst_fps, text]``, and a
+fifth element, the original's fingerprint, for a page the content-seen test
+found to be a copy of another (Mercator §3 step 4; its links are not
+extracted, so it has none): dst_fps
 the targets' fingerprints packed as little-endian int64 (8 bytes an edge,
 read by the ranker without decompressing anything), text the
 zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
@@ -78,10 +81,13 @@ class Page:
     src_url: str
     urls: list[str]
     anchors: list[str]
+    duplicate_of: int | None = None   # the node whose content this page repeats
 
 
-def encode_page(src_url: str, fetch_time: float, links: list[dict]) -> tuple[bytes, int]:
-    """(list element, number of edges) for one parsed page."""
+def encode_page(src_url: str, fetch_time: float, links: list[dict],
+                duplicate_of: str | None = None) -> tuple[bytes, int]:
+    """(list element, number of edges) for one parsed page; duplicate_of: the
+    URL the content-seen test found this page's content under first."""
     urls = [link["url"] for link in links]
     anchors = [link.get("anchor") or "" for link in links]
     dsts = array("q", (node_id(u) for u in urls))
@@ -90,13 +96,14 @@ def encode_page(src_url: str, fetch_time: float, links: list[dict]) -> tuple[byt
     if os.sys.byteorder != "little":  # pragma: no cover
         dsts.byteswap()
     text = zlib.compress(msgpack.packb([src_url, urls, anchors]), 6)
-    value = msgpack.packb([node_id(src_url), int(fetch_time * 1000), dsts.tobytes(), text],
-                          use_bin_type=True)
-    return value, len(urls)
+    fields = [node_id(src_url), int(fetch_time * 1000), dsts.tobytes(), text]
+    if duplicate_of:
+        fields.append(node_id(duplicate_of))
+    return msgpack.packb(fields, use_bin_type=True), len(urls)
 
 
 def decode_page(value: bytes, with_text: bool = True) -> Page:
-    src, fetch_ms, raw, text = msgpack.unpackb(value, raw=False)
+    src, fetch_ms, raw, text, *original = msgpack.unpackb(value, raw=False)
     dsts = array("q")
     dsts.frombytes(raw)
     if os.sys.byteorder != "little":  # pragma: no cover
@@ -105,7 +112,7 @@ def decode_page(value: bytes, with_text: bool = True) -> Page:
         src_url, urls, anchors = msgpack.unpackb(zlib.decompress(text), raw=False)
     else:
         src_url, urls, anchors = "", [], []
-    return Page(src, fetch_ms, dsts, src_url, urls, anchors)
+    return Page(src, fetch_ms, dsts, src_url, urls, anchors, original[0] if original else None)
 
 
 def pages_to_tables(pages: list[Page]) -> tuple[pa.Table, pa.Table]:
@@ -129,10 +136,16 @@ def pages_to_tables(pages: list[Page]) -> tuple[pa.Table, pa.Table]:
     return edges, urls
 
 
+PAGE_SCHEMA = pa.schema([("src", pa.int64()), ("fetch_ms", pa.int64()),
+                         ("duplicate_of", pa.int64())])
+
+
 def pages_table(pages: list[Page]) -> pa.Table:
-    """(src, fetch_ms) of every page, links or not: the crawled nodes."""
-    return pa.table({"src": pa.array([p.src for p in pages], pa.int64()),
-                     "fetch_ms": pa.array([p.fetch_ms for p in pages], pa.int64())})
+    """(src, fetch_ms, duplicate_of) of every page, links or not: the crawled
+    nodes, and for a copy the node it repeats (null otherwise)."""
+    return pa.table([pa.array([p.src for p in pages], pa.int64()),
+                     pa.array([p.fetch_ms for p in pages], pa.int64()),
+                     pa.array([p.duplicate_of for p in pages], pa.int64())], schema=PAGE_SCHEMA)
 
 
 class LinkStore:

@@ -11,8 +11,11 @@ Crawl"), computed from the crawl logs:
                pages, on log-log axes
     Figure 10  hosts and pages over top-level domains
 
-robots.txt fetches (discovery path P) are prerequisites, not documents: they
-count in the attempts as Mercator's did not, and are listed apart.
+robots.txt fetches and DNS lookups (Heritrix's ``dns:`` lines), discovery
+path P, are prerequisites, not documents: they are counted apart from the
+download attempts. A line whose size is '-' (no response: DNS, connection
+and robots.txt failures) is an attempt like any other. Heritrix's own
+crawl.log reads the same way (crawlproj.stores.crawllog.parse_line).
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawlproj.stores.crawllog import Line
+from crawlproj.stores.exchange import (
+    S_CONNECT_FAILED,
+    S_CONNECT_LOST,
+    S_DOMAIN_PREREQUISITE_FAILURE,
+    S_DOMAIN_UNRESOLVABLE,
+    S_TIMEOUT,
+)
 from crawlproj.urls import host_of
 
 OUTCOMES = ("200 OK", "404 Not Found", "3xx redirect", "Excluded by robots.txt",
@@ -39,9 +49,9 @@ def outcome(status: int) -> str:
         return "3xx redirect"
     if status == -9998:
         return "Excluded by robots.txt"
-    if status in (-2, -3, -4):
+    if status in (S_CONNECT_FAILED, S_CONNECT_LOST, S_TIMEOUT):
         return "TCP error"
-    if status == -1:
+    if status in (S_DOMAIN_UNRESOLVABLE, S_DOMAIN_PREREQUISITE_FAILURE):
         return "DNS error"
     return "Other"
 
@@ -75,6 +85,8 @@ def _tld(host: str) -> str:
 class CrawlReport:
     attempts: int = 0
     robots_fetches: int = 0
+    dns_lookups: int = 0
+    dns_failures: int = 0
     outcomes: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
     documents: int = 0
@@ -89,8 +101,13 @@ class CrawlReport:
     def from_lines(cls, lines: Iterable[Line]) -> CrawlReport:
         r = cls()
         for line in lines:
-            r.workers.add(line.worker)
-            if line.hops == "P":
+            r.workers.add(line.source)
+            prerequisite = line.prerequisite
+            if prerequisite == "dns":
+                r.dns_lookups += 1
+                r.dns_failures += line.status <= 0
+                continue
+            if prerequisite == "robots":
                 r.robots_fetches += 1
                 continue
             r.attempts += 1
@@ -99,11 +116,12 @@ class CrawlReport:
             if line.status == 200:
                 host = host_of(line.url)  # the server, as the frontier was polite to it
                 r.documents += 1
-                r.document_bytes += line.size
+                size = line.size or 0
+                r.document_bytes += size
                 r.content_types[line.mime] += 1
-                r.sizes[size_bin(line.size)] += 1
+                r.sizes[size_bin(size)] += 1
                 r.pages_per_host[host] += 1
-                r.bytes_per_host[host] += line.size
+                r.bytes_per_host[host] += size
         return r
 
     # -- figures as data -------------------------------------------------------
@@ -133,7 +151,9 @@ class CrawlReport:
             return f"{100.0 * n / d:6.2f}%" if d else "      -"
 
         out = [f"Crawl report (Mercator §4): {self.attempts} download attempts by "
-               f"{len(self.workers)} worker(s), plus {self.robots_fetches} robots.txt fetches",
+               f"{len(self.workers)} worker(s), plus {self.robots_fetches} robots.txt fetches"
+               + (f" and {self.dns_lookups} DNS lookups ({self.dns_failures} failed)"
+                  if self.dns_lookups else ""),
                "", "Outcome of download attempts (Figure 6)"]
         for name in OUTCOMES:
             out.append(f"  {name:<24} {self.outcomes[name]:>10}  {pct(self.outcomes[name], self.attempts)}")

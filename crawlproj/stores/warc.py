@@ -40,7 +40,7 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
-from crawlproj.stores.cdxj import index_file, make_line, scan
+from crawlproj.stores.cdxj import Member, index_file, line_for, scan
 from crawlproj.stores.common import safe_name
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.storage import LocalStorage, Storage
@@ -52,6 +52,10 @@ WARC_SUFFIX = ".warc.gz"
 CDXJ_SUFFIX = ".cdxj"
 GZIP_LEVEL = 6
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+# An extension field (WARC 1.1 §5: other named fields are allowed) on a
+# record whose HTTP response head was not received as such but rebuilt from
+# Scrapy's parsed response (docs/stores.md).
+HEAD_REBUILT = "Crawlproj-HTTP-Head"
 
 _http_parser = StatusAndHeadersParser([], verify=False)
 
@@ -92,10 +96,10 @@ class WarcFile:
             path.unlink(missing_ok=True)
             raise
 
-    def append(self, records, index: list[dict | None] | None = None) -> None:
+    def append(self, records) -> None:
         """Write records (one gzip member each) with one write(); on failure cut
         the file back to where it was, so it never holds part of a record.
-        index: per record, the CDXJ fields (see cdxj.make_line) or None."""
+        The index lines are made from the records as written (cdxj.line_for)."""
         members = []
         parts = []
         size = 0
@@ -103,7 +107,7 @@ class WarcFile:
             raw = io.BytesIO()
             WARCWriter(raw, gzip=False, warc_version="1.1").write_record(record)
             member = _gzip_member(raw.getvalue())
-            members.append((size, len(member)))
+            members.append((size, len(member), raw.getvalue()))
             parts.append(member)
             size += len(member)
         data = b"".join(parts)
@@ -119,10 +123,10 @@ class WarcFile:
             except OSError:
                 pass  # the next start's recover() cuts the partial record
             raise
-        for (start, length), fields in zip(members, index or ()):
-            if fields is not None:
-                self.cdxj.append(make_line(offset=self.size + start, length=length,
-                                           filename=self.name, **fields))
+        for start, length, record in members:
+            line = line_for(Member(self.size + start, length, record), self.name)
+            if line is not None:
+                self.cdxj.append(line)
         self.size += len(data)
         self.records += len(members)
 
@@ -211,24 +215,39 @@ class WarcWriter:
             self.current = WarcFile(path, info)
         return self.current
 
+    def record_id(self, url: str, date: str) -> str:
+        """The WARC-Record-ID of the response record of url fetched at date
+        (its WARC-Date): a name-based UUID (RFC 4122 §4.3) of the crawl, the
+        date and the URL, so that a revisit written by any worker names the
+        record holding its payload (WARC-Refers-To) from the capture's URL
+        and time alone, without asking the worker that wrote it."""
+        return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{self.crawl_id} {date} {url}')}>"
+
     def write(self, ex: Exchange, revisit_of: dict | None = None) -> None:
         """Write one exchange; revisit_of = {"url", "date"?} writes a revisit
-        record (headers only) for a duplicate found by the content-seen test."""
+        record (headers only) for a duplicate found by the content-seen test:
+        date is the WARC-Date of the response record of url that holds the
+        payload (the content-seen test's capture), which the revisit names
+        with WARC-Refers-To-Date and WARC-Refers-To."""
         wf = self.open()
         date = warc_date(ex.started)
         builder = WARCWriter(None, warc_version="1.1")
         resp_headers = {"WARC-Date": date, "WARC-Payload-Digest": ex.payload_digest}
         if ex.ip:
             resp_headers["WARC-IP-Address"] = ex.ip
+        if ex.head_rebuilt:
+            resp_headers[HEAD_REBUILT] = "rebuilt"
         http = _http_headers(ex.response_head)
         if revisit_of:
             resp_headers["WARC-Profile"] = REVISIT_PROFILE
             resp_headers["WARC-Refers-To-Target-URI"] = revisit_of["url"]
             if revisit_of.get("date"):
                 resp_headers["WARC-Refers-To-Date"] = revisit_of["date"]
+                resp_headers["WARC-Refers-To"] = self.record_id(revisit_of["url"], revisit_of["date"])
             resp = builder.create_warc_record(ex.url, "revisit", http_headers=http,
                                               warc_headers_dict=resp_headers)
         else:
+            resp_headers["WARC-Record-ID"] = self.record_id(ex.url, date)
             resp = builder.create_warc_record(ex.url, "response", payload=io.BytesIO(ex.body),
                                               length=len(ex.body), http_headers=http,
                                               warc_headers_dict=resp_headers)
@@ -236,11 +255,8 @@ class WarcWriter:
             ex.url, "request", http_headers=_http_headers(ex.request_head),
             warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To":
                                resp.rec_headers.get_header("WARC-Record-ID")})
-        fields = {"url": ex.url, "date": date, "status": ex.status,
-                  "mime": "warc/revisit" if revisit_of else (ex.content_type or "-"),
-                  "digest": ex.payload_digest}
         try:
-            wf.append([resp, req], [fields, None])
+            wf.append([resp, req])
         except OSError as exc:
             self.failed = exc
             raise
