@@ -174,7 +174,9 @@ class Heartbeat:
             self._sync = None  # another scheduler: a round trip of its own
         internals.on_close_started(self.crawler, self._closing)
         self._loop = task.LoopingCall(self.beat)
-        self._loop.start(self.interval, now=True)
+        # the first after one interval: a worker's start-up syncs (its crawl's
+        # work, or the wait for it) go as they would without heartbeats
+        self._loop.start(self.interval, now=False)
 
     def beat(self) -> None:
         self._tick_rates()
