@@ -61,6 +61,7 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.addressguard import AllowList, guarded_handlers
         from crawlproj.due.urlseen import DueConfig
         from crawlproj.frontier.frontier import join
+        from crawlproj.frontier.recrawl import check_settings as check_recrawl
         from crawlproj.prioritizers import prioritizer_class
         from crawlproj.scope import scope_mode
         from crawlproj.seeds import read_seeds
@@ -77,6 +78,7 @@ class Command(ScrapyCrawlCommand):
             scope_mode(spargs["scope"], "scope")
         scope_mode(self.settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
         prioritizer_class(self.settings.get("FRONTIER_PRIORITIZER"))
+        check_recrawl(self.settings)
         DueConfig.from_settings(self.settings)
         AllowList.from_settings(self.settings)
         if self.settings.getwithbase("DOWNLOADER_MIDDLEWARES").get(

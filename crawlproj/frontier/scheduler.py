@@ -28,6 +28,7 @@ import time
 import uuid
 
 from scrapy import signals
+from twisted.internet import task, threads
 
 from crawlproj import internals
 from crawlproj.frontier import codec
@@ -35,6 +36,7 @@ from crawlproj.frontier.admission import RecentURLs, Refused, Trap, admit
 from crawlproj.frontier.frontier import Frontier, Host
 from crawlproj.frontier.leases import FETCHING, LeaseBook
 from crawlproj.frontier.politeness import Politeness, retry_after
+from crawlproj.frontier.recrawl import HELD, STORED, Recrawl
 from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
@@ -95,6 +97,10 @@ class FrontierScheduler:
         self._returning: dict = {}
         self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
         self._said_expired = False
+        # continuous crawling (RECRAWL_ENABLED): pages go back with a due time
+        self.recrawl = Recrawl.from_settings(s, frontier)
+        self.plan_interval = s.getfloat("RECRAWL_PLAN_INTERVAL")
+        self._replanning = None
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -114,6 +120,11 @@ class FrontierScheduler:
         if self.transfer_cap:
             internals.raise_download_limit(self.crawler, ENGINE_SLACK * self.transfer_cap)
         RedisGuard.of(self.crawler).watch(self.sync.commit)
+        if self.recrawl is not None:
+            self._replanning = task.LoopingCall(self._replan)
+            self._replanning.start(self.plan_interval, now=True)
+            logger.info("Continuous crawl: policy %s, budget %g fetches/s", self.recrawl.policy,
+                        self.recrawl.budget * self.recrawl.scale)
         logger.info("Frontier opened: crawl %r, %d partition(s), worker %s, prioritizer %s",
                     self.frontier.crawl_id, self.frontier.partitions, self.worker_id,
                     type(self.prioritizer).__name__)
@@ -121,6 +132,8 @@ class FrontierScheduler:
 
     def close(self, reason):
         """Give back what this worker holds but has not finished, then flush."""
+        if self._replanning is not None and self._replanning.running:
+            self._replanning.stop()
         releases = self.book.give_back()
         self.stats.inc_value("frontier/returned", sum(1 for r in releases if r.url_fate))
         self._inflight.clear()
@@ -130,6 +143,8 @@ class FrontierScheduler:
         return d
 
     def has_pending_requests(self) -> bool:
+        if self.recrawl is not None:
+            return True  # a continuous crawl does not finish on its own
         if len(self.book) or not self.sync.idle_close or not self.sync.known():
             return True
         # other workers' leases may bring new URLs; a crawl not started yet, its seeds
@@ -176,9 +191,14 @@ class FrontierScheduler:
                 self.stats.inc_value(f"frontier/undecodable/{getattr(exc, 'reason', 'format')}")
                 self.sync.release(self.book.done(lease), lease.partition)
                 continue
-            # the page's importance as the frontier saw it, for its links'
-            # scores (middlewares/linkcontext.py) and for retries/redirects
-            request.meta["frontier_score"] = lease.score
+            record = request.meta.pop(STORED, None)  # trusted only from a recrawl queue
+            if self.recrawl is not None:
+                request.meta[HELD] = record if lease.recrawl and _is_record(record) else None
+            if not lease.recrawl:
+                # the page's importance as the frontier saw it, for its links'
+                # scores (middlewares/linkcontext.py) and for retries/redirects
+                # (a recrawl's score is its due time)
+                request.meta["frontier_score"] = lease.score
             self._inflight[request] = lease
             return request
         return None
@@ -308,7 +328,11 @@ class FrontierScheduler:
             self.sync.ask()
             return
         fate, wait_ms = self.politeness.host_fate(download)
-        self.sync.release(self.book.done(lease, fate, self.politeness.delay(download)),
+        schedule = None
+        if self.recrawl is not None:
+            schedule = self.recrawl.after(request, lease.recrawl and bool(request.meta.get(HELD)),
+                                          self.stats)
+        self.sync.release(self.book.done(lease, fate, self.politeness.delay(download), schedule),
                           lease.partition)
         self.stats.inc_value("frontier/released")
         self.sync.ask()
@@ -316,7 +340,22 @@ class FrontierScheduler:
     def _wake(self):
         internals.wake(self.crawler)
 
+    def _replan(self):
+        """The recrawl plan again, from the schedule's population (a read of
+        Redis, in a thread)."""
+        d = threads.deferToThread(self.recrawl.replan)
+        d.addErrback(lambda f: logger.warning("recrawl plan not renewed: %s", f.getErrorMessage()))
+        return d
+
     def _summary(self) -> str:
         keys = ("enqueue_requests", "added", "duplicates", "leased", "released",
                 "returned", "expired_leases", "redis_writes", "redis_commands")
         return ", ".join(f"{k}={self.stats.get_value('frontier/' + k, 0)}" for k in keys)
+
+
+def _is_record(record) -> bool:
+    """A recrawl record as Recrawl writes it: [state, ETag, Last-Modified, digest]."""
+    from crawlproj.recrawl.state import SIZE
+    return (isinstance(record, list) and len(record) == 4 and isinstance(record[0], bytes)
+            and len(record[0]) == SIZE and isinstance(record[1], str)
+            and isinstance(record[2], int) and isinstance(record[3], bytes))

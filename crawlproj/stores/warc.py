@@ -52,6 +52,8 @@ WARC_SUFFIX = ".warc.gz"
 CDXJ_SUFFIX = ".cdxj"
 GZIP_LEVEL = 6
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+# a 304 to a conditional GET (WARC 1.1 §6.7.2): the server said the page is unchanged
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
 _http_parser = StatusAndHeadersParser([], verify=False)
 
@@ -212,8 +214,9 @@ class WarcWriter:
         return self.current
 
     def write(self, ex: Exchange, revisit_of: dict | None = None) -> None:
-        """Write one exchange; revisit_of = {"url", "date"?} writes a revisit
-        record (headers only) for a duplicate found by the content-seen test."""
+        """Write one exchange; revisit_of = {"url", "date"?, "profile"?} writes
+        a revisit record (headers only): for a duplicate found by the
+        content-seen test, or (profile NOT_MODIFIED_PROFILE) a 304."""
         wf = self.open()
         date = warc_date(ex.started)
         builder = WARCWriter(None, warc_version="1.1")
@@ -222,7 +225,9 @@ class WarcWriter:
             resp_headers["WARC-IP-Address"] = ex.ip
         http = _http_headers(ex.response_head)
         if revisit_of:
-            resp_headers["WARC-Profile"] = REVISIT_PROFILE
+            resp_headers["WARC-Profile"] = revisit_of.get("profile", REVISIT_PROFILE)
+            if resp_headers["WARC-Profile"] == NOT_MODIFIED_PROFILE:
+                del resp_headers["WARC-Payload-Digest"]  # a 304 has no payload
             resp_headers["WARC-Refers-To-Target-URI"] = revisit_of["url"]
             if revisit_of.get("date"):
                 resp_headers["WARC-Refers-To-Date"] = revisit_of["date"]
