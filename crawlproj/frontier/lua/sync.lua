@@ -231,6 +231,7 @@ local function unlease(host, delay_ms)
   redis.call('ZREM', LEASES, host)
   local at = now + delay_ms
   if redis.call('ZCARD', queue(host)) > 0 then
+    redis.call('ZREM', IDLE, host)  -- no politeness time of an earlier turn stays
     redis.call('ZADD', HEAP, at, host)
     return
   end
