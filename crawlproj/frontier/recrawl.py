@@ -60,6 +60,10 @@ STORED, HELD, OBSERVED = "rc", "_rc", "_recrawl_obs"
 # An ETag longer than this is not kept (nor sent): its bytes would cost more
 # in Redis than the page saves.
 MAX_ETAG = 128
+# The plan's intervals start a quarter shorter than the budget allows: pages
+# come due a little faster than the token bucket lets them go, so that the
+# budget is what limits the crawl and it is spent (steer() follows the spend).
+BOOST_START = 1.25
 # statuses after which a page leaves the schedule: redirects and gone pages
 _GONE = frozenset(range(300, 400)) | (frozenset(range(400, 500)) - {408, 429})
 
@@ -151,6 +155,13 @@ class Recrawl:
         self.min_interval, self.max_interval = min_interval, max_interval
         self.strategy, self.period, self.periods = strategy, period, periods
         self.pages = 0                       # in the schedule, at the last plan
+        # Feedback on the spend: the plan's intervals are divided by boost,
+        # raised while the crawl spends less than the budget (intervals the
+        # bounds clamp, pages gone, a first pass) and lowered slowly while the
+        # token bucket binds, so that the budget is spent and the plan's
+        # proportions between buckets are kept.
+        self.boost = BOOST_START
+        self._leased: tuple[float, int] | None = None  # (wall time, leases) at the last plan
         self._interval: dict[int, float] = {}  # bucket -> seconds (crawl clock)
 
     @classmethod
@@ -188,10 +199,30 @@ class Recrawl:
             new += int(replies[2 * i + 1] or 0)
         return counts, max(0, new)
 
+    def leased(self) -> int:
+        ks = self.frontier.keyspace
+        pipe = self.frontier.redis.pipeline(transaction=False)
+        for p in range(ks.partitions):
+            pipe.hget(ks.stats(p), "leased")
+        return sum(int(x or 0) for x in pipe.execute())
+
+    def steer(self, leased: int, at: float) -> None:
+        """Adjust boost from the leases of the whole crawl since the last call."""
+        last, self._leased = self._leased, (at, leased)
+        if last is None or at - last[0] <= 0:
+            return
+        spent = (leased - last[1]) / (at - last[0])        # fetches per wall second
+        budget = self.budget * self.scale
+        if spent < 0.97 * budget:
+            self.boost = min(64.0, self.boost * min(2.0, budget / max(spent, budget / 2.0)))
+        else:
+            self.boost = max(1.0, self.boost * 0.97)
+
     def replan(self) -> None:
         """The plan of the policy in force for the schedule as it is now
         (read from Redis: call it off the reactor thread)."""
         counts, new = self.population()
+        self.steer(self.leased(), time.time())
         self.set_plan(counts, new)
 
     def set_plan(self, counts: dict[int, int], new: int) -> None:
@@ -290,7 +321,7 @@ class Recrawl:
         page = Request(request.url, meta=meta)
         host = self.frontier_host(request.url)
         payload = codec.encode(page, host=host)
-        return Schedule(self.interval(new) / self.scale, payload, old, new)
+        return Schedule(self.interval(new) / self.boost / self.scale, payload, old, new)
 
     @staticmethod
     def frontier_host(url: str) -> str:
