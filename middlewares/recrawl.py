@@ -16,9 +16,7 @@ of the raw body and a 3xx or 5xx is seen as such.
 
 from __future__ import annotations
 
-from scrapy.exceptions import NotConfigured
-
-from crawlproj.frontier.recrawl import HELD, OBSERVED, conditional_headers, observe
+from crawlproj.recrawl.record import HELD, OBSERVED, conditional_headers, observe
 
 
 class RecrawlMiddleware:
@@ -27,8 +25,7 @@ class RecrawlMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler):
-        if not crawler.settings.getbool("RECRAWL_ENABLED"):
-            raise NotConfigured
+        # loaded always, idle unless the scheduler marks requests (RECRAWL_ENABLED)
         return cls(crawler.stats)
 
     def process_request(self, request, spider=None):

@@ -505,7 +505,7 @@ DOWNLOADER_MIDDLEWARES = {
     # redirects and retries, so it sees every response they consume
     "middlewares.record.RecordMiddleware": 950,
     # continuous crawling: conditional GET from a page's recrawl record, and
-    # the fetch's outcome for its change-rate estimate (on with RECRAWL_ENABLED)
+    # the fetch's outcome for its change-rate estimate (idle unless RECRAWL_ENABLED)
     "middlewares.recrawl.RecrawlMiddleware": 945,
     # CRAWL_PROXY as the request's proxy, for Scrapy's HttpProxyMiddleware (750)
     "middlewares.proxy.ProxyMiddleware": 740,

@@ -33,12 +33,9 @@ No Scrapy beyond request meta; Redis only to read the schedule's population.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import time
-from dataclasses import dataclass
-from email.utils import formatdate
 
 import numpy as np
 from scrapy import Request
@@ -50,16 +47,11 @@ from crawlproj.recrawl import buckets
 from crawlproj.recrawl.estimate import parse_http_date
 from crawlproj.recrawl.policies import POLICIES, PolicyError, plan
 from crawlproj.recrawl.population import Population
+from crawlproj.recrawl.record import HELD, OBSERVED, STORED, Fetch
 from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
 
 logger = logging.getLogger(__name__)
 
-# request meta: the recrawl record of a scheduled page, as stored ("rc") and
-# as trusted on a recrawl lease ("_rc", never stored); the fetch's outcome
-STORED, HELD, OBSERVED = "rc", "_rc", "_recrawl_obs"
-# An ETag longer than this is not kept (nor sent): its bytes would cost more
-# in Redis than the page saves.
-MAX_ETAG = 128
 # The plan's intervals start a quarter shorter than the budget allows: pages
 # come due a little faster than the token bucket lets them go, so that the
 # budget is what limits the crawl and it is spent (steer() follows the spend).
@@ -70,37 +62,6 @@ _GONE = frozenset(range(300, 400)) | (frozenset(range(400, 500)) - {408, 429})
 
 class RecrawlSettingsError(CrawlprojError):
     pass
-
-
-@dataclass(frozen=True)
-class Fetch:
-    """What middlewares/recrawl.py saw of a page's response."""
-    status: int
-    etag: str
-    last_modified: str | None
-    date: str | None
-    digest: bytes
-    at: float          # wall-clock seconds
-
-
-def observe(response) -> Fetch:
-    h = response.headers
-    etag = (h.get(b"ETag") or b"").decode("latin-1")
-    lm = h.get(b"Last-Modified")
-    date = h.get(b"Date")
-    return Fetch(response.status, etag if len(etag) <= MAX_ETAG else "",
-                 lm.decode("latin-1") if lm else None, date.decode("latin-1") if date else None,
-                 hashlib.sha1(response.body).digest()[:8], time.time())
-
-
-def conditional_headers(record) -> dict[str, str]:
-    """If-None-Match / If-Modified-Since from a page's recrawl record."""
-    out = {}
-    if record[1]:
-        out["If-None-Match"] = record[1]
-    if record[2]:
-        out["If-Modified-Since"] = formatdate(record[2], usegmt=True)
-    return out
 
 
 def live_bucket(state: RecrawlState) -> int:

@@ -36,10 +36,11 @@ from crawlproj.frontier.admission import RecentURLs, Refused, Trap, admit
 from crawlproj.frontier.frontier import Frontier, Host
 from crawlproj.frontier.leases import FETCHING, LeaseBook
 from crawlproj.frontier.politeness import Politeness, retry_after
-from crawlproj.frontier.recrawl import HELD, STORED, Recrawl
+from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
+from crawlproj.recrawl.record import HELD, STORED
 from crawlproj.redisconn import embedded_restarter, get_redis
 from crawlproj.redisguard import RedisGuard
 from crawlproj.robots import ROBOTS_FOR
