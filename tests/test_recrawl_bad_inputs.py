@@ -25,6 +25,7 @@ import pytest
 import redis
 
 from crawlproj.keyspace import Keyspace
+from crawlproj.stores.warc import NOT_MODIFIED_PROFILE
 from crawlproj.urls import host_of
 from tests.loopback import QuietHandler, close, serve
 from tests.test_bad_inputs import one_line, scrapy
@@ -70,6 +71,19 @@ class Site(QuietHandler):
         return self.reply(200, page.encode(), headers)
 
 
+def warc_revisits(root: Path) -> list[tuple[str, str]]:
+    """(target URI, profile) of every revisit record in the WARC files under root."""
+    from warcio.archiveiterator import ArchiveIterator
+    out = []
+    for path in root.rglob("*.warc.gz"):
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f):
+                if rec.rec_type == "revisit":
+                    out.append((rec.rec_headers.get_header("WARC-Target-URI"),
+                                rec.rec_headers.get_header("WARC-Profile")))
+    return out
+
+
 @pytest.mark.e2e
 def test_bad_input_pages_are_handled_and_starve_no_other_page(redis_url, tmp_path):
     Site.hits = Counter()
@@ -108,13 +122,21 @@ def test_bad_input_pages_are_handled_and_starve_no_other_page(redis_url, tmp_pat
         # the others are fetched again and again; /static comes back 304 to
         # its conditional GET, the pages whose ETag changes never do
         assert "'recrawl/not_modified'" in text
+        # each 304 is in the WARC as a revisit record, server-not-modified
+        revisits = warc_revisits(tmp_path / "data")
+        paths = {uri[len(origin):] for uri, _ in revisits}
+        # the pages with a stable ETag; never those whose ETag or content changes
+        assert "/static" in paths and paths <= {"/static", "/future-lm", "/bad-lm",
+                                                "/moved-here"}, paths
+        assert {profile for _, profile in revisits} == {NOT_MODIFIED_PROFILE}
     finally:
         close(server)
 
 
 def test_a_misspelt_recrawl_policy_is_refused_in_one_line(tmp_path):
+    # refused whether the crawl is continuous or not: the setting is wrong
     run = scrapy("crawl", "web", "-a", "seeds=http://www.example.org/",
-                 "-s", "RECRAWL_POLICY=optimall", "-s", "RECRAWL_ENABLED=True",
+                 "-s", "RECRAWL_POLICY=optimall",
                  env_extra={"CRAWL_DATA_DIR": str(tmp_path)})
     assert run.returncode == 2, run.stderr
     assert one_line(run) == ("crawlproj: RECRAWL_POLICY 'optimall' is not one of uniform, "
