@@ -34,6 +34,8 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
     heap ready leases idle  ZSETs  the frontier's host states  (frontier/lua/sync.lua)
     lease pending pend      the host and URL leases             (frontier/lua/sync.lua)
     q:<host> p:<host>       a host's back queue and payloads    (frontier/lua/sync.lua)
+    d:<host> rready         a host's recrawl queue, hosts with a recrawl due (sync.lua)
+    rbuckets budget         pages per change-rate bucket, the recrawl budget's tokens
     hosts fails stats       hosts seen, backoff counts, counters (frontier/lua/sync.lua)
     hostpages               HASH   URLs leased per host: the trap guard's page budget
     control                 HASH   the crawl's control (pause, stop: server ms), which
@@ -325,6 +327,14 @@ class Keyspace:
                                    "budget is on: host -> count.")
     queues_pattern = _pattern("q:")
     payloads_pattern = _pattern("p:")
+    # continuous crawling (docs/recrawl.md, "The live crawl")
+    recrawl_queue = _member_key("d:", "A host's recrawl queue: fingerprint -> due time (ms); "
+                                      "the payloads are in p:<host>.")
+    recrawl_ready = _key("rready", "Hosts with a recrawl due, politeness allowing, by due time.")
+    rate_buckets = _key("rbuckets", "Pages in the recrawl schedule per change-rate bucket: "
+                                    "bucket -> count.")
+    budget = _key("budget", "The recrawl budget's token bucket: t (tokens), at (ms).")
+    recrawl_queues_pattern = _pattern("d:")
 
     # -- the DUE (due/lua/seen.lua) ---------------------------------------------
 

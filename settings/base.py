@@ -152,6 +152,27 @@ RANKER_EVERY_PAGES = 0
 RANKER_TICK = 5.0
 RANKER_LOCK_TTL = 60.0
 
+# Continuous crawling [WebFountain §3; Mercator §3 "continuous crawling";
+# docs/recrawl.md, "The live crawl"]: every fetched page goes back to its
+# host's recrawl queue, due again after its change-rate bucket's interval in
+# the plan of RECRAWL_POLICY; the crawl does not finish on its own (Ctrl-C,
+# SIGTERM or CLOSESPIDER_TIMEOUT stop it; the same CRAWL_ID resumes it), and
+# RECRAWL_BUDGET caps the fetches of all workers together. Off: every page
+# once, the crawl ends when the frontier is empty. `settings.incremental`.
+RECRAWL_ENABLED = False
+# Seconds of the recrawl model's clock per wall-clock second: 1 on the real
+# web; 86400 / day_seconds on a simulated web whose day lasts day_seconds, so
+# that rates, buckets (a year to a minute) and intervals are simulated time.
+RECRAWL_TIME_SCALE = 1.0
+# A page's recrawl interval stays within these, seconds of the model's clock
+# (Nutch's db.fetch.interval bounds: 60 s to 90 days); a page the plan gives
+# nothing (changing too fast for the budget) is fetched at the longest.
+RECRAWL_MIN_INTERVAL = 60.0
+RECRAWL_MAX_INTERVAL = 90 * 86400.0
+# Wall-clock seconds between two computations of the plan from the schedule's
+# population (pages per change-rate bucket, in Redis), in each worker.
+RECRAWL_PLAN_INTERVAL = 10.0
+
 # Recrawling [WebFountain §3-5; crawlproj/recrawl, docs/recrawl.md]. The policy
 # that spreads the recrawl budget over the change-rate buckets: uniform (every
 # page at one interval), adaptive (Nutch's AdaptiveFetchSchedule: x0.8 after a
@@ -503,6 +524,9 @@ DOWNLOADER_MIDDLEWARES = {
     # metadata, crawl log): next to the downloader, below compression,
     # redirects and retries, so it sees every response they consume
     "middlewares.record.RecordMiddleware": 950,
+    # continuous crawling: conditional GET from a page's recrawl record, and
+    # the fetch's outcome for its change-rate estimate (idle unless RECRAWL_ENABLED)
+    "middlewares.recrawl.RecrawlMiddleware": 945,
     # CRAWL_PROXY as the request's proxy, for Scrapy's HttpProxyMiddleware (750)
     "middlewares.proxy.ProxyMiddleware": 740,
     # last before the download: a request whose frontier lease this worker

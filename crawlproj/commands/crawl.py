@@ -62,6 +62,7 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.due.urlseen import DueConfig
         from crawlproj.frontier.frontier import join
         from crawlproj.monitor.heartbeat import monitor_interval
+        from crawlproj.frontier.recrawl import check_settings as check_recrawl
         from crawlproj.prioritizers import prioritizer_class
         from crawlproj.scope import scope_mode
         from crawlproj.seeds import read_seeds
@@ -78,6 +79,7 @@ class Command(ScrapyCrawlCommand):
             scope_mode(spargs["scope"], "scope")
         scope_mode(self.settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
         prioritizer_class(self.settings.get("FRONTIER_PRIORITIZER"))
+        check_recrawl(self.settings)
         DueConfig.from_settings(self.settings)
         monitor_interval(self.settings)
         AllowList.from_settings(self.settings)

@@ -44,6 +44,9 @@ _TRANSIENT_META = ("download_slot", "download_latency", "download_timeout", "pro
 # with "_".
 _UNTRUSTED_META = ("bindaddress", "download_maxsize", "download_warnsize",
                    "dont_obey_robotstxt", "max_retry_times")
+# headers of one download, never stored: a recrawl's conditional GET
+# (middlewares/recrawl.py) sets them anew from the page's record each time
+_TRANSIENT_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 # headers a payload may not set: credentials, and what names the server
 _UNTRUSTED_HEADERS = {b"host", b"authorization", b"proxy-authorization", b"cookie"}
 # A payload is a URL, a Referer tail, a little meta: 64 KiB is far above any.
@@ -91,6 +94,8 @@ def encode(request: Request, spider=None, host: str | None = None) -> bytes:
         out["m"] = small.pop("meta")
     headers = small.pop("headers", None)
     if headers:
+        for name in _TRANSIENT_HEADERS:
+            headers.pop(name, None)
         referer = headers.get(b"Referer")
         if referer and len(referer) == 1:
             del headers[b"Referer"]

@@ -84,6 +84,7 @@ class URL:
     PENDING = "pending"  # stays leased by itself until its page is done
     DONE = "done"        # its page is done: the lease ends
     RETURN = "return"    # back to its host's queue, unfetched
+    RECRAWL = "recrawl"  # its page is done, and due again (continuous crawling)
 
 
 class Release(NamedTuple):
@@ -93,6 +94,10 @@ class Release(NamedTuple):
     url_fate: str = URL.NONE
     delay_ms: int = 0    # the host's politeness wait
     wait_ms: int = -1    # BUSY: the server's Retry-After; -1: none, back off
+    due_ms: int = 0      # RECRAWL: due again this long from now
+    payload: bytes = b""  # RECRAWL: the request and its recrawl state
+    old_bucket: int = -1  # the page's change-rate bucket before (-1: not scheduled) ...
+    new_bucket: int = -1  # ... and after (rbuckets counts the schedule's pages per bucket)
 
 
 @dataclass
@@ -112,6 +117,8 @@ class Batch:
         # of 3.5 us per link, round trip included).
         out = [frontier.lease_ttl_ms, frontier.backoff_base_ms, frontier.backoff_max_ms,
                frontier.backoff_after, frontier.host_max_queued, frontier.host_max_pages,
+               repr(frontier.budget_per_partition), repr(frontier.budget_burst),
+               repr(frontier.new_share),
                msgpack.packb([x for e in self.enqueue for x in e], use_bin_type=False)
                if self.enqueue else ""]
         out.append(len(self.release))
@@ -134,6 +141,7 @@ class Leased:
     score: float
     payload: bytes
     partition: int
+    recrawl: bool = False  # from the host's recrawl queue (fetched before)
 
 
 @dataclass
@@ -158,6 +166,10 @@ class Result:
     pending: int = 0     # URLs downloaded, host released, page not yet done
     paused: int = 0      # server ms the crawl was paused at; 0: not paused
     stopped: int = 0     # server ms of the crawl's last stop; 0: none
+    scheduled: int = 0   # URLs in recrawl queues (continuous crawling)
+    rready: int = 0      # hosts with a recrawl due, politeness allowing
+    leased_recrawl: int = 0  # of the leases of this answer, recrawls
+    budget_waits: int = 0    # 1: ready hosts waited for the recrawl budget
     lost: list = field(default_factory=list)  # tokens whose renewal found no lease
 
 
@@ -167,7 +179,8 @@ class Frontier:
     def __init__(self, redis, keyspace: Keyspace, lease_ttl: float = 30.0,
                  backoff_base: float = 5.0, backoff_max: float = 3600.0,
                  backoff_after: int = 3, due: DueConfig | None = None,
-                 host_max_queued: int = 0, host_max_pages: int = 0):
+                 host_max_queued: int = 0, host_max_pages: int = 0,
+                 budget: float = 0.0, new_share: float = 0.0):
         self.redis = redis
         self.keyspace = keyspace
         self.crawl_id = keyspace.crawl_id
@@ -181,6 +194,12 @@ class Frontier:
         # the trap guard's per-host budgets, counted here for the whole crawl
         self.host_max_queued = int(host_max_queued)
         self.host_max_pages = int(host_max_pages)
+        # the recrawl budget (fetches per second, whole crawl; 0 = none): each
+        # partition spends its share through its own token bucket, a second's
+        # worth deep (at least one fetch)
+        self.budget_per_partition = float(budget) / self.partitions
+        self.budget_burst = max(1.0, self.budget_per_partition)
+        self.new_share = float(new_share)
         # the URL-seen test [Mercator §3.2], in the same partitions (docs/due.md)
         self.due = URLSeen(redis, keyspace, due)
         self._sha = None
@@ -199,6 +218,8 @@ class Frontier:
             due=DueConfig.from_settings(settings),
             host_max_queued=settings.getint("TRAPGUARD_HOST_MAX_QUEUED"),
             host_max_pages=settings.getint("TRAPGUARD_HOST_MAX_PAGES"),
+            budget=settings.getfloat("RECRAWL_BUDGET") if settings.getbool("RECRAWL_ENABLED") else 0.0,
+            new_share=settings.getfloat("RECRAWL_NEW_SHARE"),
         )
 
     # -- building entries -------------------------------------------------
@@ -256,7 +277,7 @@ class Frontier:
     def _result(p: int, reply) -> Result:
         now, flat, counts, lost = reply
         leased = [Leased(flat[i].decode(), flat[i + 1].decode(), float(flat[i + 2]),
-                         flat[i + 3], p) for i in range(0, len(flat), 4)]
+                         flat[i + 3], p, flat[i + 4] == b"r") for i in range(0, len(flat), 5)]
         named = {counts[i].decode(): int(counts[i + 1]) for i in range(0, len(counts), 2)}
         return Result(int(now), leased, **named, lost=[t.decode() for t in lost])
 
@@ -359,6 +380,7 @@ class Frontier:
             "hosts_waiting": waiting,
             "hosts_leased": sum(r.leases for r in results.values()),
             "pages_pending": sum(r.pending for r in results.values()),
+            "recrawls_scheduled": sum(r.scheduled for r in results.values()),
             "oldest_lease_age_s": None if oldest is None
             else max(0.0, (now - (oldest - self.lease_ttl_ms)) / 1000.0),
             "counters": totals,
@@ -383,4 +405,5 @@ class Frontier:
         return totals
 
     def is_empty(self, results: dict[int, Result]) -> bool:
-        return all(r.queued == 0 and r.leases == 0 and r.pending == 0 for r in results.values())
+        return all(r.queued == 0 and r.leases == 0 and r.pending == 0 and r.scheduled == 0
+                   for r in results.values())

@@ -39,6 +39,18 @@ from crawlproj.frontier.politeness import Download
 QUEUED, FETCHING, ENDED = "queued", "fetching", "ended"
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """What becomes of a page in a continuous crawl when it is done: due again
+    in `due` seconds with `payload` (its request and recrawl state), or, with
+    no payload, out of the schedule (gone); its change-rate bucket before and
+    after (-1: none), for the schedule's population."""
+    due: float
+    payload: bytes
+    old_bucket: int = -1
+    new_bucket: int = -1
+
+
 @dataclass(eq=False)
 class Lease:
     host: str
@@ -49,6 +61,7 @@ class Lease:
     state: str = QUEUED
     download: Download = field(default_factory=Download)
     deadline: float = math.inf  # time.monotonic() by which the frontier may take it back
+    recrawl: bool = False  # from the host's recrawl queue: the page was fetched before
 
 
 class LeaseBook:
@@ -78,7 +91,8 @@ class LeaseBook:
             return [Release(x.host, x.token, Host.FREE, URL.RETURN) for x in leased]
         for x in leased:
             lease = self._leases[x.partition, x.token] = Lease(
-                x.host, x.token, x.partition, x.score, x.payload, deadline=deadline)
+                x.host, x.token, x.partition, x.score, x.payload, deadline=deadline,
+                recrawl=x.recrawl)
             self._queue.append(lease)
         return []
 
@@ -127,16 +141,23 @@ class LeaseBook:
         self.fetching -= 1
         return [Release(lease.host, lease.token, fate, URL.PENDING, int(delay * 1000), wait_ms)]
 
-    def done(self, lease: Lease, fate: str = Host.FREE, delay: float = 0.0) -> list[Release]:
+    def done(self, lease: Lease, fate: str = Host.FREE, delay: float = 0.0,
+             schedule: Schedule | None = None) -> list[Release]:
         """The engine is done with the lease's page (its links are sent): the
-        URL's lease ends. A lease whose download never ended (dropped before
-        the downloader, or a payload no worker can read) ends its host's turn
-        too, with fate and delay."""
+        URL's lease ends, or, in a continuous crawl, the URL goes to its
+        host's recrawl queue as schedule says. A lease whose download never
+        ended (dropped before the downloader, or a payload no worker can
+        read) ends its host's turn too, with fate and delay."""
         del self._leases[lease.partition, lease.token]
+        url_fate, tail = URL.DONE, ()
+        if schedule is not None:
+            url_fate = URL.RECRAWL if schedule.payload else URL.DONE
+            tail = (int(schedule.due * 1000), schedule.payload, schedule.old_bucket,
+                    schedule.new_bucket)
         if lease.state == FETCHING:
             self.fetching -= 1
-            return [Release(lease.host, lease.token, fate, URL.DONE, int(delay * 1000))]
-        return [Release(lease.host, lease.token, Host.NONE, URL.DONE)]
+            return [Release(lease.host, lease.token, fate, url_fate, int(delay * 1000), -1, *tail)]
+        return [Release(lease.host, lease.token, Host.NONE, url_fate, 0, -1, *tail)]
 
     def returned(self, lease: Lease, fate: str, delay: float, wait_ms: int = -1) -> list[Release]:
         """The lease's turn with its host went to another download (its

@@ -29,6 +29,7 @@ import uuid
 
 from scrapy import signals
 from scrapy.utils.defer import deferred_from_coro
+from twisted.internet import task, threads
 
 from crawlproj import internals
 from crawlproj.frontier import codec
@@ -36,9 +37,11 @@ from crawlproj.frontier.admission import RecentURLs, Refused, Trap, admit
 from crawlproj.frontier.frontier import Frontier, Host
 from crawlproj.frontier.leases import FETCHING, LeaseBook
 from crawlproj.frontier.politeness import Politeness, retry_after
+from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
+from crawlproj.recrawl.record import HELD, STORED
 from crawlproj.redisconn import embedded_restarter, get_redis
 from crawlproj.redisguard import RedisGuard
 from crawlproj.robots import ROBOTS_FOR
@@ -97,6 +100,10 @@ class FrontierScheduler:
         self._returning: dict = {}
         self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
         self._said_expired = False
+        # continuous crawling (RECRAWL_ENABLED): pages go back with a due time
+        self.recrawl = Recrawl.from_settings(s, frontier)
+        self.plan_interval = s.getfloat("RECRAWL_PLAN_INTERVAL")
+        self._replanning = None
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -116,6 +123,11 @@ class FrontierScheduler:
         if self.transfer_cap:
             internals.raise_download_limit(self.crawler, ENGINE_SLACK * self.transfer_cap)
         RedisGuard.of(self.crawler).watch(self.sync.commit)
+        if self.recrawl is not None:
+            self._replanning = task.LoopingCall(self._replan)
+            self._replanning.start(self.plan_interval, now=True)
+            logger.info("Continuous crawl: policy %s, budget %g fetches/s", self.recrawl.policy,
+                        self.recrawl.budget * self.recrawl.scale)
         logger.info("Frontier opened: crawl %r, %d partition(s), worker %s, prioritizer %s",
                     self.frontier.crawl_id, self.frontier.partitions, self.worker_id,
                     type(self.prioritizer).__name__)
@@ -123,6 +135,8 @@ class FrontierScheduler:
 
     def close(self, reason):
         """Give back what this worker holds but has not finished, then flush."""
+        if self._replanning is not None and self._replanning.running:
+            self._replanning.stop()
         releases = self.book.give_back()
         self.stats.inc_value("frontier/returned", sum(1 for r in releases if r.url_fate))
         self._inflight.clear()
@@ -134,6 +148,8 @@ class FrontierScheduler:
     def has_pending_requests(self) -> bool:
         if self.sync.paused:
             return True  # a paused crawl waits for its resume, not for work
+        if self.recrawl is not None:
+            return True  # a continuous crawl does not finish on its own
         if len(self.book) or not self.sync.idle_close or not self.sync.known():
             return True
         # other workers' leases may bring new URLs; a crawl not started yet, its seeds
@@ -182,9 +198,14 @@ class FrontierScheduler:
                 self.stats.inc_value(f"frontier/undecodable/{getattr(exc, 'reason', 'format')}")
                 self.sync.release(self.book.done(lease), lease.partition)
                 continue
-            # the page's importance as the frontier saw it, for its links'
-            # scores (middlewares/linkcontext.py) and for retries/redirects
-            request.meta["frontier_score"] = lease.score
+            record = request.meta.pop(STORED, None)  # trusted only from a recrawl queue
+            if self.recrawl is not None:
+                request.meta[HELD] = record if lease.recrawl and _is_record(record) else None
+            if not lease.recrawl:
+                # the page's importance as the frontier saw it, for its links'
+                # scores (middlewares/linkcontext.py) and for retries/redirects
+                # (a recrawl's score is its due time)
+                request.meta["frontier_score"] = lease.score
             self._inflight[request] = lease
             return request
         return None
@@ -316,7 +337,11 @@ class FrontierScheduler:
             self.sync.ask()
             return
         fate, wait_ms = self.politeness.host_fate(download)
-        self.sync.release(self.book.done(lease, fate, self.politeness.delay(download)),
+        schedule = None
+        if self.recrawl is not None:
+            schedule = self.recrawl.after(request, lease.recrawl and bool(request.meta.get(HELD)),
+                                          self.stats)
+        self.sync.release(self.book.done(lease, fate, self.politeness.delay(download), schedule),
                           lease.partition)
         self.stats.inc_value("frontier/released")
         self.sync.ask()
@@ -343,8 +368,22 @@ class FrontierScheduler:
         """The crawl was stopped: close as on Ctrl-C; close() gives back every lease."""
         if self.spider is not None:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason="stopped"))
+    def _replan(self):
+        """The recrawl plan again, from the schedule's population (a read of
+        Redis, in a thread)."""
+        d = threads.deferToThread(self.recrawl.replan)
+        d.addErrback(lambda f: logger.warning("recrawl plan not renewed: %s", f.getErrorMessage()))
+        return d
 
     def _summary(self) -> str:
         keys = ("enqueue_requests", "added", "duplicates", "leased", "released",
                 "returned", "expired_leases", "redis_writes", "redis_commands")
         return ", ".join(f"{k}={self.stats.get_value('frontier/' + k, 0)}" for k in keys)
+
+
+def _is_record(record) -> bool:
+    """A recrawl record as Recrawl writes it: [state, ETag, Last-Modified, digest]."""
+    from crawlproj.recrawl.state import SIZE
+    return (isinstance(record, list) and len(record) == 4 and isinstance(record[0], bytes)
+            and len(record[0]) == SIZE and isinstance(record[1], str)
+            and isinstance(record[2], int) and isinstance(record[3], bytes))

@@ -36,7 +36,7 @@ from crawlproj.stores.common import warc_dir, worker_id
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.signals import exchange_recorded
 from crawlproj.stores.storage import make_storage
-from crawlproj.stores.warc import WarcWriter, recover, warc_date
+from crawlproj.stores.warc import NOT_MODIFIED_PROFILE, WarcWriter, recover, warc_date
 
 logger = logging.getLogger(__name__)
 STORE = "content store"
@@ -167,7 +167,10 @@ class WarcPipeline:
         if 200 <= exchange.status < 300 and not exchange.robots:
             self.pending[exchange.url].append((exchange, time.monotonic()))
             return
-        await maybe_deferred_to_future(self._write(exchange))
+        revisit = None
+        if exchange.status == 304:  # a conditional GET's answer: unchanged
+            revisit = {"url": exchange.url, "profile": NOT_MODIFIED_PROFILE}
+        await maybe_deferred_to_future(self._write(exchange, revisit))
 
     def _take(self, url) -> Exchange | None:
         queue = self.pending.get(url)

@@ -6,6 +6,7 @@ Edwards, McCurley & Tomlin 2001 (WebFountain) §4-5 and the work it builds on
 - ``buckets``: the one-byte change-rate bucket <-> rate mapping;
 - ``estimate``: change-rate estimators from fetch observations;
 - ``state``: the small per-URL recrawl state record and its update;
+- ``record``: a scheduled page's recrawl record and what a fetch shows of it;
 - ``freshness``: closed forms of a page's expected freshness;
 - ``population``: pages per bucket, the input of a plan;
 - ``policies``: uniform, adaptive (Nutch), optimal (Lagrange) and webfountain plans;

@@ -56,6 +56,8 @@ REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-dig
 # record whose HTTP response head was not received as such but rebuilt from
 # Scrapy's parsed response (docs/stores.md).
 HEAD_REBUILT = "Crawlproj-HTTP-Head"
+# a 304 to a conditional GET (WARC 1.1 §6.7.2): the server said the page is unchanged
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
 _http_parser = StatusAndHeadersParser([], verify=False)
 
@@ -224,11 +226,12 @@ class WarcWriter:
         return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{self.crawl_id} {date} {url}')}>"
 
     def write(self, ex: Exchange, revisit_of: dict | None = None) -> None:
-        """Write one exchange; revisit_of = {"url", "date"?} writes a revisit
-        record (headers only) for a duplicate found by the content-seen test:
-        date is the WARC-Date of the response record of url that holds the
-        payload (the content-seen test's capture), which the revisit names
-        with WARC-Refers-To-Date and WARC-Refers-To."""
+        """Write one exchange; revisit_of = {"url", "date"?, "profile"?} writes
+        a revisit record (headers only): for a duplicate found by the
+        content-seen test, date is the WARC-Date of the response record of url
+        that holds the payload (the content-seen test's capture), which the
+        revisit names with WARC-Refers-To-Date and WARC-Refers-To; with
+        profile NOT_MODIFIED_PROFILE, for a 304 to a conditional GET."""
         wf = self.open()
         date = warc_date(ex.started)
         builder = WARCWriter(None, warc_version="1.1")
@@ -239,7 +242,9 @@ class WarcWriter:
             resp_headers[HEAD_REBUILT] = "rebuilt"
         http = _http_headers(ex.response_head)
         if revisit_of:
-            resp_headers["WARC-Profile"] = REVISIT_PROFILE
+            resp_headers["WARC-Profile"] = revisit_of.get("profile", REVISIT_PROFILE)
+            if resp_headers["WARC-Profile"] == NOT_MODIFIED_PROFILE:
+                del resp_headers["WARC-Payload-Digest"]  # a 304 has no payload
             resp_headers["WARC-Refers-To-Target-URI"] = revisit_of["url"]
             if revisit_of.get("date"):
                 resp_headers["WARC-Refers-To-Date"] = revisit_of["date"]

@@ -11,6 +11,10 @@
 --           by some worker (weak politeness: one connection per host).
 --   idle    ZSET host -> next-contact time (ms); no queued URL, not leased. Kept
 --           until that time passes so a refilled queue still waits its turn.
+--           A host on the heap with no new URL, waiting for a recrawl's due
+--           time, is also here: its politeness time, for a new URL that comes.
+--   rready  ZSET host -> due time of its earliest due recrawl; its time has come
+--           (continuous crawling: beside ready, which holds never-crawled URLs).
 -- A host's lease ends when its download ends, but the URL's does not: until the
 -- worker has committed the page's links, the URL stays leased by itself, so
 -- that a worker dying mid-page loses nothing while the host is already back on
@@ -19,6 +23,10 @@
 -- and per host:
 --   q:<host> ZSET fingerprint -> score (lower = sooner): the host's back queue.
 --   p:<host> HASH fingerprint -> payload: the queued requests themselves.
+--   d:<host> ZSET fingerprint -> due time (ms): the host's recrawl queue, pages
+--           fetched before and due again (WebFountain §3: per site, one queue
+--           of URLs never crawled and one of URLs to recrawl); their payloads
+--           are in p:<host> too (a fingerprint is in one of q and d at most).
 -- Keying the queue by fingerprint lets a URL be found again when another link
 -- to it is seen (its score may improve: backlink counts, OPIC cash) and lets
 -- the ranker rewrite scores without moving payloads (rescore.lua).
@@ -36,7 +44,10 @@
 --          0 = none: a new URL of a host with host_max_queued URLs queued, or
 --          with host_max_pages URLs leased so far plus queued, is refused; the
 --          leases are counted per host in hostpages, only while that budget is
---          on), then four sections:
+--          on), then the recrawl budget: fetches per second for this
+--          partition (0 = none), the token bucket's depth, and the share of
+--          leases for never-crawled URLs when both kinds are ready; then four
+--          sections:
 --   enqueue: one msgpack array (or ''), 8 fields per URL:
 --            host, fingerprint, aux, score, payload, force, bump, first
 --            aux: what the DUE's seen test needs besides the fingerprint
@@ -45,7 +56,8 @@
 --            first: the score instead, if this is the first URL of a host the
 --            crawl never saw (WebCrawler's host-first order); '' = no such rule
 --   release: a count, then host, token, host_fate, url_fate, delay_ms,
---            wait_ms (6 each; crawlproj/frontier/frontier.py names them).
+--            wait_ms, due_ms, payload, old_bucket, new_bucket (10 each;
+--            crawlproj/frontier/frontier.py names them).
 --            host_fate, applied only if token holds the host's lease (a
 --            release whose token holds it must say what becomes of it):
 --              '' nothing; ok: downloaded,
@@ -56,14 +68,20 @@
 --              back after delay_ms, counts unchanged
 --            url_fate, for the URL of token (in the host's lease or pending):
 --              '' nothing; pending: leased by itself until done; done: the
---              page is done, the lease ends; return: back to its queue
+--              page is done, the lease ends; return: back to its queue;
+--              recrawl: the page is done and due again due_ms from now, with
+--              payload (the page's recrawl state); old_bucket, new_bucket: its
+--              change-rate bucket before and after (-1 = none), counted in
+--              rbuckets (done with old_bucket >= 0: the page left the schedule)
 --   renew:   a count, then host, token                            (2 each)
 --   lease:   n, how many URLs to lease (one per host); none while the crawl
 --            is paused (control, below), though expired leases still go back
--- Returns { now_ms, {host, token, score, payload, ...}, counts, lost }, counts
+-- Returns { now_ms, {host, token, score, payload, kind, ...}, counts, lost }
+--   (kind 'r' for a recrawl, 'n' for a never-crawled URL), counts
 --   a flat list of name, value: added, duplicates, bumped, stale, expired,
 --   refused_host_queued, refused_host_pages, refused_suspects,
---   next_ready_ms, heap, ready, leases, queued, pending, paused, stopped
+--   next_ready_ms, heap, ready, leases, queued, pending, scheduled (URLs in
+--   recrawl queues), rready, leased_recrawl, budget_waits, paused, stopped
 --   (the server ms of the crawl's pause and stop, 0 = none: `scrapy crawlctl`,
 --   crawlproj/monitor/control.py, writes them in every partition's control
 --   hash, this script's only view of the crawl-wide flag); lost the tokens of
@@ -77,6 +95,7 @@ local P = KEYS[1]
 local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .. 'lease'
 local IDLE, FAILS, STATS = P .. 'idle', P .. 'fails', P .. 'stats'
 local PENDING, PEND = P .. 'pending', P .. 'pend'
+local RREADY, RBUCKETS, BUDGET = P .. 'rready', P .. 'rbuckets', P .. 'budget'
 
 -- The crawl's state must be here: a server restarted without it (no
 -- persistence, or another server behind the address) would otherwise look
@@ -95,10 +114,12 @@ local ttl = tonumber(ARGV[1])
 local backoff_base, backoff_max = tonumber(ARGV[2]), tonumber(ARGV[3])
 local backoff_after = tonumber(ARGV[4])
 local max_queued, max_pages = tonumber(ARGV[5]), tonumber(ARGV[6])
-local i = 7
+local budget, burst, new_share = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local i = 10
 
 local function queue(host) return P .. 'q:' .. host end
 local function payloads(host) return P .. 'p:' .. host end
+local function dues(host) return P .. 'd:' .. host end
 local HOSTS = P .. 'hosts'  -- hosts seen, kept only for host-first orders
 local HOSTPAGES = P .. 'hostpages'  -- host -> URLs leased, while max_pages is on
 -- The trap guard's near-duplicate rule (crawlproj/traps/nearhost.py): a URL
@@ -110,6 +131,7 @@ local TRAPPED, SUSPECT = P .. 'trapped', 1e15
 local queued_delta = 0
 local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
 local over_queued, over_pages, suspects = 0, 0, 0
+local scheduled_delta, leased_recrawl, budget_waits = 0, 0, 0
 
 -- A host has a queued URL of this score: a ready host takes it as its score if
 -- better; one on the heap or leased stays there (a leased host's release
@@ -121,16 +143,68 @@ local function offer(host, score)
     redis.call('ZADD', READY, 'LT', score, host)
     return
   end
-  if redis.call('ZSCORE', HEAP, host) or redis.call('ZSCORE', LEASES, host) then return end
+  if redis.call('ZSCORE', RREADY, host) then  -- its time has come already
+    redis.call('ZADD', READY, score, host)
+    return
+  end
+  if redis.call('ZSCORE', LEASES, host) then return end
   local at = tonumber(redis.call('ZSCORE', IDLE, host) or 0)
+  if redis.call('ZSCORE', HEAP, host) then
+    -- on the heap for a recrawl due later: a new URL waits for politeness only
+    if at > 0 then
+      redis.call('ZREM', IDLE, host)
+      redis.call('ZADD', HEAP, 'LT', math.max(at, now), host)
+    end
+    return
+  end
   if at > 0 then redis.call('ZREM', IDLE, host) end
   if at < now then at = now end
   redis.call('ZADD', HEAP, at, host)
 end
 
--- Give a leased URL back to its host's queue (worker gone or shutting down).
--- A lease is {token, score, payload, fingerprint}; pending ones add the host.
-local function requeue(host, l)
+-- A host has a recrawl due at time due: it waits on the heap for the later of
+-- that and its politeness time (kept in idle meanwhile), unless it is ready
+-- or leased already (a leased host's release looks at its recrawl queue).
+local function offer_due(host, due)
+  if redis.call('ZSCORE', LEASES, host) then return end
+  if redis.call('ZSCORE', RREADY, host) then
+    redis.call('ZADD', RREADY, 'LT', due, host)
+    return
+  end
+  if redis.call('ZSCORE', READY, host) then
+    if due <= now then redis.call('ZADD', RREADY, due, host) end
+    return
+  end
+  local polite = tonumber(redis.call('ZSCORE', IDLE, host) or 0)
+  if redis.call('ZSCORE', HEAP, host) then
+    if redis.call('EXISTS', queue(host)) == 0 then
+      redis.call('ZADD', HEAP, 'LT', math.max(due, polite), host)
+    end
+    return
+  end
+  if polite < now then polite = now end
+  redis.call('ZADD', IDLE, polite, host)
+  redis.call('ZADD', HEAP, math.max(due, polite), host)
+end
+
+-- A URL enters its host's recrawl queue, due at time due.
+local function schedule(host, fp, due, payload)
+  if redis.call('ZADD', dues(host), due, fp) == 1 then scheduled_delta = scheduled_delta + 1 end
+  redis.call('HSET', payloads(host), fp, payload)
+  offer_due(host, due)
+end
+
+-- Give a leased URL back to its queue (worker gone or shutting down): a
+-- never-crawled URL to its host's queue, a recrawl to its recrawl queue at
+-- its due time (its score). A lease is {token, score, payload, fingerprint,
+-- kind}; pending ones are {token, score, payload, fingerprint, host, kind}.
+local function requeue(host, l, kind)
+  if kind == 'r' then
+    if not redis.call('ZSCORE', dues(host), l[4]) then
+      schedule(host, l[4], tonumber(l[2]), l[3])
+    end
+    return
+  end
   if redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
     redis.call('HSET', payloads(host), l[4], l[3])
     queued_delta = queued_delta + 1
@@ -141,25 +215,34 @@ end
 -- the host, in whatever state, must then offer it.
 local function requeue_pending(token, lease)
   local l = cmsgpack.unpack(lease)
-  requeue(l[5], l)
+  requeue(l[5], l, l[6])
   redis.call('HDEL', PEND, token)
   redis.call('ZREM', PENDING, token)
-  offer(l[5], tonumber(l[2]))
+  if l[6] ~= 'r' then offer(l[5], tonumber(l[2])) end
 end
 
 -- The URL of lease l stays leased by itself (pending) until its page is done.
 local function to_pending(host, l)
-  redis.call('HSET', PEND, l[1], cmsgpack.pack({l[1], l[2], l[3], l[4], host}))
+  redis.call('HSET', PEND, l[1], cmsgpack.pack({l[1], l[2], l[3], l[4], host, l[5] or 'n'}))
   redis.call('ZADD', PENDING, now + ttl, l[1])
 end
 
--- The host leaves its lease; it may be contacted again after delay_ms.
+-- The host leaves its lease; it may be contacted again after delay_ms: at
+-- once on the heap with a never-crawled URL queued, else at its first
+-- recrawl's due time if later, else idle.
 local function unlease(host, delay_ms)
   redis.call('HDEL', LEASE, host)
   redis.call('ZREM', LEASES, host)
   local at = now + delay_ms
   if redis.call('ZCARD', queue(host)) > 0 then
+    redis.call('ZREM', IDLE, host)  -- no politeness time of an earlier turn stays
     redis.call('ZADD', HEAP, at, host)
+    return
+  end
+  local head = redis.call('ZRANGE', dues(host), 0, 0, 'WITHSCORES')
+  if head[2] then
+    redis.call('ZADD', IDLE, at, host)
+    redis.call('ZADD', HEAP, math.max(at, tonumber(head[2])), host)
   elseif delay_ms > 0 then
     redis.call('ZADD', IDLE, at, host)
   end
@@ -219,8 +302,9 @@ for e = 1, #E, 8 do
     -- refused by a budget: neither queued nor a duplicate
   elseif not at and (new or force == '1') then
     if first ~= '' and redis.call('SADD', HOSTS, host) == 1 then score = first end
-    -- a forced URL (a retry) may still be queued: it keeps its place
-    if new or not redis.call('ZSCORE', queue(host), fp) then
+    -- a forced URL (a retry) may still be queued, or scheduled for recrawl:
+    -- it keeps its place
+    if new or not (redis.call('ZSCORE', queue(host), fp) or redis.call('ZSCORE', dues(host), fp)) then
       local m, f = members[host], fields[host]
       if not m then
         m, f = {}, {}
@@ -271,7 +355,9 @@ local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
   local host, token, host_fate, url_fate = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local delay, wait = tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
-  i = i + 6
+  local due_ms, rpayload = tonumber(ARGV[i + 6]), ARGV[i + 7]
+  local old_bucket, new_bucket = tonumber(ARGV[i + 8]), tonumber(ARGV[i + 9])
+  i = i + 10
   local lease = redis.call('HGET', LEASE, host)
   local mine = lease and cmsgpack.unpack(lease)
   if mine and mine[1] ~= token then mine = nil end
@@ -283,13 +369,34 @@ for _ = 1, n do
     else
       found = redis.call('ZSCORE', PENDING, token) ~= false
     end
-  elseif url_fate == 'done' then
-    if redis.call('HDEL', PEND, token) == 1 then redis.call('ZREM', PENDING, token) end
-    -- a URL no longer pending expired meanwhile and went back to its queue
+  elseif url_fate == 'done' or url_fate == 'recrawl' then
+    -- a URL no longer pending nor in the host's lease expired meanwhile and
+    -- went back to its queue: it is not scheduled a second time
+    local l, kind = nil, nil
+    if mine then
+      l, kind = mine, mine[5]
+    else
+      local held = redis.call('HGET', PEND, token)
+      if held then
+        l = cmsgpack.unpack(held)
+        kind = l[6]
+        redis.call('HDEL', PEND, token)
+        redis.call('ZREM', PENDING, token)
+      end
+    end
+    if l and url_fate == 'recrawl' and not (kind ~= 'r' and redis.call('ZSCORE', dues(host), l[4])) then
+      -- (a never-crawled URL fetched again by a retry while already scheduled
+      -- keeps the schedule it has)
+      schedule(host, l[4], now + due_ms, rpayload)
+      if new_bucket >= 0 then redis.call('HINCRBY', RBUCKETS, new_bucket, 1) end
+      if old_bucket >= 0 then redis.call('HINCRBY', RBUCKETS, old_bucket, -1) end
+    elseif l and url_fate == 'done' and old_bucket >= 0 then
+      redis.call('HINCRBY', RBUCKETS, old_bucket, -1)  -- left the schedule (gone)
+    end
   elseif url_fate == 'return' then
     local held = redis.call('HGET', PEND, token)
     if mine then
-      requeue(host, mine)
+      requeue(host, mine, mine[5])
     elseif held then
       requeue_pending(token, held)
     else
@@ -337,17 +444,19 @@ for _ = 1, n do
 end
 
 -- 4. lease: expired leases first go back (their worker died), then hosts whose
---    time has come move from heap to ready, then the best ones are leased.
+--    time has come move from heap to ready (a never-crawled URL queued) and to
+--    rready (a recrawl due), then the best ones are leased, within the budget.
 local asked = tonumber(ARGV[i])
 local control = redis.call('HMGET', P .. 'control', 'pause', 'stop')
 local paused, stopped = tonumber(control[1] or 0), tonumber(control[2] or 0)
 -- paused: every worker finishes what it holds and is given nothing new
 local want = paused > 0 and 0 or asked
 local out = {}
+local tokens, starved = 0, false
 if asked > 0 then
   for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
     local l = cmsgpack.unpack(redis.call('HGET', LEASE, host))
-    requeue(host, l)
+    requeue(host, l, l[5])
     unlease(host, 0)
     expired = expired + 1
   end
@@ -359,17 +468,55 @@ if asked > 0 then
     redis.call('ZREM', HEAP, host)
     local head = redis.call('ZRANGE', queue(host), 0, 0, 'WITHSCORES')
     if head[2] then redis.call('ZADD', READY, head[2], host) end
+    local due = redis.call('ZRANGE', dues(host), 0, 0, 'WITHSCORES')
+    if due[2] then
+      if tonumber(due[2]) <= now then
+        redis.call('ZADD', RREADY, due[2], host)
+        redis.call('ZREM', IDLE, host)  -- its politeness time has passed
+      elseif not head[2] then
+        redis.call('ZADD', HEAP, due[2], host)  -- woken early (a due time moved): wait on
+      end
+    end
   end
 end
 if want > 0 then
-  -- the best URL of the best ready host, one host after another:
-  -- {token, score, payload, fingerprint} in the host's lease
-  while #out < 4 * want do
-    local top = redis.call('ZPOPMIN', READY)
-    if not top[1] then break end
+  -- The budget [WebFountain §4, constraint (1)]: a token bucket of the
+  -- crawl's fetches per second (this partition's part), refilled by the
+  -- server's clock, so that it is spent alike by one worker or many.
+  if budget > 0 then
+    local b = redis.call('HMGET', BUDGET, 't', 'at')
+    tokens = tonumber(b[1] or burst)
+    local at = tonumber(b[2] or now)
+    tokens = math.min(burst, tokens + math.max(0, now - at) * budget / 1000)
+  end
+  -- the best URL of the best ready host, one host after another: a
+  -- never-crawled URL from ready or a recrawl from rready, the kind whose
+  -- share of the leases so far is under its due (new_share), when both wait.
+  -- The lease is {token, score, payload, fingerprint, kind}.
+  while #out < 5 * want do
+    if budget > 0 and tokens < 1 then
+      starved = redis.call('ZCARD', READY) + redis.call('ZCARD', RREADY) > 0
+      break
+    end
+    local n_new, n_old = redis.call('ZCARD', READY), redis.call('ZCARD', RREADY)
+    if n_new + n_old == 0 then break end
+    local recrawl = n_new == 0
+    if n_new > 0 and n_old > 0 then
+      local counts = redis.call('HMGET', STATS, 'leased_new', 'leased_recrawl')
+      local ln, lr = tonumber(counts[1] or 0), tonumber(counts[2] or 0)
+      recrawl = ln >= new_share * (ln + lr + 1)
+    end
+    local top = redis.call('ZPOPMIN', recrawl and RREADY or READY)
     local host = top[1]
-    local item = redis.call('ZPOPMIN', queue(host))
-    if item[1] and tonumber(item[2]) >= SUSPECT and redis.call('HEXISTS', TRAPPED, host) == 1 then
+    redis.call('ZREM', recrawl and READY or RREADY, host)
+    local item
+    if recrawl then
+      item = redis.call('ZPOPMIN', dues(host))
+    else
+      item = redis.call('ZPOPMIN', queue(host))
+    end
+    if not recrawl and item[1] and tonumber(item[2]) >= SUSPECT
+        and redis.call('HEXISTS', TRAPPED, host) == 1 then
       -- the best URL is a suspect, so all that is left are: drop them
       local rest = redis.call('ZRANGE', queue(host), 0, -1)
       rest[#rest + 1] = item[1]
@@ -380,21 +527,38 @@ if want > 0 then
       suspects = suspects + #rest
       queued_delta = queued_delta - #rest
       item = {}
+      local due = redis.call('ZRANGE', dues(host), 0, 0, 'WITHSCORES')
+      if due[2] then offer_due(host, tonumber(due[2])) end
     end
     if item[1] then
       local fp, score = item[1], item[2]
       local payload = redis.call('HGET', payloads(host), fp)
       redis.call('HDEL', payloads(host), fp)
       local token = redis.call('HINCRBY', STATS, 'leased', 1) .. '@' .. now
-      queued_delta = queued_delta - 1
-      redis.call('HSET', LEASE, host, cmsgpack.pack({token, score, payload, fp}))
+      local kind = 'n'
+      if recrawl then
+        kind = 'r'
+        scheduled_delta = scheduled_delta - 1
+        leased_recrawl = leased_recrawl + 1
+        redis.call('HINCRBY', STATS, 'leased_recrawl', 1)
+      else
+        queued_delta = queued_delta - 1
+        redis.call('HINCRBY', STATS, 'leased_new', 1)
+      end
+      redis.call('HSET', LEASE, host, cmsgpack.pack({token, score, payload, fp, kind}))
       if max_pages > 0 then redis.call('HINCRBY', HOSTPAGES, host, 1) end
       redis.call('ZADD', LEASES, now + ttl, host)
+      tokens = tokens - 1
       out[#out + 1] = host
       out[#out + 1] = token
       out[#out + 1] = score
       out[#out + 1] = payload
+      out[#out + 1] = kind
     end
+  end
+  if budget > 0 then
+    redis.call('HSET', BUDGET, 't', tostring(tokens), 'at', now)
+    if starved then budget_waits = 1 end
   end
 end
 
@@ -403,11 +567,15 @@ if dups > 0 then redis.call('HINCRBY', STATS, 'duplicates', dups) end
 if added > 0 then redis.call('HINCRBY', STATS, 'enqueued', added) end
 if bumped > 0 then redis.call('HINCRBY', STATS, 'bumped', bumped) end
 local queued = tonumber(redis.call('HINCRBY', STATS, 'queued', queued_delta))
+local scheduled = tonumber(redis.call('HINCRBY', STATS, 'scheduled', scheduled_delta))
 
 local next_ready = -1
 local first = redis.call('ZRANGE', HEAP, 0, 0, 'WITHSCORES')
 if first[2] then next_ready = tonumber(first[2]) end
-if redis.call('ZCARD', READY) > 0 then next_ready = now end
+if redis.call('ZCARD', READY) + redis.call('ZCARD', RREADY) > 0 then next_ready = now end
+if starved then  -- ready hosts wait for the budget's next token
+  next_ready = now + math.ceil((1 - tokens) * 1000 / budget)
+end
 for _, held in ipairs({LEASES, PENDING}) do
   local first_lease = redis.call('ZRANGE', held, 0, 0, 'WITHSCORES')
   if first_lease[2] and (next_ready < 0 or tonumber(first_lease[2]) < next_ready) then
@@ -420,5 +588,6 @@ return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale'
                    'refused_host_pages', over_pages, 'refused_suspects', suspects, 'next_ready_ms', next_ready,
                    'heap', redis.call('ZCARD', HEAP), 'ready', redis.call('ZCARD', READY),
                    'leases', redis.call('ZCARD', LEASES), 'queued', queued,
-                   'pending', redis.call('ZCARD', PENDING),
-                   'paused', paused, 'stopped', stopped}, lost}
+                   'pending', redis.call('ZCARD', PENDING), 'scheduled', scheduled,
+                   'rready', redis.call('ZCARD', RREADY), 'leased_recrawl', leased_recrawl,
+                   'budget_waits', budget_waits, 'paused', paused, 'stopped', stopped}, lost}

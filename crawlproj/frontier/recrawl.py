@@ -1,0 +1,290 @@
+"""Continuous crawling, the worker's side: what becomes of a page when it is done.
+
+WebFountain (Edwards, McCurley & Tomlin 2001, §3-4) keeps, per site, the URLs
+never crawled and the URLs to crawl again; a fetched page is not finished, it
+goes back to its site with a time at which it is due again, from its
+change-rate bucket (§4: one byte of the page's metadata) and the plan of the
+policy in force (crawlproj.recrawl.policies). The frontier keeps both queues
+per host (lua/sync.lua: q:<host> and d:<host>) and spends RECRAWL_BUDGET
+fetches per second over them (a token bucket in the same script).
+
+A scheduled page's payload carries what the next fetch needs (meta "rc"):
+    [state (crawlproj.recrawl.state, 36 bytes), ETag, Last-Modified (Unix
+     seconds, 0 = none), content digest (8 bytes of the body's SHA-1)]
+The validators make the next fetch conditional (middlewares/recrawl.py); a
+304 is "unchanged", a 2xx is "changed" when its digest differs [WebFountain
+§4: change detection by checksum]. Every fetch updates the state (the
+estimators of Cho & Garcia-Molina, crawlproj.recrawl.estimate).
+
+Times: the recrawl model counts in seconds of the crawl's clock, wall-clock
+seconds times RECRAWL_TIME_SCALE (1 on the real web; a simulated web whose
+day lasts a few seconds runs at 86400 / day_seconds), so that buckets from a
+year to a minute fit the simulated rates. The frontier's due times are wall
+milliseconds.
+
+Bad input (docs/recrawl.md, "The live crawl"): a redirect (3xx) or a page
+gone (404, 410, and other 4xx but 408 and 429) leaves the schedule; a server
+error, a timeout or no answer keeps the page, its state unchanged, due again
+after its bucket's interval; an unusable Last-Modified or an unstable ETag is
+the state's business (crawlproj/recrawl/state.py).
+
+No Scrapy beyond request meta; Redis only to read the schedule's population.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+from scrapy import Request
+
+from crawlproj.errors import CrawlprojError
+from crawlproj.frontier import codec
+from crawlproj.frontier.leases import Schedule
+from crawlproj.recrawl import buckets
+from crawlproj.recrawl.estimate import parse_http_date
+from crawlproj.recrawl.policies import POLICIES, PolicyError, plan
+from crawlproj.recrawl.population import Population
+from crawlproj.recrawl.record import HELD, OBSERVED, STORED, Fetch
+from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
+
+logger = logging.getLogger(__name__)
+
+# The plan's intervals start a quarter shorter than the budget allows: pages
+# come due a little faster than the token bucket lets them go, so that the
+# budget is what limits the crawl and it is spent (steer() follows the spend).
+BOOST_START = 1.25
+# statuses after which a page leaves the schedule: redirects and gone pages
+_GONE = frozenset(range(300, 400)) | (frozenset(range(400, 500)) - {408, 429})
+
+
+class RecrawlSettingsError(CrawlprojError):
+    pass
+
+
+def live_bucket(state: RecrawlState) -> int:
+    """The page's change-rate bucket for the plan: 0 before a second fetch;
+    a page never seen to change is taken to change half a time per time
+    observed (so that its interval grows with what is seen, instead of
+    falling to the once-a-year bucket after two fetches)."""
+    if state.fetches == 0:
+        return buckets.UNKNOWN
+    rate = state.rate
+    if rate <= 0.0:
+        rate = 0.5 / max(state.t_unchanged + state.t_changed, 1e-9)
+    return buckets.bucket_of(rate)
+
+
+def check_settings(settings) -> None:
+    """RECRAWL_* as a worker needs them; RecrawlSettingsError in one line."""
+    policy = settings.get("RECRAWL_POLICY")
+    if policy not in POLICIES:
+        raise RecrawlSettingsError(f"RECRAWL_POLICY {policy!r} is not one of {', '.join(POLICIES)}")
+    for name, low in (("RECRAWL_BUDGET", 0.0), ("RECRAWL_TIME_SCALE", 0.0),
+                      ("RECRAWL_MIN_INTERVAL", 0.0), ("RECRAWL_PLAN_INTERVAL", 0.0)):
+        try:
+            value = settings.getfloat(name)
+        except ValueError:
+            raise RecrawlSettingsError(f"{name} must be a number, not "
+                                       f"{settings.get(name)!r}") from None
+        if not value > low or not math.isfinite(value):
+            raise RecrawlSettingsError(f"{name} must be > {low:g}, not {value!r}")
+    share = settings.getfloat("RECRAWL_NEW_SHARE")
+    if not 0.0 <= share < 1.0:
+        raise RecrawlSettingsError(f"RECRAWL_NEW_SHARE must be in [0, 1), not {share!r}")
+    if settings.getfloat("RECRAWL_MAX_INTERVAL") < settings.getfloat("RECRAWL_MIN_INTERVAL"):
+        raise RecrawlSettingsError("RECRAWL_MAX_INTERVAL must be >= RECRAWL_MIN_INTERVAL")
+    if settings.getint("RECRAWL_WEBFOUNTAIN_STRATEGY") not in (1, 2, 3):
+        raise RecrawlSettingsError("RECRAWL_WEBFOUNTAIN_STRATEGY must be 1, 2 or 3, not "
+                                   f"{settings.get('RECRAWL_WEBFOUNTAIN_STRATEGY')!r}")
+
+
+class Recrawl:
+    """The plan in force and each page's next due time."""
+
+    def __init__(self, frontier, policy: str, budget: float, new_share: float = 0.2,
+                 scale: float = 1.0, min_interval: float = 60.0,
+                 max_interval: float = 90 * buckets.DAY, strategy: int = 1,
+                 period: float = buckets.DAY, periods: int = 14):
+        self.frontier = frontier
+        self.policy = policy
+        self.budget = budget / scale          # fetches per crawl-second
+        self.new_share = new_share
+        self.scale = scale
+        self.min_interval, self.max_interval = min_interval, max_interval
+        self.strategy, self.period, self.periods = strategy, period, periods
+        self.pages = 0                       # in the schedule, at the last plan
+        # Feedback on the spend: the plan's intervals are divided by boost,
+        # raised while the crawl spends less than the budget (intervals the
+        # bounds clamp, pages gone, a first pass) and lowered slowly while the
+        # token bucket binds, so that the budget is spent and the plan's
+        # proportions between buckets are kept.
+        self.boost = BOOST_START
+        self._leased: tuple[float, int] | None = None  # (wall time, leases) at the last plan
+        self._interval: dict[int, float] = {}  # bucket -> seconds (crawl clock)
+
+    @classmethod
+    def from_settings(cls, settings, frontier) -> Recrawl | None:
+        if not settings.getbool("RECRAWL_ENABLED"):
+            return None
+        check_settings(settings)
+        return cls(frontier, settings.get("RECRAWL_POLICY"), settings.getfloat("RECRAWL_BUDGET"),
+                   settings.getfloat("RECRAWL_NEW_SHARE"), settings.getfloat("RECRAWL_TIME_SCALE"),
+                   settings.getfloat("RECRAWL_MIN_INTERVAL"),
+                   settings.getfloat("RECRAWL_MAX_INTERVAL"),
+                   settings.getint("RECRAWL_WEBFOUNTAIN_STRATEGY"),
+                   settings.getfloat("RECRAWL_WEBFOUNTAIN_PERIOD"),
+                   settings.getint("RECRAWL_WEBFOUNTAIN_PERIODS"))
+
+    def now(self) -> float:
+        return time.time() * self.scale
+
+    # -- the plan ---------------------------------------------------------
+
+    def population(self) -> tuple[dict[int, int], int]:
+        """(pages per bucket, URLs never crawled) of the whole crawl, from Redis."""
+        ks = self.frontier.keyspace
+        pipe = self.frontier.redis.pipeline(transaction=False)
+        for p in range(ks.partitions):
+            pipe.hgetall(ks.rate_buckets(p))
+            pipe.hget(ks.stats(p), "queued")
+        replies = pipe.execute()
+        counts: dict[int, int] = {}
+        new = 0
+        for i in range(ks.partitions):
+            for k, v in replies[2 * i].items():
+                if int(v) > 0:
+                    counts[int(k)] = counts.get(int(k), 0) + int(v)
+            new += int(replies[2 * i + 1] or 0)
+        return counts, max(0, new)
+
+    def leased(self) -> int:
+        ks = self.frontier.keyspace
+        pipe = self.frontier.redis.pipeline(transaction=False)
+        for p in range(ks.partitions):
+            pipe.hget(ks.stats(p), "leased")
+        return sum(int(x or 0) for x in pipe.execute())
+
+    def steer(self, leased: int, at: float) -> None:
+        """Adjust boost from the leases of the whole crawl since the last call."""
+        last, self._leased = self._leased, (at, leased)
+        if last is None or at - last[0] <= 0:
+            return
+        spent = (leased - last[1]) / (at - last[0])        # fetches per wall second
+        budget = self.budget * self.scale
+        if spent < 0.97 * budget:
+            self.boost = min(64.0, self.boost * min(2.0, budget / max(spent, budget / 2.0)))
+        else:
+            self.boost = max(1.0, self.boost * 0.97)
+
+    def replan(self) -> None:
+        """The plan of the policy in force for the schedule as it is now
+        (read from Redis: call it off the reactor thread)."""
+        counts, new = self.population()
+        self.steer(self.leased(), time.time())
+        self.set_plan(counts, new)
+
+    def set_plan(self, counts: dict[int, int], new: int) -> None:
+        total = sum(counts.values())
+        self.pages = total
+        known = sorted(k for k in counts if k >= buckets.FIRST)
+        recrawl_budget = self.budget * ((1.0 - self.frontier.new_share) if new else 1.0)
+        uniform = total / recrawl_budget if total else self.min_interval
+        intervals = {buckets.UNKNOWN: self._clamp(uniform)}
+        if known:
+            pages = np.array([float(counts[k]) for k in known])
+            # the unknown bucket's pages share the budget at the uniform rate
+            unknown = counts.get(buckets.UNKNOWN, 0)
+            budget = self.budget * (1.0 - unknown / total) if total else self.budget
+            if new:  # RECRAWL_NEW_SHARE of the budget goes to never-crawled URLs
+                budget *= 1.0 - self.frontier.new_share
+            pop = Population(np.array(known), pages, np.array([buckets.rate_of(k) for k in known]),
+                             np.ones(len(known)), new)
+            try:
+                p = plan(self.policy, pop, max(budget, 1e-12), new_share=0.0,
+                         strategy=self.strategy, period=self.period, periods=self.periods)
+            except (PolicyError, ValueError) as exc:
+                logger.warning("recrawl plan failed (%s): uniform intervals meanwhile", exc)
+                p = plan("uniform", pop, max(budget, 1e-12))
+            for k, f in zip(known, p.frequency):
+                intervals[k] = self._clamp(1.0 / f if f > 0 else math.inf)
+            if self.policy == "webfountain" and p.new_rate > 0 and new:
+                self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
+        self._interval = intervals
+
+    def _clamp(self, interval: float) -> float:
+        return min(self.max_interval, max(self.min_interval, interval))
+
+    def interval(self, bucket: int) -> float:
+        """Seconds (crawl clock) until a page of the bucket is due again."""
+        got = self._interval.get(bucket)
+        if got is None:  # a bucket that was empty at the last plan
+            got = self._interval.get(buckets.UNKNOWN) or self._clamp(
+                max(self.pages, 1) / self.budget)
+        return got
+
+    # -- a page done ------------------------------------------------------
+
+    def after(self, request: Request, recrawl: bool, stats=None) -> Schedule | None:
+        """What becomes of the page of a lease (recrawl: from the recrawl
+        queue) now that the engine is done with it; None: done, as in a
+        crawl that is not continuous (a never-crawled URL that failed)."""
+        held = request.meta.get(HELD) if recrawl else None
+        fetch: Fetch | None = request.meta.get(OBSERVED)
+        prev = RecrawlState.unpack(held[0]) if held else RecrawlState()
+        old = live_bucket(prev) if held else -1
+        outcome = "error" if fetch is None else self._outcome(fetch.status, held)
+        if stats is not None and (held or outcome == "fetched"):
+            stats.inc_value(f"recrawl/{outcome if held else 'first'}")
+        if outcome == "gone":
+            return Schedule(0.0, b"", old, -1) if held else None
+        if outcome == "error":
+            if not held:
+                return None
+            return self._schedule(request, prev, held, old)
+        # a 2xx, or a 304 to a conditional GET
+        etag, lm = fetch.etag, fetch.last_modified
+        if fetch.status == 304:
+            changed, digest = False, held[3]
+            etag = etag or held[1]
+        else:
+            digest = fetch.digest
+            changed = bool(held) and digest != held[3]
+        lm_at = parse_http_date(lm)
+        date = parse_http_date(fetch.date) or fetch.at
+        if lm_at is None or lm_at > date + CLOCK_SKEW:
+            lm_at = None                    # not sent back as If-Modified-Since
+        if fetch.status == 304 and lm is None and held:
+            lm_at = held[2] or None
+        validator = (etag != held[1]) if held and etag and held[1] else None
+        if stats is not None and held:
+            stats.inc_value("recrawl/not_modified" if fetch.status == 304
+                            else "recrawl/changed" if changed else "recrawl/unchanged")
+        state = update(prev, Observation(fetch.at * self.scale, changed, lm, validator))
+        record = [state.pack(), etag, int(lm_at or 0), digest]
+        return self._schedule(request, state, record, old)
+
+    @staticmethod
+    def _outcome(status: int, held) -> str:
+        if 200 <= status < 300 or (status == 304 and held):
+            return "fetched"
+        if status in _GONE:
+            return "gone"
+        return "error"
+
+    def _schedule(self, request: Request, state: RecrawlState, record, old: int) -> Schedule:
+        new = live_bucket(state)
+        meta = {STORED: record}
+        if request.meta.get("depth"):
+            meta["depth"] = request.meta["depth"]
+        page = Request(request.url, meta=meta)
+        host = self.frontier_host(request.url)
+        payload = codec.encode(page, host=host)
+        return Schedule(self.interval(new) / self.boost / self.scale, payload, old, new)
+
+    @staticmethod
+    def frontier_host(url: str) -> str:
+        from crawlproj.urls import host_of
+        return host_of(url)

@@ -1,0 +1,113 @@
+"""End to end: continuous crawling of the changing simulated web.
+
+Real `scrapy crawl web` workers with RECRAWL_ENABLED, a real Redis-protocol
+server, the simulated web whose pages change as Poisson processes (ETag,
+Last-Modified, 304). What was fetched, how often and how politely is read
+from the web's own request log.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+import redis
+
+from crawlproj.keyspace import Keyspace
+from crawlproj.simweb import checks
+from crawlproj.simweb.testing import SimWebServer
+from tests.e2e import Workers, stat
+
+pytestmark = pytest.mark.e2e
+
+DAY_SECONDS = 2.0
+WEB = {"seed": 11, "hosts": 30, "pages": 300, "page_bytes": 2000, "latency_ms": [2, 6],
+       "crawl_delay_fraction": 0.1, "crawl_delay": 0.2,
+       "change_dist": "loguniform:0.5:50", "day_seconds": DAY_SECONDS}
+# Politeness by a fixed wait (and robots.txt's Crawl-delay on some hosts): a
+# rule the web's log can check exactly, whatever the load. A wait from the
+# download time is checked against the server's times, which a loaded
+# machine stretches (the server stamps a request's end late), so its check
+# would fail on the measurement, not on the crawler.
+MIN_DELAY = 0.05
+
+
+def settings(**more):
+    return {"FRONTIER_DELAY_FACTOR": 0, "FRONTIER_MIN_DELAY": MIN_DELAY, "RETRY_TIMES": 0, "RECRAWL_ENABLED": True,
+            "RECRAWL_TIME_SCALE": 86400 / DAY_SECONDS, "RECRAWL_BUDGET": 40,
+            "RECRAWL_PLAN_INTERVAL": 1, "RECRAWL_POLICY": "optimal", **more}
+
+
+def pages_of(records):
+    return [r for r in records if r["path"] != "/robots.txt"]
+
+
+def test_a_continuous_two_worker_crawl_refetches_pages_politely(redis_url, tmp_path):
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds = sw.web.seeds(3)
+        reachable = sw.web.reachable(seeds, obey_robots=True)
+        workers = Workers(sw, redis_url, tmp_path, seeds, "rc2", settings())
+        a, b = workers.start(2)
+        # the crawl does not finish on its own: it is still running once every
+        # page was fetched, and fetches pages again
+        sw.wait_log(lambda recs: len({checks.url_of(r) for r in pages_of(recs)}) >= len(reachable)
+                    and len(pages_of(recs)) >= 3 * len(reachable), timeout=240)
+        assert a.poll() is None and b.poll() is None
+        for p in (a, b):
+            Workers.signal(p, signal.SIGTERM)
+        assert [p.wait(60) for p in (a, b)] == [0, 0]
+        records = sw.settle_log()
+        counts = checks.fetch_counts(records)
+        assert set(counts) == reachable
+        assert sum(1 for n in counts.values() if n >= 2) >= len(reachable) // 2
+        # conditional GET: some recrawls answered 304
+        assert any(r["status"] == 304 for r in records)
+        assert checks.overlaps(records) == []
+        bad = checks.politeness_violations(records, factor=0, min_delay=MIN_DELAY,
+                                           crawl_delay_of=sw.web.crawl_delay, tolerance=0.005)
+        assert bad == [], bad[:3]
+        logs = [workers.log(i) for i in range(2)]
+        assert all(stat(log, "frontier/released") > 0 for log in logs)
+        assert sum(stat(log, "recrawl/not_modified") for log in logs) > 0
+
+
+def scheduled_urls(r, crawl_id: str) -> int:
+    """URLs in the crawl's recrawl queues, counted in Redis itself."""
+    ks = Keyspace.open(r, crawl_id)
+    return sum(r.zcard(k) for p in range(ks.partitions)
+               for k in r.scan_iter(match=ks.recrawl_queues_pattern(p), count=1000))
+
+
+@pytest.mark.faults
+def test_kill_9_and_restart_lose_no_scheduled_recrawl(redis_url, tmp_path):
+    """A worker killed with kill -9 holds leases of recrawls; they expire and
+    go back to their recrawl queues. After a restart every page that was in
+    the schedule is fetched again, and the schedule holds each page once."""
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds = sw.web.seeds(3)
+        reachable = sw.web.reachable(seeds, obey_robots=True)
+        workers = Workers(sw, redis_url, tmp_path, seeds, "rckill", settings(
+            FRONTIER_LEASE_TTL=3, RECRAWL_POLICY="uniform"))
+        (victim,) = workers.start(1)
+        sw.wait_log(lambda recs: len({checks.url_of(r) for r in pages_of(recs)}) >= len(reachable)
+                    and len(pages_of(recs)) >= 2 * len(reachable), timeout=240)
+        Workers.signal(victim, signal.SIGKILL)
+        victim.wait()
+        r = redis.Redis.from_url(redis_url)
+        records = sw.settle_log()
+        last = {}
+        for rec in sorted(pages_of(records), key=lambda x: x["t0"]):
+            last[checks.url_of(rec)] = rec["status"]
+        kept = {u for u, status in last.items() if status in (200, 304)}
+        restarted = time.time()
+        (survivor,) = workers.start(1, seeds=False)
+        # uniform: every page is due within pages / budget = 7.5 s
+        sw.wait_log(lambda recs: kept <= {checks.url_of(x) for x in recs if x["t0"] > restarted},
+                    timeout=120)
+        Workers.signal(survivor, signal.SIGTERM)
+        assert survivor.wait(60) == 0
+        log = workers.log(1)
+        assert stat(log, "frontier/expired_leases") > 0  # the victim held leases when it died
+        assert scheduled_urls(r, "rckill") == len(kept)
+        assert checks.overlaps(sw.settle_log()) == []
