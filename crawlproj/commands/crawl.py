@@ -61,8 +61,8 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.addressguard import AllowList, guarded_handlers
         from crawlproj.due.urlseen import DueConfig
         from crawlproj.frontier.frontier import join
-        from crawlproj.monitor.heartbeat import monitor_interval
         from crawlproj.frontier.recrawl import check_settings as check_recrawl
+        from crawlproj.monitor.heartbeat import monitor_interval
         from crawlproj.prioritizers import prioritizer_class
         from crawlproj.scope import scope_mode
         from crawlproj.seeds import read_seeds
