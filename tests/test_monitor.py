@@ -176,8 +176,8 @@ def test_a_bad_monitor_interval(redis_url, tmp_path):
     run = scrapy("crawl", "web", "-a", "seeds=http://a.example/", "-s", "MONITOR_INTERVAL=often",
                  env_extra={"REDIS_URL": redis_url, "CRAWL_DATA_DIR": str(tmp_path)})
     assert run.returncode == 2
-    assert one_line(run) == ("crawlproj: MONITOR_INTERVAL must be a number of seconds, "
-                             "0 (off) or more, not 'often'")
+    assert one_line(run) == ("crawlproj: MONITOR_INTERVAL='often' is not a number "
+                             "(settings/base.py says what each means)")
 
 
 def test_the_ui_port_in_use(tmp_path):
