@@ -13,6 +13,7 @@ import logging
 import time
 
 from scrapy import signals
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task, threads
 
 logger = logging.getLogger(__name__)
@@ -46,14 +47,13 @@ class LockedWork:
         self._loop = task.LoopingCall(self._tick)
         self._loop.start(self.tick, now=False)
 
-    def closed(self, spider=None):
+    async def closed(self, spider=None):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         if self.wait_at_close:
-            return threads.deferToThread(self._leave_when_idle)
-        if not self._busy:
-            return threads.deferToThread(self.leave)
-        return None
+            await maybe_deferred_to_future(threads.deferToThread(self._leave_when_idle))
+        elif not self._busy:
+            await maybe_deferred_to_future(threads.deferToThread(self.leave))
 
     def _leave_when_idle(self):
         while self._busy:  # a tick's thread is working: let it end
