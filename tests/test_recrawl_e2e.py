@@ -79,6 +79,13 @@ def scheduled_urls(r, crawl_id: str) -> int:
                for k in r.scan_iter(match=ks.recrawl_queues_pattern(p), count=1000))
 
 
+def held(r, crawl_id: str) -> int:
+    """Leases the crawl's workers hold now (hosts leased, and URLs leased
+    apart from their host), counted in Redis."""
+    ks = Keyspace.open(r, crawl_id)
+    return sum(r.zcard(ks.leases(p)) + r.zcard(ks.pending(p)) for p in range(ks.partitions))
+
+
 @pytest.mark.faults
 def test_kill_9_and_restart_lose_no_scheduled_recrawl(redis_url, tmp_path):
     """A worker killed with kill -9 holds leases of recrawls; they expire and
@@ -92,9 +99,21 @@ def test_kill_9_and_restart_lose_no_scheduled_recrawl(redis_url, tmp_path):
         (victim,) = workers.start(1)
         sw.wait_log(lambda recs: len({checks.url_of(r) for r in pages_of(recs)}) >= len(reachable)
                     and len(pages_of(recs)) >= 2 * len(reachable), timeout=240)
+        # a budget-bound continuous crawl holds a lease only while it fetches:
+        # kill the victim while it holds one, stopped first so that it
+        # releases nothing between the look and the kill
+        r = redis.Redis.from_url(redis_url)
+        deadline = time.monotonic() + 60
+        while True:
+            assert time.monotonic() < deadline, "the victim never held a lease"
+            Workers.signal(victim, signal.SIGSTOP)
+            time.sleep(0.05)  # a write it sent before the stop is served
+            if held(r, "rckill"):
+                break
+            Workers.signal(victim, signal.SIGCONT)
+            time.sleep(0.02)
         Workers.signal(victim, signal.SIGKILL)
         victim.wait()
-        r = redis.Redis.from_url(redis_url)
         records = sw.settle_log()
         last = {}
         for rec in sorted(pages_of(records), key=lambda x: x["t0"]):
@@ -108,6 +127,6 @@ def test_kill_9_and_restart_lose_no_scheduled_recrawl(redis_url, tmp_path):
         Workers.signal(survivor, signal.SIGTERM)
         assert survivor.wait(60) == 0
         log = workers.log(1)
-        assert stat(log, "frontier/expired_leases") > 0  # the victim held leases when it died
+        assert stat(log, "frontier/expired_leases") > 0  # the victim's leases went back
         assert scheduled_urls(r, "rckill") == len(kept)
         assert checks.overlaps(sw.settle_log()) == []

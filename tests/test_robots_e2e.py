@@ -151,7 +151,8 @@ def test_one_server_under_three_spellings_is_one_politeness_key(redis_url, tmp_p
         assert workers.wait() == [0]
         records = sw.settle_log()
     spelt = Counter(r["host"] for r in records if r["path"] != ROBOTS)
-    assert spelt[host] >= len(paths) // 3 and spelt[host + "."] >= len(paths) // 3  # both used
+    # both names were used (a link found on a page may name a path before its seed does)
+    assert spelt[host] > 0 and spelt[host + "."] > 0, spelt
     server = [dict(r, host=r["host"].rstrip(".")) for r in records]
     assert Counter(r["path"] for r in server if r["path"] != ROBOTS) == Counter(paths)
     assert checks.overlaps(server) == []
