@@ -17,7 +17,7 @@ from twisted.web import resource
 
 
 def template(name: str) -> str:
-    """A template shipped in the package (read from the egg, not via __file__)."""
+    """A template shipped in the package, read with importlib.resources (so from an egg too)."""
     return files("crawlproj.ui").joinpath("templates", name).read_text(encoding="utf-8")
 
 
