@@ -12,13 +12,16 @@ one hash slot, on one node, where one Lua script may touch them all
 atomically. The crawl-wide keys carry the tag ``{<crawl>}``.
 
 Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
-:attr:`Keyspace.index_queue`, :attr:`Keyspace.indexer_lock`)::
+:attr:`Keyspace.index_queue`, :attr:`Keyspace.indexer_lock`,
+:attr:`Keyspace.similarity_df`)::
 
     cp:{<crawl>}:meta       HASH   the crawl's record: partitions, created; prioritizer
                                    (its FRONTIER_PRIORITIZER), due (the DUE's configuration)
     cp:{<crawl>}:ranker     STRING the ranker's lock (crawlproj/ranker/loop.py)
     cp:{<crawl>}:index      LIST   documents handed over to the indexer (crawlproj/search/handover.py)
     cp:{<crawl>}:indexer    STRING the indexer's lock (crawlproj/search/indexer.py)
+    cp:{<crawl>}:df         HASH   pages seen, and pages holding each word of the similarity
+                                   prioritizer's query: its IDF (crawlproj/prioritizers/similarity.py)
 
 A crawl exists while its meta hash does: the first process of a crawl fixes
 each field of the record, later ones read it (:meth:`Keyspace.agree`).
@@ -117,7 +120,7 @@ class Keyspace:
     """
 
     __slots__ = ("crawl_id", "partitions", "meta", "ranker_lock", "index_queue", "indexer_lock",
-                 "_prefixes")
+                 "similarity_df", "_prefixes")
 
     def __init__(self, crawl_id: str, partitions: int):
         if not isinstance(crawl_id, str) or not crawl_id:
@@ -134,6 +137,7 @@ class Keyspace:
         self.ranker_lock = f"{_ROOT}{{{crawl_id}}}:ranker"
         self.index_queue = f"{_ROOT}{{{crawl_id}}}:index"
         self.indexer_lock = f"{_ROOT}{{{crawl_id}}}:indexer"
+        self.similarity_df = f"{_ROOT}{{{crawl_id}}}:df"
         self._prefixes = [f"{_ROOT}{{{crawl_id}/{p}}}:" for p in range(partitions)]
 
     def __repr__(self):
@@ -256,7 +260,8 @@ class Keyspace:
             keys.append(key)
             if len(keys) >= batch:
                 deleted += unlink()
-        keys += [self.ranker_lock, self.index_queue, self.indexer_lock, self.meta]
+        keys += [self.ranker_lock, self.index_queue, self.indexer_lock, self.similarity_df,
+                 self.meta]
         return deleted + unlink()
 
     @staticmethod
