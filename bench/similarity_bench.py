@@ -58,16 +58,6 @@ ORDERS = {
 SHARES = (0.5, 0.8, 1.0)
 
 
-def fetches_to(order: list[str], hot: set[str], share: float) -> int | None:
-    """Fetches until `share` of the hot pages were fetched; None if never."""
-    got = 0
-    for i, url in enumerate(order, 1):
-        got += url in hot
-        if got >= share * len(hot):
-            return i
-    return None
-
-
 def pst_at_tenths(order: list[str], hot: set[str]) -> list[float]:
     """Cho's PST: % of the hot pages fetched, after each tenth of the crawl."""
     out = []
@@ -165,11 +155,11 @@ def main(argv=None) -> int:
     lines.append(f"{'order':<16}{'fetches':>8}{'hot got':>8}"
                  + "".join(f"{'to ' + format(s, '.0%'):>9}" for s in SHARES)
                  + f"{'harvest@H':>11}{'harvest':>9}{'x bfs@80%':>10}")
-    bfs80 = fetches_to(results["bfs"]["order"], hot, 0.8) if "bfs" in results else None
+    bfs80 = checks.fetches_to_reach(results["bfs"]["order"], hot, 0.8) if "bfs" in results else None
     rows = []
     for name, r in results.items():
         order = r["order"]
-        need = [fetches_to(order, hot, s) for s in SHARES]
+        need = [checks.fetches_to_reach(order, hot, s) for s in SHARES]
         ratio = (need[1] / bfs80) if (bfs80 and need[1]) else None
         got = sum(1 for u in order if u in hot)
         lines.append(f"{name:<16}{len(order):>8}{got:>8}"
@@ -189,7 +179,7 @@ def main(argv=None) -> int:
         lines.append(f"  {name:<16}" + "".join(f"{p:>6.0f}" for p in pst_at_tenths(r["order"], hot)))
     for name in results:
         if name.startswith("similarity") and bfs80:
-            need = fetches_to(results[name]["order"], hot, 0.8)
+            need = checks.fetches_to_reach(results[name]["order"], hot, 0.8)
             met = need is not None and need <= 0.6 * bfs80
             lines.append(f"target ({name}): 80% of the hot pages in {need} fetches, bfs "
                          f"{bfs80}: {need / bfs80:.2f} x -> {'met' if met else 'NOT met'} "

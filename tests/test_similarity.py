@@ -149,21 +149,12 @@ def test_similarity_reaches_the_hot_pages_sooner_than_bfs(redis_url, tmp_path):
     hot = {web.url(v) for v in web.hot_pages(query)}
     assert len(hot) >= 100
 
-    def fetches_for(order, share):
-        """Fetches until `share` of the hot pages were fetched (from the log)."""
-        got = 0
-        for i, url in enumerate(order, 1):
-            got += url in hot
-            if got >= share * len(hot):
-                return i
-        return None
-
     # similarity with the distance rule (Cho Fig. 5), and without it (Fig. 4:
     # the hot queue and IS' alone, which only the links' texts can drive)
     orders = {(p, h): fetch_order(redis_url, tmp_path, p, query, h)
               for p, h in (("bfs", 3), ("similarity", 3), ("similarity", 0))}
     assert all(set(order) >= hot for order in orders.values())
-    need = {k: fetches_for(order, 0.8) for k, order in orders.items()}
+    need = {k: checks.fetches_to_reach(order, hot, 0.8) for k, order in orders.items()}
     assert need[("similarity", 3)] <= 0.6 * need[("bfs", 3)], need
     assert need[("similarity", 0)] <= 0.6 * need[("bfs", 3)], need
 
