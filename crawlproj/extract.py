@@ -114,6 +114,9 @@ class Extracted:
     title: str = ""
     text: str = ""
     links: list[tuple[str, str]] = field(default_factory=list)
+    #: URL -> the text around its first link (before and after the element,
+    #: within its parent), each side at most ``max_anchor_chars``
+    around: dict[str, str] = field(default_factory=dict)
     links_dropped: int = 0
     encoding: str | None = None
 
@@ -369,12 +372,29 @@ def _anchor_text(el: etree._Element, max_chars: int) -> str:
     return _norm_ws(raw)[:max_chars].rstrip()
 
 
+def _around_text(el: etree._Element, max_chars: int) -> str:
+    """The text next to a link inside its parent: what precedes it (the
+    previous sibling's tail, or the parent's text) and what follows (its
+    tail), the words that often say where a link leads when its anchor is
+    short [WebCrawler: "anchor texts are usually short"]."""
+    prev = el.getprevious()
+    if prev is not None:
+        before = prev.tail or ""
+    else:
+        parent = el.getparent()
+        before = (parent.text or "") if parent is not None else ""
+    before = _norm_ws(before[-(4 * max_chars + 64):])[-max_chars:].lstrip()
+    after = _norm_ws((el.tail or "")[: 4 * max_chars + 64])[:max_chars].rstrip()
+    return f"{before} {after}".strip()
+
+
 def _extract_links(
     root: etree._Element,
     base: str,
     encoding: str,
     max_links: int,
     max_anchor_chars: int,
+    around: dict[str, str] | None = None,
 ) -> tuple[list[tuple[str, str]], int]:
     # url -> [url, anchor]; a dict keeps insertion (document) order.
     found: dict[str, list[str]] = {}
@@ -400,6 +420,10 @@ def _extract_links(
                 dropped = 1 + sum(1 for e in elements if e.get("href") is not None)
                 break
             found[url] = [url, _anchor_text(el, max_anchor_chars)]
+            if around is not None:
+                text = _around_text(el, max_anchor_chars)
+                if text:
+                    around[url] = text
         elif not entry[1]:
             entry[1] = _anchor_text(el, max_anchor_chars)
     return [(u, a) for u, a in found.values()], dropped
@@ -573,6 +597,7 @@ def extract_page(
     # Defensive only: no failure is known (the input was cleaned in _parse()).
     title = page_text = ""
     links: list[tuple[str, str]] = []
+    around: dict[str, str] = {}
     dropped = 0
     try:
         title = _title(root, max_title_chars)
@@ -582,7 +607,7 @@ def extract_page(
         base = _base_url(root, url)
         etree.strip_elements(root, *_INERT_TAGS, with_tail=False)
         _mark_blocks(root)
-        links, dropped = _extract_links(root, base, enc, max_links, max_anchor_chars)
+        links, dropped = _extract_links(root, base, enc, max_links, max_anchor_chars, around)
     except Exception:
         pass
     try:
@@ -594,5 +619,6 @@ def extract_page(
     except Exception:
         pass
     return Extracted(
-        title=title, text=page_text, links=links, links_dropped=dropped, encoding=enc
+        title=title, text=page_text, links=links, around=around, links_dropped=dropped,
+        encoding=enc,
     )

@@ -12,7 +12,8 @@ one hash slot, on one node, where one Lua script may touch them all
 atomically. The crawl-wide keys carry the tag ``{<crawl>}``.
 
 Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
-:attr:`Keyspace.index_queue`, :attr:`Keyspace.indexer_lock`)::
+:attr:`Keyspace.index_queue`, :attr:`Keyspace.indexer_lock`,
+:attr:`Keyspace.similarity_df`)::
 
     cp:{<crawl>}:meta       HASH   the crawl's record: partitions, created; prioritizer
                                    (its FRONTIER_PRIORITIZER), due (the DUE's configuration)
@@ -25,6 +26,8 @@ Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
                                    leases held) as of its last heartbeat
     cp:{<crawl>}:control    HASH   the crawl's control as last set (pause, stop: server ms)
                                    (crawlproj/monitor/: heartbeat.lua, control.py)
+    cp:{<crawl>}:df         HASH   pages seen, and pages holding each word of the similarity
+                                   prioritizer's query: its IDF (crawlproj/prioritizers/similarity.py)
 
 A crawl exists while its meta hash does: the first process of a crawl fixes
 each field of the record, later ones read it (:meth:`Keyspace.agree`).
@@ -127,7 +130,7 @@ class Keyspace:
     """
 
     __slots__ = ("crawl_id", "partitions", "meta", "ranker_lock", "index_queue", "indexer_lock",
-                 "totals", "workers", "crawl_control", "_prefixes")
+                 "totals", "workers", "crawl_control", "similarity_df", "_prefixes")
 
     def __init__(self, crawl_id: str, partitions: int):
         if not isinstance(crawl_id, str) or not crawl_id:
@@ -147,6 +150,7 @@ class Keyspace:
         self.totals = f"{_ROOT}{{{crawl_id}}}:totals"
         self.workers = f"{_ROOT}{{{crawl_id}}}:workers"
         self.crawl_control = f"{_ROOT}{{{crawl_id}}}:control"
+        self.similarity_df = f"{_ROOT}{{{crawl_id}}}:df"
         self._prefixes = [f"{_ROOT}{{{crawl_id}/{p}}}:" for p in range(partitions)]
 
     def __repr__(self):
@@ -273,7 +277,8 @@ class Keyspace:
                                    count=batch):
             keys.append(key)
         keys += [self.ranker_lock, self.index_queue, self.indexer_lock, self.totals,
-                 self.workers, self.crawl_control, self.meta]
+                 self.workers, self.crawl_control, self.similarity_df,
+                 self.meta]
         return deleted + unlink()
 
     @staticmethod

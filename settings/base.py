@@ -130,13 +130,23 @@ FRONTIER_BACKOFF_AFTER = 3
 # Short names: bfs (breadth-first), random, backlinks (IB': links seen so far),
 # pagerank (IR': PageRank on the graph seen so far, estimated per new link and
 # recomputed by the ranker), opic (Abiteboul et al. 2003: online cash, no
-# recomputation), hostfirst (WebCrawler: every host represented early).
+# recomputation), hostfirst (WebCrawler: every host represented early),
+# similarity (Cho §7: toward SIMILARITY_QUERY, hot queue first).
 FRONTIER_PRIORITIZER = "bfs"
 # The random prioritizer's seed; None = a different order each run.
 FRONTIER_RANDOM_SEED = None
 # backlinks/pagerank/opic: count only links between different hosts
 # [Najork & Wiener §4: PageRank over cross-host links].
 PRIORITIZER_CROSS_HOST_ONLY = False
+# The similarity prioritizer [Cho §2 IS'(P), §7 hot queue; docs/search.md]: the
+# words to crawl toward (needed by it; at most 1000 characters, 32 words). A URL
+# whose anchor text or URL holds every word goes first; then URLs within
+# SIMILARITY_HOT_HOPS links of a hot page (0 = no such rule), a page with the
+# query in its title or each word at least SIMILARITY_HOT_COUNT times in its
+# text; each class by IS' of the link's anchor, nearby text and URL.
+SIMILARITY_QUERY = ""
+SIMILARITY_HOT_HOPS = 3
+SIMILARITY_HOT_COUNT = 5
 # PageRank damping d [Cho §2; 0.9 as Cho used, §6].
 PAGERANK_DAMPING = 0.9
 # The ranker: PageRank recomputed on the link store's graph, rewriting every

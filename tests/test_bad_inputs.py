@@ -67,7 +67,7 @@ def test_a_typo_in_the_prioritizer(redis_url, tmp_path):
     assert run.returncode == 2
     assert one_line(run) == (
         "crawlproj: unknown FRONTIER_PRIORITIZER 'pagernak' (did you mean pagerank?); use one "
-        "of bfs, random, backlinks, pagerank, opic, hostfirst or a dotted class path")
+        "of bfs, random, backlinks, pagerank, opic, hostfirst, similarity or a dotted class path")
     assert redis.Redis.from_url(redis_url).dbsize() == 0
 
 

@@ -92,7 +92,10 @@ def test_html_page_item_fields():
     for request in requests:
         assert request.callback == spider.parse
         assert not request.dont_filter
-        assert request.meta == {}  # nothing of ours is stored per queued URL
+        # nothing of ours is stored per queued URL: the link's texts go to the
+        # link context (middlewares/linkcontext.py), which the codec never stores
+        assert list(request.meta) == ["link_text"]
+    assert requests[0].meta["link_text"] == ("About us", "")
 
 
 def test_item_without_redirect_and_frontier_download_time():

@@ -78,7 +78,9 @@ class Command(ScrapyCrawlCommand):
         if spargs.get("scope"):
             scope_mode(spargs["scope"], "scope")
         scope_mode(self.settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
-        prioritizer_class(self.settings.get("FRONTIER_PRIORITIZER"))
+        prioritizer = prioritizer_class(self.settings.get("FRONTIER_PRIORITIZER"))
+        if hasattr(prioritizer, "check_settings"):  # its own settings (similarity's query)
+            prioritizer.check_settings(self.settings)
         check_recrawl(self.settings)
         DueConfig.from_settings(self.settings)
         monitor_interval(self.settings)

@@ -36,7 +36,8 @@ logger = logging.getLogger(__name__)
 
 # meta keys that describe one download, not the URL: never stored.
 _TRANSIENT_META = ("download_slot", "download_latency", "download_timeout", "proxy",
-                   "_auth_proxy", "crawlproj_lease", "frontier_score", "link_context")
+                   "_auth_proxy", "crawlproj_lease", "frontier_score", "link_context",
+                   "link_text")
 
 # meta keys a payload may not set on decode: where or how a download is made
 # (a proxy, a bind address, the size limits, the robots.txt exemption, the

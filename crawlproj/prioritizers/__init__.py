@@ -24,6 +24,7 @@ PRIORITIZERS = {
     "pagerank": "crawlproj.prioritizers.links.PageRankEstimate",
     "opic": "crawlproj.prioritizers.links.OPIC",
     "hostfirst": "crawlproj.prioritizers.basic.HostFirst",
+    "similarity": "crawlproj.prioritizers.similarity.SimilarityOrder",
 }
 
 

@@ -43,7 +43,7 @@ class LinkPrioritizer(Prioritizer):
         ctx = request.meta.get("link_context")
         if not ctx:
             return None
-        parent_score, links, parent_host = ctx
+        parent_score, links, parent_host = ctx[:3]
         weight = importance.backlink_increment(parent_host, host_of(request.url),
                                                self.cross_host_only)
         parent = None if parent_score is None else -parent_score

@@ -123,3 +123,15 @@ def arrival_positions(records: Iterable[Record], ignore_paths: Iterable[str] = R
     """URL -> 0-based position of its first arrival (for ordering tests, e.g.
     'important pages come early': compare positions of two sets of URLs)."""
     return {u: i for i, u in enumerate(arrival_order(records, ignore_paths))}
+
+
+def fetches_to_reach(order: list[str], wanted: set[str], share: float) -> int | None:
+    """How many fetches of ``order`` it took to fetch ``share`` of the URLs in
+    ``wanted`` (Cho's PST read the other way: the crawl length at which the
+    hot pages reach a share), or None if the crawl never did."""
+    got = 0
+    for i, url in enumerate(order, 1):
+        got += url in wanted
+        if got >= share * len(wanted):
+            return i
+    return None

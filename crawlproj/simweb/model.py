@@ -71,6 +71,7 @@ def _unit(*parts: int) -> float:
 S_SIZES, S_STATUS, S_PRIVATE, S_REDIR, S_LINKS, S_RENDER, S_TITLE = range(1, 8)
 S_ROBOTS, S_DELAY, S_LATENCY, S_CHANGE, S_PHASE, S_TEXT, S_BINARY = range(8, 15)
 S_RATE, S_GAP, S_ETAG, S_LM, S_RELINK = range(15, 20)
+S_TOPIC, S_TOPIC_LINK, S_TOPIC_TEXT, S_AROUND = range(20, 24)
 
 # --------------------------------------------------------------------------
 # Words: a fixed pronounceable vocabulary (same for every seed) for titles,
@@ -103,6 +104,41 @@ WORDS = _make_words()
 # length can be taken without wrapping logic.
 _CORPUS = " ".join(WORDS[_mix(i, 0xC0DE) % len(WORDS)] for i in range(16000))
 _CORPUS2 = _CORPUS + " " + _CORPUS
+
+
+# Topic vocabularies (the ``topics`` option): words of four syllables, which
+# the general vocabulary (two or three) never has, so a topic's words occur
+# on pages of that topic, in anchors pointing to them and in the text around
+# those anchors, and nowhere else.  Topic t owns words [t*V, (t+1)*V).
+TOPIC_VOCABULARY = 40
+MAX_TOPICS = 256
+_topic_words: list[str] = []
+
+
+def topic_words(t: int) -> list[str]:
+    """The vocabulary of topic t, most frequent word first (its name)."""
+    need = (t + 1) * TOPIC_VOCABULARY
+    i = len(_topic_words)
+    seen = set(_topic_words)
+    while len(_topic_words) < need:
+        x = _mix(i, 0x70C1C)
+        i += 1
+        w = "".join(_CONS[(x >> (8 * j + 1)) % 14] + _VOW[(x >> (8 * j + 5)) % 5]
+                    for j in range(4))
+        if w not in seen:
+            seen.add(w)
+            _topic_words.append(w)
+    return _topic_words[t * TOPIC_VOCABULARY:need]
+
+
+# Word r of a topic is drawn with weight 1/(r+1) (Zipf, as words of a real
+# topic are): the name is in about one topical word of four.
+_TOPIC_CUM = [sum(1.0 / (r + 1) for r in range(k + 1)) for k in range(TOPIC_VOCABULARY)]
+
+
+def _topic_word(t: int, key: int) -> str:
+    u = (key / 18446744073709551616.0) * _TOPIC_CUM[-1]
+    return topic_words(t)[bisect.bisect_left(_TOPIC_CUM, u, 0, TOPIC_VOCABULARY - 1)]
 
 
 def _text(key: int, n: int) -> str:
@@ -217,6 +253,7 @@ class SimWeb:
     ``SimWeb.from_graph`` or ``SimWeb.from_spec``."""
 
     kind = "abstract"
+    _topics = 0  # GeneratedWeb's topics option
     _escape = True  # whether titles/URLs may need HTML escaping
     traps = None  # a TrapHosts: trap hosts beside the web's own (simweb/traps.py)
     #: the JSON-able dict that rebuilds this web with ``SimWeb.from_spec``
@@ -558,7 +595,8 @@ class SimWeb:
                 href = turl if r < 0.9 else turl[5:]  # '//host/path' 1 in 10
             if rnd() < 0.1:
                 href += "#" + WORDS[int(rnd() * len(WORDS))]
-            items.append(f'<li><a href="{esc(href)}">{esc(self._anchor(tgt))}</a></li>')
+            around = "" if not self._topics or isinstance(tgt, str) else " " + self._around(node, tgt)
+            items.append(f'<li><a href="{esc(href)}">{esc(self._anchor(tgt))}</a>{around}</li>')
         # Links a crawler must drop.
         if rnd() < 0.3:
             items.insert(int(rnd() * (len(items) + 1)),
@@ -566,7 +604,8 @@ class SimWeb:
         if rnd() < 0.2:
             items.insert(int(rnd() * (len(items) + 1)),
                          '<li><a href="javascript:void(0)">Menu</a></li>')
-        intro = _text(_mix(seed, node, S_TEXT, v), 300)
+        intro = (" ".join(self._topic_text(node)) if self._topics
+                 else _text(_mix(seed, node, S_TEXT, v), 300))
         head = (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title>{base}</head>\n'
                 f"<body>\n<h1>{title}</h1>\n<p>{intro}</p>\n<ul>\n" + "\n".join(items) + "\n</ul>\n")
         tail = "</body></html>\n"
@@ -751,6 +790,11 @@ _GENERATE_OPTIONS: list[tuple[str, Any, str]] = [
     ("base_rate", 0.05, 'fraction of pages with <base href="http://host/">'),
     ("traps", "", "trap hosts <name>.trap.example beside the others: 'all' or names "
                   "(crawlproj/simweb/traps.py)"),
+    ("topics", 0, "topical web: hosts and pages get one of this many topics, each with its "
+                  "own vocabulary for titles, text and anchors (0 = none)"),
+    ("topic_host", 0.8, "with topics: share of a host's pages on the host's topic"),
+    ("topic_locality", 0.8, "with topics: share of a page's random links that go to a page "
+                            "of its own topic"),
 ]
 GENERATE_DEFAULTS: dict[str, Any] = {n: d for n, d, _ in _GENERATE_OPTIONS}
 GENERATE_HELP: dict[str, str] = {n: h for n, _, h in _GENERATE_OPTIONS}
@@ -832,6 +876,80 @@ class GeneratedWeb(SimWeb):
             acc += 1.0 / (k + 1) ** a
             self._zipf_cum.append(acc)
         self._by_size = sorted(range(H), key=lambda h: (-self._size[h], h))
+        self._init_topics(o)
+
+    # ---- topics (the ``topics`` option) ------------------------------------
+    def _init_topics(self, o: dict[str, Any]) -> None:
+        """Each host has a topic; each of its pages has the host's topic with
+        probability topic_host (always the root), else a topic of its own.
+        The topic of a page chooses the words of its title and text and, with
+        probability topic_locality, the targets of its random links: the
+        topical locality Cho et al. observed (§7: "if a page has a high IS(P)
+        value, then its children are likely to have a higher IS(P) value
+        too").  Without topics nothing here draws a number, so the web is the
+        same as without the option."""
+        T = int(o["topics"])
+        if not 0 <= T <= MAX_TOPICS:
+            raise ValueError(f"topics must be in [0, {MAX_TOPICS}]")
+        self._topic_host = float(o["topic_host"])
+        self._locality = float(o["topic_locality"])
+        if not (0 <= self._topic_host <= 1 and 0 <= self._locality <= 1):
+            raise ValueError("topic_host and topic_locality must be in [0, 1]")
+        self._topics = T
+        if not T:
+            return
+        seed = self.seed
+        host_topic = [_mix(seed, h, S_TOPIC) % T for h in range(len(self.hosts))]
+        self._topic = array("H", [0] * self.n_nodes)
+        for h, t in enumerate(host_topic):
+            off = self._off[h]
+            for node in range(off, off + self._size[h]):
+                own = node == off or _unit(seed, node, S_TOPIC) < self._topic_host
+                self._topic[node] = t if own else _mix(seed, node, S_TOPIC, 1) % T
+        self._topic_nodes: list[array] = [array("i") for _ in range(T)]
+        for node, t in enumerate(self._topic):
+            self._topic_nodes[t].append(node)
+
+    def topic(self, node: int) -> int | None:
+        """The topic of a page, or None on a web without topics."""
+        return self._topic[node] if self._topics else None
+
+    @staticmethod
+    def topic_query(t: int) -> str:
+        """A one-word query for topic t: its most frequent word."""
+        return topic_words(t)[0]
+
+    def hot_pages(self, query: str) -> set[int]:
+        """The hot pages of a query on a topical web: the pages answering 200
+        to a polite crawler whose title or own text (not the anchors of their
+        links) holds every word of the query; Cho's IS(P) with a threshold of
+        one occurrence (§7 used the title, or 10 in the body).  For a topic's
+        query these are the pages of that topic."""
+        if not self._topics:
+            raise ValueError("hot_pages needs a web with topics")
+        terms = set(query.lower().split())
+        return {node for node in range(self.n_nodes) if self._kind(node) == K_OK
+                and terms <= set(self.title(node).split() + self._topic_text(node))}
+
+    def _topic_text(self, node: int) -> list[str]:
+        """The page's own words: half drawn from its topic, half general."""
+        t, out = self._topic[node], []
+        for i in range(80):
+            key = _mix(self.seed, node, S_TOPIC_TEXT, i)
+            out.append(_topic_word(t, _mix(key)) if key & 1 else WORDS[(key >> 1) % len(WORDS)])
+        return out
+
+    def _around(self, node: int, target: int) -> str:
+        """Words after a link to a page, from the target's topic: the text
+        around an anchor that describes where it leads."""
+        t = self._topic[target]
+        return " ".join(_topic_word(t, _mix(self.seed, node, S_AROUND, target, j)) for j in range(3))
+
+    def _make_title(self, node: int) -> str:
+        if not self._topics:
+            return super()._make_title(node)
+        t, key = self._topic[node], _mix(self.seed, node, S_TITLE)
+        return f"{_topic_word(t, _mix(key, 1))} {_topic_word(t, _mix(key, 2))} {WORDS[key % len(WORDS)]}"
 
     # ---- structure ------------------------------------------------------
     def host_of(self, node: int) -> int:
@@ -909,6 +1027,10 @@ class GeneratedWeb(SimWeb):
         want = int(self._links * (0.5 + rnd()) + 0.5)
         for _ in range(want - len(out)):
             u = rnd()
+            if self._topics and u >= self._p404 + self._pbin and rnd() < self._locality:
+                same = self._topic_nodes[self._topic[node]]
+                out.append(same[int(rnd() * len(same))])
+                continue
             th = h if (H == 1 or rnd() < self._local) else self._random_host(rnd)
             if u < self._p404:
                 out.append(f"http://{self.hosts[th]}/gone/{int(rnd() * 1e6)}.html")

@@ -29,6 +29,7 @@ from crawlproj.extract import (
 from crawlproj.items import PageItem
 from crawlproj.scope import Scope, ScopeError, scope_mode
 from crawlproj.seeds import check_seed, read_seeds
+from crawlproj.signals import page_parsed
 
 __all__ = ["WebSpider", "ScopeError"]
 
@@ -62,8 +63,10 @@ class WebSpider(scrapy.Spider):
     ``dont_filter=False``, so the frontier's URL-seen test drops the copies.
 
     Request meta is serialised into the shared frontier for every queued URL,
-    so links carry none of their own: only what Scrapy's middlewares add
-    (``depth``). The anchor text of each link is in the source page's item.
+    so links carry little of their own: what Scrapy's middlewares add
+    (``depth``), and ``link_text`` (anchor text, text around the link), which
+    the link context turns into a part of meta["link_context"], never stored.
+    The anchor text of each link is also in the source page's item.
 
     HTTP errors: Scrapy's HttpErrorMiddleware keeps its default (non-2xx
     responses never reach :meth:`parse`; its stats count them). If
@@ -181,11 +184,17 @@ class WebSpider(scrapy.Spider):
         yield self._item(response, extracted)
         if not 200 <= response.status < 300:
             return
+        # before the links are yielded: a prioritizer may mark the page (hot)
+        self.crawler.signals.send_catch_log(page_parsed, response=response,
+                                            title=extracted.title, text=extracted.text)
         followed = 0
-        for url, _anchor in extracted.links:
+        around = extracted.around
+        for url, anchor in extracted.links:
             if self.scope.allows(response.url, url):
                 try:
-                    request = Request(url, callback=self.parse)
+                    # the link context takes it off (middlewares/linkcontext.py)
+                    request = Request(url, callback=self.parse,
+                                      meta={"link_text": (anchor, around.get(url, ""))})
                 except ValueError:  # not expected: extract_page checked the URL
                     continue
                 followed += 1
