@@ -13,7 +13,7 @@ atomically. The crawl-wide keys carry the tag ``{<crawl>}``.
 
 Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
 :attr:`Keyspace.index_queue`, :attr:`Keyspace.indexer_lock`,
-:attr:`Keyspace.similarity_df`)::
+:attr:`Keyspace.similarity_df`, :attr:`Keyspace.recrawl_terms`)::
 
     cp:{<crawl>}:meta       HASH   the crawl's record: partitions, created; prioritizer
                                    (its FRONTIER_PRIORITIZER), due (the DUE's configuration)
@@ -28,6 +28,8 @@ Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
                                    (crawlproj/monitor/: heartbeat.lua, control.py)
     cp:{<crawl>}:df         HASH   pages seen, and pages holding each word of the similarity
                                    prioritizer's query: its IDF (crawlproj/prioritizers/similarity.py)
+    cp:{<crawl>}:recrawl    HASH   the recrawl plan's terms as the workers last planned
+                                   (policy, budget, boost...: crawlproj/frontier/recrawl.py)
 
 A crawl exists while its meta hash does: the first process of a crawl fixes
 each field of the record, later ones read it (:meth:`Keyspace.agree`).
@@ -130,7 +132,8 @@ class Keyspace:
     """
 
     __slots__ = ("crawl_id", "partitions", "meta", "ranker_lock", "index_queue", "indexer_lock",
-                 "totals", "workers", "crawl_control", "similarity_df", "_prefixes")
+                 "totals", "workers", "crawl_control", "similarity_df", "recrawl_terms",
+                 "_prefixes")
 
     def __init__(self, crawl_id: str, partitions: int):
         if not isinstance(crawl_id, str) or not crawl_id:
@@ -151,6 +154,7 @@ class Keyspace:
         self.workers = f"{_ROOT}{{{crawl_id}}}:workers"
         self.crawl_control = f"{_ROOT}{{{crawl_id}}}:control"
         self.similarity_df = f"{_ROOT}{{{crawl_id}}}:df"
+        self.recrawl_terms = f"{_ROOT}{{{crawl_id}}}:recrawl"
         self._prefixes = [f"{_ROOT}{{{crawl_id}/{p}}}:" for p in range(partitions)]
 
     def __repr__(self):
@@ -278,7 +282,7 @@ class Keyspace:
             keys.append(key)
         keys += [self.ranker_lock, self.index_queue, self.indexer_lock, self.totals,
                  self.workers, self.crawl_control, self.similarity_df,
-                 self.meta]
+                 self.recrawl_terms, self.meta]
         return deleted + unlink()
 
     @staticmethod

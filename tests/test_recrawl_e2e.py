@@ -8,16 +8,26 @@ from the web's own request log.
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import socket
+import subprocess
+import sys
 import time
+from collections import Counter
 
 import pytest
 import redis
 
+from crawlproj.frontier import codec
+from crawlproj.frontier.recrawl import live_bucket
 from crawlproj.keyspace import Keyspace
+from crawlproj.recrawl.record import STORED
+from crawlproj.recrawl.state import RecrawlState
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
-from tests.e2e import Workers, stat
+from tests.e2e import ROOT, Workers, stat
 
 pytestmark = pytest.mark.e2e
 
@@ -130,3 +140,74 @@ def test_kill_9_and_restart_lose_no_scheduled_recrawl(redis_url, tmp_path):
         assert stat(log, "frontier/expired_leases") > 0  # the victim's leases went back
         assert scheduled_urls(r, "rckill") == len(kept)
         assert checks.overlaps(sw.settle_log()) == []
+
+
+def recrawl_plan(redis_url: str, *args):
+    env = {**os.environ, "REDIS_URL": redis_url}
+    return subprocess.run([sys.executable, "-m", "scrapy", "recrawl", "plan", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def scheduled_buckets(r, crawl_id: str) -> Counter:
+    """Pages per change-rate bucket of the crawl's schedule, each page's
+    bucket read from the recrawl state in its own payload."""
+    ks = Keyspace.open(r, crawl_id)
+    out = Counter()
+    for p in range(ks.partitions):
+        for key in r.scan_iter(match=ks.recrawl_queues_pattern(p), count=1000):
+            host = key.decode().rsplit("d:", 1)[1]
+            for fp in r.zrange(key, 0, -1):
+                request = codec.decode(r.hget(ks.payloads(p, host), fp), host=host)
+                out[live_bucket(RecrawlState.unpack(request.meta[STORED][0]))] += 1
+    return out
+
+
+def test_recrawl_plan_shows_the_plan_in_force_of_a_live_crawl(redis_url, tmp_path):
+    """`scrapy recrawl plan --crawl-id` reads the crawl's schedule from Redis:
+    per bucket the pages whose own recrawl state puts them there, at the
+    fetches per day their due times follow, on the policy and budget the
+    workers run with."""
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds = sw.web.seeds(3)
+        reachable = sw.web.reachable(seeds, obey_robots=True)
+        workers = Workers(sw, redis_url, tmp_path, seeds, "rcplan", settings())
+        (w,) = workers.start(1)
+        sw.wait_log(lambda recs: len(pages_of(recs)) >= 4 * len(reachable), timeout=240)
+        Workers.signal(w, signal.SIGTERM)
+        assert w.wait(60) == 0
+    r = redis.Redis.from_url(redis_url)
+    truth = scheduled_buckets(r, "rcplan")
+    out = recrawl_plan(redis_url, "--crawl-id", "rcplan", "--json", "--png", tmp_path / "p.png")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["policy"] == "optimal" and doc["budget"] == 40
+    assert doc["time_scale"] == 86400 / DAY_SECONDS
+    shown = {b["bucket"]: b["pages"] for b in doc["buckets"]} | {0: doc["unestimated_pages"]}
+    assert {k: n for k, n in shown.items() if n} == {k: n for k, n in truth.items() if n}
+    assert len([k for k in truth if k > 0]) >= 5   # estimates spread over buckets
+    # optimal: a faster bucket gets at least as many fetches per page, up to
+    # where it gets nothing (Cho & Garcia-Molina's Lagrange condition)
+    per_page = [b["fetches_per_day"] / b["pages"] for b in doc["buckets"]]
+    rates = [b["rate"] for b in doc["buckets"]]
+    assert rates == sorted(rates) and max(per_page) > 2 * min(per_page)
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    text = recrawl_plan(redis_url, "--crawl-id", "rcplan")
+    assert text.returncode == 0 and text.stdout.startswith("crawl rcplan: policy optimal")
+
+
+def test_recrawl_plan_of_no_live_crawl_is_one_line_and_exit_status_2(redis_url, tmp_path):
+    out = recrawl_plan(redis_url, "--crawl-id", "nosuchcrawl")
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and "nosuchcrawl" in out.stderr
+    r = redis.Redis.from_url(redis_url)
+    Keyspace.open(r, "notcontinuous")   # a crawl that never ran with RECRAWL_ENABLED
+    out = recrawl_plan(redis_url, "--crawl-id", "notcontinuous")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == ("crawlproj: crawl 'notcontinuous' has no recrawl plan: "
+                                  "no worker of it ran with RECRAWL_ENABLED")
+    with socket.socket() as s:      # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        down = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    out = recrawl_plan(down, "--crawl-id", "rcplan")
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("crawlproj: ")

@@ -3,10 +3,11 @@
 Per change-rate bucket: pages, estimated change rate, planned fetches per day,
 expected freshness and obsolete pages, under RECRAWL_POLICY within
 RECRAWL_BUDGET fetches per second (crawlproj/recrawl, docs/recrawl.md). The
-population comes from a JSON file (--population) or is generated
-(--simulate loguniform|gamma); the live population of a crawl will come from
-its page metadata in Redis (the one-byte bucket per URL) once crawls run with
-RECRAWL_ENABLED. Bad input is one line on stderr and exit status 2.
+population is a live crawl's (--crawl-id: its recrawl schedule's pages per
+bucket in Redis, planned on the terms its workers last recorded, as they
+apply it), a JSON file's (--population) or generated (--simulate
+loguniform|gamma). Bad input, an unknown crawl, a crawl with no recrawl
+schedule or a Redis out of reach is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import sys
 
 from scrapy.commands import ScrapyCommand
 
-from crawlproj.addon import CommandSettings
+from crawlproj.addon import CommandSettings, check_settings
+from crawlproj.errors import CrawlprojError
 from crawlproj.recrawl.buckets import DAY
 from crawlproj.recrawl.policies import POLICIES, Plan, PolicyError, plan
 from crawlproj.recrawl.population import DISTRIBUTIONS, Population, PopulationError, simulate
@@ -25,6 +27,27 @@ from crawlproj.recrawl.webfountain import STRATEGIES
 
 class _UsageError(Exception):
     pass
+
+
+def live_plan(settings, crawl_id: str):
+    """(Plan or None, pages not yet estimated, their per-page frequency,
+    Recrawl) of a running crawl, from Redis; CrawlprojError in one line."""
+    from types import SimpleNamespace
+
+    from crawlproj.frontier.recrawl import Recrawl
+    from crawlproj.keyspace import Keyspace
+    from crawlproj.redisconn import get_redis
+
+    check_settings(settings)
+    redis = get_redis(settings)
+    keyspace = Keyspace.found(redis, crawl_id)
+    terms = {k.decode(): v.decode() for k, v in redis.hgetall(keyspace.recrawl_terms).items()}
+    if not terms:
+        raise CrawlprojError(f"crawl {crawl_id!r} has no recrawl plan: no worker of it ran "
+                             "with RECRAWL_ENABLED")
+    recrawl = Recrawl.from_terms(terms, SimpleNamespace(redis=redis, keyspace=keyspace,
+                                                        new_share=0.0))
+    return (*recrawl.plan_in_force(), recrawl)
 
 
 def format_plan(p: Plan) -> str:
@@ -40,6 +63,16 @@ def format_plan(p: Plan) -> str:
                                    p.freshness, p.obsolete):
         lines.append(f"{k:>6} {n:>10.0f} {r * DAY:>12.4g} {f:>12.4g} {fr:>9.4f} {ob:>10.1f}")
     return "\n".join(lines)
+
+
+def plan_json(p: Plan) -> dict:
+    return {"policy": p.policy, "budget": p.budget, "new_rate": p.new_rate,
+            "mean_freshness": p.mean_freshness(),
+            "buckets": [{"bucket": int(k), "pages": float(n), "rate": float(r),
+                         "fetches_per_day": float(f), "freshness": float(fr), "obsolete": float(o)}
+                        for k, n, r, f, fr, o in zip(p.population.bucket, p.population.pages,
+                                                     p.population.rate, p.fetches_per_day,
+                                                     p.freshness, p.obsolete)]}
 
 
 def plot_plan(p: Plan, path: str) -> None:
@@ -70,7 +103,8 @@ class Command(ScrapyCommand):
     default_settings = CommandSettings(LOG_ENABLED=False)
 
     def syntax(self):
-        return "plan (--population FILE | --simulate DIST) [--pages N] [--budget B] [--png FILE]"
+        return ("plan (--crawl-id ID | --population FILE | --simulate DIST) [--pages N] "
+                "[--budget B] [--png FILE]")
 
     def short_desc(self):
         return "Print the recrawl plan of a change-rate bucket population (RECRAWL_POLICY)"
@@ -80,6 +114,8 @@ class Command(ScrapyCommand):
 
     def add_options(self, parser):
         super().add_options(parser)
+        parser.add_argument("--crawl-id", default=None,
+                            help="the plan in force for this crawl, from its schedule in Redis")
         parser.add_argument("--population", default=None,
                             help='JSON file: {"new_pages": N, "buckets": [{"bucket": k, "pages": n, '
                                  '"rate": per-second, "weight": w}, ...]}')
@@ -104,25 +140,44 @@ class Command(ScrapyCommand):
     def run(self, args, opts):
         try:
             if args != ["plan"]:
-                raise _UsageError("usage: scrapy recrawl plan (--population FILE | --simulate DIST)")
-            p = self._plan(opts)
-        except (_UsageError, PopulationError, PolicyError) as exc:
+                raise _UsageError("usage: scrapy recrawl plan (--crawl-id ID | --population FILE "
+                                  "| --simulate DIST)")
+            if opts.crawl_id is not None:
+                if opts.population is not None or opts.simulate is not None:
+                    raise _UsageError("give one of --crawl-id, --population and --simulate")
+                p, unknown, unknown_f, recrawl = live_plan(self.settings, opts.crawl_id)
+            else:
+                p, unknown, unknown_f, recrawl = self._plan(opts), 0, 0.0, None
+        except (_UsageError, PopulationError, PolicyError, CrawlprojError) as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
             self.exitcode = 2
             return
+        if recrawl is not None:
+            self._print_live(opts, p, unknown, unknown_f, recrawl)
+            return
         if opts.json:
-            print(json.dumps({"policy": p.policy, "budget": p.budget, "new_rate": p.new_rate,
-                              "mean_freshness": p.mean_freshness(),
-                              "buckets": [{"bucket": int(k), "pages": float(n), "rate": float(r),
-                                           "fetches_per_day": float(f), "freshness": float(fr),
-                                           "obsolete": float(o)}
-                                          for k, n, r, f, fr, o in zip(
-                                              p.population.bucket, p.population.pages,
-                                              p.population.rate, p.fetches_per_day,
-                                              p.freshness, p.obsolete)]}, indent=1))
+            print(json.dumps(plan_json(p), indent=1))
         else:
             print(format_plan(p))
         if opts.png:
+            plot_plan(p, opts.png)
+
+    def _print_live(self, opts, p, unknown, unknown_f, recrawl) -> None:
+        head = {"crawl_id": opts.crawl_id, "policy": recrawl.policy,
+                "budget": recrawl.budget * recrawl.scale, "time_scale": recrawl.scale,
+                "boost": recrawl.boost, "unestimated_pages": unknown,
+                "unestimated_fetches_per_day": unknown * unknown_f * DAY}
+        if opts.json:
+            doc = ({"buckets": []} if p is None else plan_json(p)) | head
+            print(json.dumps(doc, indent=1))
+        else:
+            print(f"crawl {opts.crawl_id}: policy {recrawl.policy}, RECRAWL_BUDGET "
+                  f"{head['budget']:g} fetches/s, time scale {recrawl.scale:g} (days below are "
+                  f"the crawl clock's), intervals / {recrawl.boost:.3g} to spend the budget; "
+                  f"{unknown} pages not yet estimated, {head['unestimated_fetches_per_day']:.4g} "
+                  "fetches/day")
+            print(format_plan(p) if p is not None else "no page has an estimate yet")
+        if opts.png and p is not None:
             plot_plan(p, opts.png)
 
     def _plan(self, opts) -> Plan:

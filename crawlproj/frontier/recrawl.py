@@ -45,7 +45,7 @@ from crawlproj.frontier import codec
 from crawlproj.frontier.leases import Schedule
 from crawlproj.recrawl import buckets
 from crawlproj.recrawl.estimate import parse_http_date
-from crawlproj.recrawl.policies import POLICIES, PolicyError, plan
+from crawlproj.recrawl.policies import POLICIES, Plan, PolicyError, plan
 from crawlproj.recrawl.population import Population
 from crawlproj.recrawl.record import HELD, OBSERVED, STORED, Fetch
 from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
@@ -181,10 +181,52 @@ class Recrawl:
 
     def replan(self) -> None:
         """The plan of the policy in force for the schedule as it is now
-        (read from Redis: call it off the reactor thread)."""
+        (read from Redis: call it off the reactor thread); its terms go to
+        the crawl's record of them, for `scrapy recrawl plan --crawl-id`."""
         counts, new = self.population()
         self.steer(self.leased(), time.time())
         self.set_plan(counts, new)
+        self.frontier.redis.hset(self.frontier.keyspace.recrawl_terms, mapping=self.terms())
+
+    # The terms a plan is made of, beside the population: what a reader of the
+    # crawl needs to make the same plan (plan_in_force).
+    TERMS = ("policy", "budget", "new_share", "scale", "min_interval", "max_interval",
+             "strategy", "period", "periods", "boost")
+
+    def terms(self) -> dict[str, str]:
+        values = {"budget": self.budget * self.scale, "new_share": self.frontier.new_share}
+        return {k: str(values.get(k, getattr(self, k))) for k in self.TERMS} | {
+            "at": str(time.time())}
+
+    @classmethod
+    def from_terms(cls, terms: dict[str, str], frontier) -> Recrawl:
+        """The planner of a crawl as its workers last recorded it; frontier:
+        anything with the crawl's redis, keyspace and new_share."""
+        t = {k: terms[k] for k in cls.TERMS}
+        frontier.new_share = float(t["new_share"])
+        r = cls(frontier, t["policy"], float(t["budget"]), float(t["new_share"]),
+                float(t["scale"]), float(t["min_interval"]), float(t["max_interval"]),
+                int(t["strategy"]), float(t["period"]), int(t["periods"]))
+        r.boost = float(t["boost"])
+        return r
+
+    def plan_in_force(self) -> tuple[Plan | None, int, float]:
+        """(the plan of the known buckets as the frontier applies it, pages
+        with no estimate yet, their fetches per page per crawl-second), from
+        the schedule in Redis: per bucket the frequency of its pages' due
+        times, the bounds and the spend's boost applied."""
+        counts, new = self.population()
+        self.set_plan(counts, new)
+        known = sorted(k for k, n in counts.items() if k >= buckets.FIRST and n > 0)
+        unknown = counts.get(buckets.UNKNOWN, 0)
+        unknown_f = self.boost / self.interval(buckets.UNKNOWN)
+        if not known:
+            return None, unknown, unknown_f
+        pop = Population(np.array(known), np.array([float(counts[k]) for k in known]),
+                         np.array([buckets.rate_of(k) for k in known]), np.ones(len(known)), new)
+        freq = np.array([self.boost / self.interval(k) for k in known])
+        new_rate = self.budget * self.frontier.new_share if new else 0.0
+        return Plan(self.policy, pop, freq, new_rate, self.budget), unknown, unknown_f
 
     def set_plan(self, counts: dict[int, int], new: int) -> None:
         total = sum(counts.values())
