@@ -196,6 +196,11 @@ RECRAWL_BUDGET = 1.0
 # The share of the budget for never-crawled URLs while any are queued
 # (uniform, adaptive, optimal; webfountain takes it from its z_t).
 RECRAWL_NEW_SHARE = 0.2
+# What counts as a change for the change-rate estimate: "digest" (any byte of
+# the body), or a resemblance threshold in (0, 1), WebFountain's "non-trivial
+# change" [§4, after Broder et al.]: a page whose word 4-shingles resemble the
+# last capture's above it (a min-hash sketch of 16 bytes per page) is unchanged.
+RECRAWL_CHANGE = "digest"
 # webfountain: the objective strategy of §5.1 (1 equal weights on every period,
 # 2 the last period only, 3 mostly the last), the length of a period in
 # seconds and the periods in a crawler cycle (T; the paper: 14).

@@ -13,7 +13,8 @@ A scheduled page's payload carries what the next fetch needs (meta "rc"):
      seconds, 0 = none), content digest (8 bytes of the body's SHA-1)]
 The validators make the next fetch conditional (middlewares/recrawl.py); a
 304 is "unchanged", a 2xx is "changed" when its digest differs [WebFountain
-§4: change detection by checksum]. Every fetch updates the state (the
+§4: change detection by checksum], or with RECRAWL_CHANGE a threshold when
+its resemblance to the last capture is at most that (crawlproj/recrawl/record.py). Every fetch updates the state (the
 estimators of Cho & Garcia-Molina, crawlproj.recrawl.estimate).
 
 Times: the recrawl model counts in seconds of the crawl's clock, wall-clock
@@ -47,7 +48,15 @@ from crawlproj.recrawl import buckets
 from crawlproj.recrawl.estimate import parse_http_date
 from crawlproj.recrawl.policies import POLICIES, Plan, PolicyError, plan
 from crawlproj.recrawl.population import Population
-from crawlproj.recrawl.record import HELD, OBSERVED, STORED, Fetch
+from crawlproj.recrawl.record import (
+    HELD,
+    OBSERVED,
+    STORED,
+    ChangeSettingError,
+    Fetch,
+    change_threshold,
+)
+from crawlproj.recrawl.record import changed as changed_since
 from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
 
 logger = logging.getLogger(__name__)
@@ -91,6 +100,10 @@ def check_settings(settings) -> None:
                                        f"{settings.get(name)!r}") from None
         if not value > low or not math.isfinite(value):
             raise RecrawlSettingsError(f"{name} must be > {low:g}, not {value!r}")
+    try:
+        change_threshold(settings.get("RECRAWL_CHANGE"))
+    except ChangeSettingError as exc:
+        raise RecrawlSettingsError(str(exc)) from None
     share = settings.getfloat("RECRAWL_NEW_SHARE")
     if not 0.0 <= share < 1.0:
         raise RecrawlSettingsError(f"RECRAWL_NEW_SHARE must be in [0, 1), not {share!r}")
@@ -107,8 +120,10 @@ class Recrawl:
     def __init__(self, frontier, policy: str, budget: float, new_share: float = 0.2,
                  scale: float = 1.0, min_interval: float = 60.0,
                  max_interval: float = 90 * buckets.DAY, strategy: int = 1,
-                 period: float = buckets.DAY, periods: int = 14):
+                 period: float = buckets.DAY, periods: int = 14,
+                 change: float | None = None):
         self.frontier = frontier
+        self.change = change                  # resemblance threshold; None: the digest
         self.policy = policy
         self.budget = budget / scale          # fetches per crawl-second
         self.new_share = new_share
@@ -123,6 +138,7 @@ class Recrawl:
         # proportions between buckets are kept.
         self.boost = BOOST_START
         self._leased: tuple[float, int] | None = None  # (wall time, leases) at the last plan
+        self.spent = 0.0                     # fetches per wall second, between the last plans
         self._interval: dict[int, float] = {}  # bucket -> seconds (crawl clock)
 
     @classmethod
@@ -136,7 +152,8 @@ class Recrawl:
                    settings.getfloat("RECRAWL_MAX_INTERVAL"),
                    settings.getint("RECRAWL_WEBFOUNTAIN_STRATEGY"),
                    settings.getfloat("RECRAWL_WEBFOUNTAIN_PERIOD"),
-                   settings.getint("RECRAWL_WEBFOUNTAIN_PERIODS"))
+                   settings.getint("RECRAWL_WEBFOUNTAIN_PERIODS"),
+                   change_threshold(settings.get("RECRAWL_CHANGE")))
 
     def now(self) -> float:
         return time.time() * self.scale
@@ -174,6 +191,7 @@ class Recrawl:
             return
         spent = (leased - last[1]) / (at - last[0])        # fetches per wall second
         budget = self.budget * self.scale
+        self.spent = spent
         if spent < 0.97 * budget:
             self.boost = min(64.0, self.boost * min(2.0, budget / max(spent, budget / 2.0)))
         else:
@@ -186,6 +204,9 @@ class Recrawl:
         counts, new = self.population()
         self.steer(self.leased(), time.time())
         self.set_plan(counts, new)
+        logger.info("Recrawl plan: %d pages scheduled, %d never crawled; spent %.4g of %g "
+                    "fetches/s, intervals / %.3g", self.pages, new, self.spent,
+                    self.budget * self.scale, self.boost)
         self.frontier.redis.hset(self.frontier.keyspace.recrawl_terms, mapping=self.terms())
 
     # The terms a plan is made of, beside the population: what a reader of the
@@ -292,8 +313,8 @@ class Recrawl:
             changed, digest = False, held[3]
             etag = etag or held[1]
         else:
-            digest = fetch.digest
-            changed = bool(held) and digest != held[3]
+            digest = fetch.kept
+            changed = bool(held) and changed_since(held[3], fetch, self.change)
         lm_at = parse_http_date(lm)
         date = parse_http_date(fetch.date) or fetch.at
         if lm_at is None or lm_at > date + CLOCK_SKEW:

@@ -4,7 +4,17 @@ and the frontier (crawlproj/frontier/recrawl.py) share.
 
 The record travels in a scheduled page's payload (request meta "rc"):
     [state (crawlproj.recrawl.state, 36 bytes), ETag, Last-Modified (Unix
-     seconds, 0 = none), content digest (8 bytes of the body's SHA-1)]
+     seconds, 0 = none), content digest (8 bytes of the body's SHA-1) or,
+     with RECRAWL_CHANGE a resemblance threshold, the text's sketch (16 bytes)]
+
+What counts as a change (RECRAWL_CHANGE): any byte ("digest"), or a fall of
+the resemblance to the last capture to the threshold or below, WebFountain's
+"non-trivial change" [Edwards et al. §4, after Broder et al. 1997]. The
+resemblance of the pages' word 4-shingles is estimated from 16 bins of
+one-permutation MinHash (crawlproj/due/contentseen.py's sketch), each bin
+kept as its least hash's low byte (b-bit MinHash, Li & König 2010): two
+pages agree in a bin with probability R + (1 - R)/256, from which R is
+recovered. 16 bytes a page instead of the shingles; resolution 1/16.
 
 No Scrapy: a response is read through its headers, status and body.
 """
@@ -16,12 +26,61 @@ import time
 from dataclasses import dataclass
 from email.utils import formatdate
 
+from crawlproj.due.contentseen import EMPTY, is_text, sketch, words
+
 # request meta: the recrawl record of a scheduled page, as stored ("rc") and
 # as trusted on a recrawl lease ("_rc", never stored); the fetch's outcome
 STORED, HELD, OBSERVED = "rc", "_rc", "_recrawl_obs"
 # An ETag longer than this is not kept (nor sent): its bytes would cost more
 # in Redis than the page saves.
 MAX_ETAG = 128
+DIGEST = "digest"
+SKETCH_BINS = 16           # bytes of a page's sketch
+SHINGLE = 4                # words per shingle
+
+
+class ChangeSettingError(ValueError):
+    pass
+
+
+def change_threshold(value) -> float | None:
+    """RECRAWL_CHANGE as a threshold: None for "digest", else a float in (0, 1)."""
+    if value == DIGEST:
+        return None
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        t = None
+    if t is None or not 0.0 < t < 1.0:
+        raise ChangeSettingError(f'RECRAWL_CHANGE must be "digest" or a resemblance threshold '
+                                 f"in (0, 1), not {value!r}")
+    return t
+
+
+def text_sketch(body: bytes) -> bytes:
+    """The 16-byte sketch of a text: per bin, the low byte of the least
+    shingle hash (0xFF also for an empty bin, as in both texts alike)."""
+    return bytes((v & 0xFF) if v != EMPTY else 0xFF
+                 for v in sketch(words(body), SKETCH_BINS, SHINGLE))
+
+
+def resemblance(a: bytes, b: bytes) -> float:
+    """Estimated resemblance of two texts from their sketches, the chance
+    agreement of a byte taken out."""
+    agree = sum(x == y for x, y in zip(a, b)) / SKETCH_BINS
+    return max(0.0, (agree - 1 / 256) / (1 - 1 / 256))
+
+
+def changed(previous: bytes, fetch: Fetch, threshold: float | None) -> bool:
+    """Whether the page changed since the capture whose digest or sketch is
+    ``previous``: by the digest, or with a threshold by the sketches when
+    both captures have one (a page that is not text, or a record written
+    under the other setting, falls back on what both have)."""
+    if threshold is not None and fetch.sketch is not None and len(previous) == SKETCH_BINS:
+        return resemblance(previous, fetch.sketch) <= threshold
+    if len(previous) == len(fetch.digest):
+        return previous != fetch.digest
+    return True                    # a sketch and a digest: nothing to compare, count a change
 
 
 @dataclass(frozen=True)
@@ -33,16 +92,26 @@ class Fetch:
     date: str | None
     digest: bytes
     at: float          # wall-clock seconds
+    sketch: bytes | None = None     # a text's, with RECRAWL_CHANGE a threshold
+
+    @property
+    def kept(self) -> bytes:
+        """What the record keeps to tell the next fetch's change: the sketch if any."""
+        return self.sketch if self.sketch is not None else self.digest
 
 
-def observe(response) -> Fetch:
+def observe(response, sketched: bool = False) -> Fetch:
+    """sketched: also the text's sketch (RECRAWL_CHANGE a threshold)."""
     h = response.headers
     etag = (h.get(b"ETag") or b"").decode("latin-1")
     lm = h.get(b"Last-Modified")
     date = h.get(b"Date")
+    sk = None
+    if sketched and 200 <= response.status < 300 and is_text(h.get(b"Content-Type")):
+        sk = text_sketch(response.body)
     return Fetch(response.status, etag if len(etag) <= MAX_ETAG else "",
                  lm.decode("latin-1") if lm else None, date.decode("latin-1") if date else None,
-                 hashlib.sha1(response.body).digest()[:8], time.time())
+                 hashlib.sha1(response.body).digest()[:8], time.time(), sk)
 
 
 def conditional_headers(record) -> dict[str, str]:
