@@ -27,10 +27,13 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import struct
 
 import msgpack
 from scrapy import Request, Spider
 from scrapy.http import FormRequest, JsonRequest
+
+from crawlproj.recrawl.record import PACKED, STORED, unpack_payload
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +61,7 @@ _CLASSES = {f"{cls.__module__}.{cls.__name__}": cls for cls in (Request, FormReq
 _METHODS = {"GET", "HEAD", "POST"}
 
 _DEFAULTS = Request("http://x").to_dict()
+PACKED_BYTE = bytes((PACKED,))
 
 
 class BadPayload(ValueError):
@@ -124,7 +128,16 @@ def decode(payload: bytes, spider=None, host: str | None = None,
     Raises BadPayload (or msgpack's errors) for a payload that breaks a rule."""
     if len(payload) > MAX_PAYLOAD:
         raise BadPayload("size", f"payload of {len(payload)} bytes (at most {MAX_PAYLOAD})")
-    d = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    if payload[:1] == PACKED_BYTE:   # a page in a recrawl queue (crawlproj/recrawl/record.py)
+        try:
+            tail, https, depth, record = unpack_payload(payload)
+        except (ValueError, IndexError, struct.error, UnicodeDecodeError) as exc:
+            raise BadPayload("malformed", f"packed recrawl payload: {exc}") from None
+        d = {"u": tail, "m": {STORED: record} | ({"depth": depth} if depth else {})}
+        if https:
+            d["s"] = 1
+    else:
+        d = msgpack.unpackb(payload, raw=False, strict_map_key=False)
     if not isinstance(d, dict):
         raise BadPayload("malformed", f"payload is a {type(d).__name__}, not a map")
     if "u" in d:

@@ -22,6 +22,7 @@ No Scrapy: a response is read through its headers, status and body.
 from __future__ import annotations
 
 import hashlib
+import struct
 import time
 from dataclasses import dataclass
 from email.utils import formatdate
@@ -122,3 +123,73 @@ def conditional_headers(record) -> dict[str, str]:
     if record[2]:
         out["If-Modified-Since"] = formatdate(record[2], usegmt=True)
     return out
+
+
+# -- a scheduled page's payload, packed ---------------------------------------------
+#
+# A page in a recrawl queue is kept in p:<host> as one binary field, not as a
+# msgpack request (whose map keys, "m", "rc", "depth", and type headers cost
+# 14-20 bytes a page):
+#     0      1   PACKED (a byte no msgpack map starts with)
+#     1      1   bits: 1 https, 2 an ETag follows, 4 the digest is a sketch (16 bytes)
+#     2      1-5 depth (unsigned LEB128)
+#     .      36  state (crawlproj.recrawl.state)
+#     .      4   Last-Modified, Unix seconds (u32, 0 = none)
+#     .      8   digest, or 16: the sketch
+#     .      1+n ETag: its length, its bytes (if bit 2)
+#     .      ..  the URL less scheme and host (UTF-8)
+PACKED = 0xC1               # never used by msgpack ("never used" in its spec)
+_HTTPS, _ETAG, _SKETCHED = 1, 2, 4
+_LM = struct.Struct("<I")
+
+
+def pack_payload(url_tail: str, https: bool, depth: int, record) -> bytes:
+    """record: [state, ETag, Last-Modified, digest or sketch]; url_tail: the
+    URL less scheme and host."""
+    state, etag, lm, kept = record
+    etag_b = etag.encode("latin-1") if etag else b""
+    bits = (_HTTPS if https else 0) | (_ETAG if etag_b else 0) | \
+        (_SKETCHED if len(kept) == SKETCH_BINS else 0)
+    out = bytearray((PACKED, bits))
+    depth = max(0, int(depth or 0))
+    while True:
+        byte, depth = depth & 0x7F, depth >> 7
+        out.append(byte | (0x80 if depth else 0))
+        if not depth:
+            break
+    out += state
+    out += _LM.pack(max(0, min(int(lm), 0xFFFFFFFF)))
+    out += kept
+    if etag_b:
+        out.append(len(etag_b))
+        out += etag_b
+    out += url_tail.encode("utf-8")
+    return bytes(out)
+
+
+def unpack_payload(payload: bytes) -> tuple[str, bool, int, list]:
+    """(URL tail, https, depth, record) of a packed payload; ValueError if it is not one."""
+    from crawlproj.recrawl.state import SIZE
+    if len(payload) < 2 or payload[0] != PACKED:
+        raise ValueError("not a packed recrawl payload")
+    bits, i, depth, shift = payload[1], 2, 0, 0
+    while True:
+        byte = payload[i]
+        depth |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if not byte & 0x80:
+            break
+    state = payload[i:i + SIZE]
+    i += SIZE
+    (lm,) = _LM.unpack_from(payload, i)
+    i += _LM.size
+    n = SKETCH_BINS if bits & _SKETCHED else 8
+    kept = payload[i:i + n]
+    i += n
+    etag = ""
+    if bits & _ETAG:
+        etag = payload[i + 1:i + 1 + payload[i]].decode("latin-1")
+        i += 1 + payload[i]
+    if len(state) != SIZE or len(kept) != n or i > len(payload):
+        raise ValueError("truncated packed recrawl payload")
+    return payload[i:].decode("utf-8"), bool(bits & _HTTPS), depth, [state, etag, lm, kept]
