@@ -2,7 +2,7 @@
 simulated web, freshness measured from the web's request log alone.
 
     .venv/bin/python bench/recrawl_bench.py [--pages 500 --hosts 50 --day-seconds 2
-        --per-page-day 0.2 --days 30 --dists loguniform,gamma
+        --per-page-day 0.2,0.1 --days 30 | --fetches-per-page 12 --dists loguniform,gamma
         --policies uniform,adaptive,optimal,webfountain1,webfountain2,webfountain3]
     .venv/bin/python bench/recrawl_bench.py --budget-check     (1 and 2 workers)
 
@@ -147,8 +147,11 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=500)
     ap.add_argument("--hosts", type=int, default=50)
     ap.add_argument("--day-seconds", type=float, default=2.0)
-    ap.add_argument("--per-page-day", type=float, default=0.2)
+    ap.add_argument("--per-page-day", default="0.2",
+                    help="budgets, fetches per page per simulated day, comma-separated")
     ap.add_argument("--days", type=float, default=30.0)
+    ap.add_argument("--fetches-per-page", type=float, default=None,
+                    help="instead of --days: run each budget for this many fetches per page")
     ap.add_argument("--dists", default="loguniform,gamma")
     ap.add_argument("--policies",
                     default="uniform,adaptive,optimal,webfountain1,webfountain2,webfountain3")
@@ -162,35 +165,43 @@ def main() -> None:
     server = spawn_server(port, tmp / "redis", appendonly=False)
     redis_url = f"redis://127.0.0.1:{port}/0"
     rows = []
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     try:
-        for dist in a.dists.split(","):
-            spec = {"seed": 5, "hosts": a.hosts, "pages": a.pages, "page_bytes": 2000,
-                    "latency_ms": [1, 3], "change_dist": DISTS[dist], "day_seconds": a.day_seconds}
-            runs = [("uniform", 1), ("uniform", 2)] if a.budget_check else \
-                [(p, 1) for p in a.policies.split(",")]
-            for policy, workers in runs:
-                with SimWebServer(spec, log_path=str(tmp / f"{dist}-{policy}-{workers}.jsonl")) as sw:
-                    (tmp / "seeds.txt").write_text("\n".join(sw.web.seeds(5)) + "\n")
-                    budget = a.per_page_day * a.pages / a.day_seconds
-                    scale = 86400.0 / a.day_seconds
-                    t = run_policy(sw, redis_url, tmp, f"{dist}-{policy}-{workers}", policy,
-                                   budget, scale, a.days * a.day_seconds, workers)
-                    records = sw.settle_log()
-                    row = {"dist": dist, "policy": policy, "workers": workers, "budget": budget,
-                           **measure(sw, records, t["started"], t["stopped"], budget)}
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
+        for per_page_day in (float(x) for x in a.per_page_day.split(",")):
+            days = a.days if a.fetches_per_page is None else a.fetches_per_page / per_page_day
+            for dist in a.dists.split(","):
+                spec = {"seed": 5, "hosts": a.hosts, "pages": a.pages, "page_bytes": 2000,
+                        "latency_ms": [1, 3], "change_dist": DISTS[dist],
+                        "day_seconds": a.day_seconds}
+                runs = [("uniform", 1), ("uniform", 2)] if a.budget_check else \
+                    [(p, 1) for p in a.policies.split(",")]
+                for policy, workers in runs:
+                    name = f"{dist}-{per_page_day:g}-{policy}-{workers}"
+                    with SimWebServer(spec, log_path=str(tmp / f"{name}.jsonl")) as sw:
+                        (tmp / "seeds.txt").write_text("\n".join(sw.web.seeds(5)) + "\n")
+                        budget = per_page_day * a.pages / a.day_seconds
+                        scale = 86400.0 / a.day_seconds
+                        t = run_policy(sw, redis_url, tmp, name, policy, budget, scale,
+                                       days * a.day_seconds, workers)
+                        records = sw.settle_log()
+                        row = {"dist": dist, "per_page_day": per_page_day, "days": days,
+                               "policy": policy, "workers": workers, "budget": budget,
+                               **measure(sw, records, t["started"], t["stopped"], budget)}
+                        rows.append(row)
+                        print(json.dumps(row), flush=True)
     finally:
         server.kill()
         server.wait()
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     print()
-    print("| web | policy | workers | freshness | oracle | uniform (closed form) | fetches/page "
-          "| spent / budget | 304s | conditional GET saved |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| web | budget/page/day | days | policy | workers | freshness | oracle "
+          "| uniform (closed form) | fetches/page | spent / budget | 304s | conditional GET saved |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['dist']} | {r['policy']} | {r['workers']} | {r['freshness']:.4f} | "
+        print(f"| {r['dist']} | {r['per_page_day']:g} | {r['days']:g} | {r['policy']} | "
+              f"{r['workers']} | {r['freshness']:.4f} | "
               f"{r['oracle']:.4f} | {r['uniform_closed_form']:.4f} | {r['fetches_per_page']:.1f} | "
               f"{r['spent_ratio']:.3f} | {r['not_modified']} | {r['conditional_saved']:.1%} |")
 

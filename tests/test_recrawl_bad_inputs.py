@@ -249,3 +249,38 @@ def test_sketch_resemblance_follows_the_shingles_resemblance():
         errors.append(resemblance(text_sketch(a), text_sketch(b)) - exact)
     assert max(abs(e) for e in errors) <= 0.25
     assert abs(sum(errors) / len(errors)) <= 0.06
+
+
+def test_last_modified_on_another_calendar_is_read_as_the_pages_age():
+    """A server whose calendar is not the crawl's clock (the simulated web's
+    starts in 2001 and runs RECRAWL_TIME_SCALE times as fast): Last-Modified
+    is read as the page's age by the server's Date, so it stays usable and
+    the Last-Modified estimator sees how recent each change is. A page
+    changing 20 times a day, fetched daily, changed a little before each
+    fetch: its rate comes out near 20 a day, not capped near the fetch rate
+    as changed/unchanged alone would have it."""
+    from email.utils import formatdate
+
+    from scrapy import Request
+
+    from crawlproj.frontier.recrawl import Recrawl
+    from crawlproj.recrawl.record import HELD, OBSERVED, STORED, Fetch
+    from crawlproj.recrawl.state import RecrawlState
+
+    scale, day = 43200.0, 86400.0
+    recrawl = Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1.0, scale=scale)
+    wall0, server0 = 1.79e9, 978307200.0         # the server's calendar: 2001-01-01
+    rng = __import__("random").Random(3)
+    record, url = None, "http://www.example.org/fast"
+    for i in range(12):
+        server_now = server0 + i * day
+        age = rng.expovariate(20 / day)           # time since the last change, by the server
+        fetch = Fetch(200, f'"v{i}"', formatdate(server_now - age, usegmt=True),
+                      formatdate(server_now, usegmt=True), bytes([i]) * 8,
+                      wall0 + i * day / scale)
+        request = Request(url, meta={HELD: record, OBSERVED: fetch})
+        scheduled = recrawl.after(request, recrawl=record is not None)
+        record = codec.decode(scheduled.payload, host="www.example.org").meta[STORED]
+    state = RecrawlState.unpack(record[0])
+    assert state.lm_usable and state.lm_changes == 11
+    assert 10 < state.rate * day < 40

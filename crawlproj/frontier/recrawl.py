@@ -55,6 +55,7 @@ from crawlproj.recrawl.record import (
     ChangeSettingError,
     Fetch,
     change_threshold,
+    pack_payload,
 )
 from crawlproj.recrawl.record import changed as changed_since
 from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
@@ -63,8 +64,12 @@ logger = logging.getLogger(__name__)
 
 # The plan's intervals start a quarter shorter than the budget allows: pages
 # come due a little faster than the token bucket lets them go, so that the
-# budget is what limits the crawl and it is spent (steer() follows the spend).
+# budget is what limits the crawl and it is spent (steer() follows the spend
+# and the backlog).
 BOOST_START = 1.25
+MAX_BOOST = 64.0
+# Due pages waiting longer than this many tokens' time: the budget binds.
+BACKLOG = 2.0
 # statuses after which a page leaves the schedule: redirects and gone pages
 _GONE = frozenset(range(300, 400)) | (frozenset(range(400, 500)) - {408, 429})
 
@@ -177,32 +182,47 @@ class Recrawl:
             new += int(replies[2 * i + 1] or 0)
         return counts, max(0, new)
 
-    def leased(self) -> int:
+    def leased(self) -> tuple[int, float]:
+        """(leases of the whole crawl so far, wall seconds the longest-waiting
+        host with a recrawl due has waited for a lease: 0 when none waits)."""
         ks = self.frontier.keyspace
         pipe = self.frontier.redis.pipeline(transaction=False)
+        pipe.time()
         for p in range(ks.partitions):
             pipe.hget(ks.stats(p), "leased")
-        return sum(int(x or 0) for x in pipe.execute())
+            pipe.zrange(ks.recrawl_ready(p), 0, 0, withscores=True)
+        replies = pipe.execute()
+        now_ms = replies[0][0] * 1000 + replies[0][1] / 1000
+        oldest = min((r[0][1] for r in replies[2::2] if r), default=now_ms)
+        return sum(int(x or 0) for x in replies[1::2]), max(0.0, now_ms - oldest) / 1000
 
-    def steer(self, leased: int, at: float) -> None:
-        """Adjust boost from the leases of the whole crawl since the last call."""
+    def steer(self, leased: int, at: float, waited: float = 0.0) -> None:
+        """Adjust boost from the leases of the whole crawl since the last call
+        and how long due pages wait. While due pages wait for the budget's
+        tokens (longer than BACKLOG tokens take) the budget binds: boost falls
+        back towards 1. A boost that only rose with a spend below the budget
+        ratchets up on the spend's noise (it measured +-20% between plans 2 s
+        apart) to where every page is overdue: pages then go in order of due
+        time, every interval is stretched by the same backlog, and the plan's
+        proportions between buckets are lost (a high boost is a uniform crawl)."""
         last, self._leased = self._leased, (at, leased)
         if last is None or at - last[0] <= 0:
             return
         spent = (leased - last[1]) / (at - last[0])        # fetches per wall second
         budget = self.budget * self.scale
         self.spent = spent
-        if spent < 0.97 * budget:
-            self.boost = min(64.0, self.boost * min(2.0, budget / max(spent, budget / 2.0)))
-        else:
-            self.boost = max(1.0, self.boost * 0.97)
+        if waited > BACKLOG / budget:
+            self.boost = max(1.0, self.boost * 0.9)
+        elif spent < 0.97 * budget:
+            self.boost = min(MAX_BOOST, self.boost * min(1.25, budget / max(spent, budget / 2.0)))
 
     def replan(self) -> None:
         """The plan of the policy in force for the schedule as it is now
         (read from Redis: call it off the reactor thread); its terms go to
         the crawl's record of them, for `scrapy recrawl plan --crawl-id`."""
         counts, new = self.population()
-        self.steer(self.leased(), time.time())
+        leased, waited = self.leased()
+        self.steer(leased, time.time(), waited)
         self.set_plan(counts, new)
         logger.info("Recrawl plan: %d pages scheduled, %d never crawled; spent %.4g of %g "
                     "fetches/s, intervals / %.3g", self.pages, new, self.spent,
@@ -265,14 +285,26 @@ class Recrawl:
                 budget *= 1.0 - self.frontier.new_share
             pop = Population(np.array(known), pages, np.array([buckets.rate_of(k) for k in known]),
                              np.ones(len(known)), new)
-            try:
-                p = plan(self.policy, pop, max(budget, 1e-12), new_share=0.0,
-                         strategy=self.strategy, period=self.period, periods=self.periods)
-            except (PolicyError, ValueError) as exc:
-                logger.warning("recrawl plan failed (%s): uniform intervals meanwhile", exc)
-                p = plan("uniform", pop, max(budget, 1e-12))
-            for k, f in zip(known, p.frequency):
-                intervals[k] = self._clamp(1.0 / f if f > 0 else math.inf)
+            # The bounds change what the plan spends (a bucket given nothing
+            # is still fetched every RECRAWL_MAX_INTERVAL): the plan is made
+            # again for the budget less that, so that its clamped intervals
+            # spend the budget, not more (webfountain, slow to solve: once).
+            aim = budget
+            for _ in range(1 if self.policy == "webfountain" else 4):
+                try:
+                    p = plan(self.policy, pop, max(aim, 1e-12), new_share=0.0,
+                             strategy=self.strategy, period=self.period, periods=self.periods)
+                except (PolicyError, ValueError) as exc:
+                    logger.warning("recrawl plan failed (%s): uniform intervals meanwhile", exc)
+                    p = plan("uniform", pop, max(aim, 1e-12))
+                clamped = np.array([self._clamp(1.0 / f if f > 0 else math.inf)
+                                    for f in p.frequency])
+                spend = float((pages / clamped).sum())
+                if abs(spend - budget) <= 0.01 * budget:
+                    break
+                aim *= budget / spend
+            for k, interval in zip(known, clamped):
+                intervals[k] = float(interval)
             if self.policy == "webfountain" and p.new_rate > 0 and new:
                 self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
         self._interval = intervals
@@ -325,7 +357,18 @@ class Recrawl:
         if stats is not None and held:
             stats.inc_value("recrawl/not_modified" if fetch.status == 304
                             else "recrawl/changed" if changed else "recrawl/unchanged")
-        state = update(prev, Observation(fetch.at * self.scale, changed, lm, validator))
+        now = fetch.at * self.scale
+        server_lm = parse_http_date(lm)
+        if server_lm is None and fetch.status == 304 and held and held[2]:
+            server_lm = float(held[2])      # a 304 without Last-Modified: the one held stands
+        # The page's age by the server's own clock (Date - Last-Modified), put on
+        # the crawl's clock: the server's calendar need not be the crawl's (a
+        # simulated web's starts in 2001 and runs RECRAWL_TIME_SCALE times as
+        # fast), and a server's clock may be off. Compared raw, every change
+        # made Last-Modified unusable there, and the Last-Modified estimator,
+        # which sees how recent a change is, was never used.
+        observed_lm = lm if server_lm is None else now - (date - server_lm)
+        state = update(prev, Observation(now, changed, observed_lm, validator))
         record = [state.pack(), etag, int(lm_at or 0), digest]
         return self._schedule(request, state, record, old)
 
@@ -339,12 +382,17 @@ class Recrawl:
 
     def _schedule(self, request: Request, state: RecrawlState, record, old: int) -> Schedule:
         new = live_bucket(state)
-        meta = {STORED: record}
-        if request.meta.get("depth"):
-            meta["depth"] = request.meta["depth"]
-        page = Request(request.url, meta=meta)
         host = self.frontier_host(request.url)
-        payload = codec.encode(page, host=host)
+        https = request.url.startswith("https://")
+        origin = ("https://" if https else "http://") + host
+        if request.url.startswith(origin) and request.url[len(origin):len(origin) + 1] in ("/", "?"):
+            payload = pack_payload(request.url[len(origin):], https, request.meta.get("depth", 0),
+                                   record)
+        else:   # a URL whose host key is not its origin's (a port, userinfo): as a request
+            meta = {STORED: record}
+            if request.meta.get("depth"):
+                meta["depth"] = request.meta["depth"]
+            payload = codec.encode(Request(request.url, meta=meta), host=host)
         return Schedule(self.interval(new) / self.boost / self.scale, payload, old, new)
 
     @staticmethod

@@ -53,11 +53,12 @@ class Observation:
 
     changed: True/False by content (digest or resemblance; a 304 is False),
     None when the fetch told nothing (an error). last_modified: the raw
-    Last-Modified header, or None. validator_changed: whether the ETag (or
+    Last-Modified header, or None, or the time it gives on the fetch's clock
+    (seconds, as fetched_at). validator_changed: whether the ETag (or
     Last-Modified) differs from the previous fetch's, None when not known."""
     fetched_at: float
     changed: bool | None
-    last_modified: str | bytes | None = None
+    last_modified: str | bytes | float | None = None
     validator_changed: bool | None = None
 
 
@@ -117,7 +118,9 @@ def update(state: RecrawlState, obs: Observation) -> RecrawlState:
     flags = state.flags
     if obs.validator_changed and not obs.changed:
         flags |= VALIDATOR_UNSTABLE
-    lm = parse_http_date(obs.last_modified)
+    lm = obs.last_modified
+    if not isinstance(lm, (int, float)):
+        lm = parse_http_date(lm)
     if lm is None or lm > now + CLOCK_SKEW:
         flags |= LM_UNUSABLE                    # absent, unparsable or in the future
     if state.last_fetch <= 0.0:                 # first fetch: no interval yet
