@@ -93,7 +93,9 @@ def main() -> None:
     server = spawn_server(port, tmp, appendonly=False)
     try:
         r = redis.Redis(port=port)
-        version = r.info("server").get("redis_version")
+        info = r.info("server")
+        version = (f"Valkey {info['valkey_version']}" if "valkey_version" in info
+                   else f"Redis {info['redis_version']}")
         print(f"server {version} on 127.0.0.1:{port}")
         print("| server limits | pages per host | queued | scheduled, msgpack | scheduled, packed "
               "| recrawl, msgpack | recrawl, packed |")
