@@ -11,11 +11,13 @@ fetches per second over them (a token bucket in the same script).
 A scheduled page's payload carries what the next fetch needs (meta "rc"):
     [state (crawlproj.recrawl.state, 36 bytes), ETag, Last-Modified (Unix
      seconds, 0 = none), content digest (8 bytes of the body's SHA-1)]
+packed in one binary field (crawlproj/recrawl/record.py, pack_payload).
 The validators make the next fetch conditional (middlewares/recrawl.py); a
 304 is "unchanged", a 2xx is "changed" when its digest differs [WebFountain
 §4: change detection by checksum], or with RECRAWL_CHANGE a threshold when
-its resemblance to the last capture is at most that (crawlproj/recrawl/record.py). Every fetch updates the state (the
-estimators of Cho & Garcia-Molina, crawlproj.recrawl.estimate).
+its resemblance to the last capture is at most that (record.py). Every
+fetch updates the state (the estimators of Cho & Garcia-Molina,
+crawlproj.recrawl.estimate).
 
 Times: the recrawl model counts in seconds of the crawl's clock, wall-clock
 seconds times RECRAWL_TIME_SCALE (1 on the real web; a simulated web whose

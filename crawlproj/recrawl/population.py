@@ -1,9 +1,9 @@
 """The bucket population: how many pages each change-rate bucket holds, their
 estimated rate and importance, and how many URLs were never crawled.
 
-The input of every policy. A crawl with recrawl state would count it from its
-page metadata (the one-byte bucket of each URL); until then it comes from a
-JSON file or is generated (``simulate``).
+The input of every policy. A live crawl's comes from its schedule in Redis
+(crawlproj/frontier/recrawl.py: pages per bucket as sync.lua counts them);
+otherwise from a JSON file, or generated (``simulate``).
 """
 
 from __future__ import annotations
