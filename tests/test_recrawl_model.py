@@ -551,3 +551,54 @@ def test_a_scheduled_page_costs_at_most_40_bytes_beyond_a_queued_url(redis_url):
         per_url[kind] = sum(r.memory_usage(f"{kind}:{x}", samples=0) for x in "zp") / 100
     assert per_url["packed"] - per_url["queued"] <= 40
     assert per_url["msgpack"] - per_url["packed"] >= 10
+
+
+# -- the live planner (crawlproj/frontier/recrawl.py) --------------------------------------
+
+def live_planner(policy="optimal", budget=50.0):
+    from types import SimpleNamespace
+
+    from crawlproj.frontier.recrawl import Recrawl
+    return Recrawl(SimpleNamespace(new_share=0.0), policy, budget, 0.0, scale=43200.0,
+                   min_interval=60.0, max_interval=30 * DAY)
+
+
+def test_the_live_plans_clamped_intervals_spend_the_budget():
+    """On the log-uniform web a third of the pages change too fast for the
+    budget: the plan gives them nothing and the bounds fetch them every 30
+    days all the same. The plan is made for the budget less that: the
+    clamped intervals spend the budget within 1%."""
+    rates = simulate("loguniform", 500, 1)
+    counts = dict(zip(map(int, rates.bucket), map(int, rates.pages)))
+    for policy in ("optimal", "uniform", "adaptive"):
+        rc = live_planner(policy)
+        rc.set_plan(counts, 0)
+        spend = sum(n / rc.interval(k) for k, n in counts.items()) * rc.scale
+        assert spend == pytest.approx(50.0, rel=0.01), policy
+    rc = live_planner()
+    rc.set_plan(counts, 0)
+    assert sum(n for k, n in counts.items() if rc.interval(k) >= 30 * DAY) > 100
+
+
+def test_the_boost_falls_while_pages_wait_and_does_not_ratchet_on_a_noisy_spend():
+    """The spend between plans swings +-20% around the budget. While due
+    pages wait for tokens the boost goes back to 1; when none wait, a run of
+    dips raises it, but never past 4 (a boost of 16 is a uniform crawl)."""
+    rng = np.random.default_rng(4)
+    rc = live_planner()
+    leased, at = 0, 0.0
+    for i in range(400):
+        at += 2.0
+        leased += int(50 * 2 * rng.uniform(0.8, 1.2))
+        rc.steer(leased, at, waited=1.0 if i % 2 else 0.0)   # a backlog every other plan
+        assert 1.0 <= rc.boost <= 4.0
+    for _ in range(30):
+        at += 2.0
+        leased += 100
+        rc.steer(leased, at, waited=1.0)
+    assert rc.boost == 1.0
+    for _ in range(60):     # the schedule cannot spend the budget: bounded all the same
+        at += 2.0
+        leased += 40
+        rc.steer(leased, at, waited=0.0)
+    assert rc.boost == 4.0
