@@ -456,6 +456,13 @@ UI_BIND = "127.0.0.1"
 # dashboard with control off. On loopback, control needs none unless one is set.
 UI_TOKEN = None
 
+# The real-time search mode, `scrapy crawl web -a query=...` (Pinkerton's
+# WebCrawler; crawlproj/search/realtime.py, docs/search.md): besides its
+# max_pages, a query's session stops when no page entered the query's first
+# result page (10 results) while this many more pages entered the index (0 =
+# only max_pages or an empty frontier stop it).
+REALTIME_STABLE_PAGES = 50
+
 # --------------------------------------------------------------------------
 # Watching a crawl (crawlproj/monitor/, docs/monitor.md)
 # --------------------------------------------------------------------------
@@ -497,6 +504,8 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "crawlproj.ranker.extension.RankerExtension": 500,
     "crawlproj.search.extension.IndexerExtension": 510,
+    # the real-time search mode's stopping rule (on with -a query=...)
+    "crawlproj.search.realtime.RealtimeSearch": 515,
     # a response's status line and headers cut at TRAPGUARD_MAX_HEAD_BYTES
     "crawlproj.traps.ResponseHeadLimit": 0,
     # start-up objects out of the garbage collector's way (crawlproj/gcfreeze.py)
