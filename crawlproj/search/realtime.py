@@ -40,6 +40,7 @@ import sys
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.defer import deferred_from_coro
 
 from crawlproj.errors import CrawlprojError
@@ -116,9 +117,11 @@ def session_crawl_id(crawl_id: str, words: list[str]) -> str:
 
 
 def _lay(settings, name: str, value) -> None:
-    # over the settings module and -s alike: the session needs these values
-    priority = max(settings.getpriority(name) or 0, settings.getpriority("CRAWL_ID") or 0, 30)
-    settings.set(name, value, priority=priority)
+    """Set name over the settings module and -s alike (the session needs its
+    values), and over CRAWL_ID's priority, whose value it derives from."""
+    set_at = [p for p in (settings.getpriority(name), settings.getpriority("CRAWL_ID"))
+              if p is not None]
+    settings.set(name, value, priority=max([SETTINGS_PRIORITIES["spider"], *set_at]))
 
 
 class Session:
