@@ -418,6 +418,10 @@ CRAWLLOG_DIR = None
 # from the WARC files; `scrapy ui` serves the search page.
 INDEX_ENABLED = True
 INDEX_DIR = None
+# The crawl whose hand-over list, indexer lock and index this worker's pages
+# go to; None = CRAWL_ID's. The real-time search mode (`-a query=`) sets it to
+# the crawl it searches, while its own frontier is a crawl of its own.
+INDEX_CRAWL_ID = None
 # Workers group their documents into one push per this many seconds at most.
 INDEX_HANDOVER_DELAY = 0.1
 # True: this worker may be the indexer (the holder of the crawl's indexer lock,

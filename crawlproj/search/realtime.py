@@ -27,9 +27,11 @@ the index, and the query is re-run." Here:
 
 A query session has a frontier of its own: crawl ``<CRAWL_ID>.q-<digest of
 the query's words>`` (its record, prioritizer ``similarity``, and its DUE),
-while its pages go to the index of CRAWL_ID (INDEX_DIR). So a session never
-reorders the crawl it searches, two queries never share IDF counts, and the
-same query run again goes on from the links its last run left queued.
+while its pages go through CRAWL_ID's hand-over to CRAWL_ID's indexer and
+index (INDEX_CRAWL_ID): written by that crawl's indexer wherever it runs, or
+by this worker when none does. So a session never reorders the crawl it
+searches, two queries never share IDF counts, and the same query run again
+goes on from the links its last run left queued.
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ class Session:
         directory = index_dir(settings, base)
         session = cls(str(query), words, pages, directory, session_crawl_id(base, words),
                       settings.getint("REALTIME_STABLE_PAGES"))
-        _lay(settings, "INDEX_DIR", str(directory))
+        _lay(settings, "INDEX_CRAWL_ID", base)
         _lay(settings, "FRONTIER_PRIORITIZER", "similarity")
         _lay(settings, "SIMILARITY_QUERY", session.search_text)
         _lay(settings, "CRAWL_ID", session.crawl_id)
