@@ -125,33 +125,40 @@ def printed(run) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def topical(redis_server, tmp_path_factory):
-    """The query (the biggest topic but the start page's, so the crawl has to
-    find it), its hot pages, a real-time session from the start page, and a
-    bfs crawl of the whole web from the same page."""
+def topic(redis_server, tmp_path_factory):
+    """The web, the query (the biggest topic but the start page's, so the
+    crawl has to find it), its hot pages, a Redis server of the module's."""
     if not redis_server.alive:
         redis_server.restart()
     with redis_server.client() as c:
         c.flushall()
-    tmp = tmp_path_factory.mktemp("realtime")
     web = SimWeb.generate(**TOPICAL)
     start = web.seeds(1)[0]
     start_topic = web.topic(web.node_of(start))
     t = max((t for t in range(TOPICAL["topics"]) if t != start_topic),
             key=lambda t: len(web.hot_pages(web.topic_query(t))))
     query = web.topic_query(t)
-    hot = {web.url(v) for v in web.hot_pages(query)}
-    out = {"tmp": tmp, "web": web, "start": start, "start_topic": start_topic, "query": query,
-           "hot": hot, "redis_url": redis_server.url, "data": tmp / "data"}
+    return {"tmp": tmp_path_factory.mktemp("realtime"), "web": web, "start": start,
+            "start_topic": start_topic, "query": query,
+            "hot": {web.url(v) for v in web.hot_pages(query)}, "redis_url": redis_server.url}
+
+
+@pytest.fixture(scope="module")
+def topical(topic):
+    """A real-time session from the start page, and a bfs crawl of the whole
+    web from the same page."""
+    out = dict(topic)
+    tmp, web = out["tmp"], out["web"]
+    out["data"] = tmp / "data"
     with SimWebServer(TOPICAL, log_path=str(tmp / "rt.jsonl")) as sw:
-        out["run"] = run_crawl(sw, redis_server.url, out["data"], "rt",
-                               {"query": query, "seeds": start})
+        out["run"] = run_crawl(sw, out["redis_url"], out["data"], "rt",
+                               {"query": out["query"], "seeds": out["start"]})
         out["order"] = pages_fetched(sw.read_log())
         out["html"] = {checks.url_of(r) for r in sw.read_log()
                        if r["status"] == 200 and web.node_of(checks.url_of(r)) is not None}
     with SimWebServer(TOPICAL, log_path=str(tmp / "bfs.jsonl")) as sw:
-        out["bfs_run"] = run_crawl(sw, redis_server.url, tmp / "bfs-data", "bfs",
-                                   {"seeds": start})
+        out["bfs_run"] = run_crawl(sw, out["redis_url"], tmp / "bfs-data", "bfs",
+                                   {"seeds": out["start"]})
         out["bfs"] = pages_fetched(sw.read_log())
     return out
 
@@ -220,11 +227,11 @@ def test_without_seeds_it_starts_from_the_indexs_best_results(topical):
 
 
 @pytest.mark.e2e
-def test_it_stops_at_max_pages(topical, tmp_path):
+def test_it_stops_at_max_pages(topic, tmp_path):
     max_pages = 40
     with SimWebServer(TOPICAL, log_path=str(tmp_path / "web.jsonl")) as sw:
-        run = run_crawl(sw, topical["redis_url"], tmp_path / "data", "rtmax",
-                        {"query": topical["query"], "seeds": topical["start"],
+        run = run_crawl(sw, topic["redis_url"], tmp_path / "data", "rtmax",
+                        {"query": topic["query"], "seeds": topic["start"],
                          "max_pages": max_pages})
         order = pages_fetched(sw.read_log())
     assert run.returncode == 0, run.stderr[-3000:]
@@ -233,3 +240,26 @@ def test_it_stops_at_max_pages(topical, tmp_path):
     assert max_pages <= len(order) <= max_pages + ONE_AT_A_TIME["CONCURRENT_REQUESTS"], len(order)
     assert len(printed(run)) == RESULTS
     assert os.path.isdir(tmp_path / "data" / "index" / "rtmax")
+
+
+@pytest.mark.e2e
+def test_its_pages_go_to_the_searched_crawls_indexer(topic, tmp_path):
+    """A worker that may not write the index (INDEX_WRITER=False) leaves its
+    documents to the indexer of the crawl it searches: on that crawl's
+    hand-over list, none on the session's own."""
+    from crawlproj.keyspace import Keyspace
+    from crawlproj.search.document import Document
+
+    with SimWebServer(TOPICAL, log_path=str(tmp_path / "web.jsonl")) as sw:
+        run = run_crawl(sw, topic["redis_url"], tmp_path / "data", "rtwriter",
+                        {"query": topic["query"], "seeds": topic["start"], "max_pages": 12},
+                        {"INDEX_WRITER": False})
+        html = {checks.url_of(r) for r in sw.read_log() if r["status"] == 200
+                and topic["web"].node_of(checks.url_of(r)) is not None}
+    assert run.returncode == 0, run.stderr[-3000:]
+    session = session_crawl_id("rtwriter", query_words(topic["query"]))
+    with redis_lib.Redis.from_url(topic["redis_url"]) as r:
+        waiting = r.lrange(Keyspace("rtwriter", 1).index_queue, 0, -1)
+        assert r.exists(Keyspace(session, 1).index_queue) == 0
+    assert {Document.unpack(d).url for d in waiting} == html
+    assert not (tmp_path / "data" / "index").exists()
