@@ -39,6 +39,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -126,17 +128,16 @@ def _lay(settings, name: str, value) -> None:
     settings.set(name, value, priority=max([SETTINGS_PRIORITIES["spider"], *set_at]))
 
 
+@dataclass
 class Session:
     """One query's session: its words, its budget, where it reads and writes."""
 
-    def __init__(self, query: str, words: list[str], max_pages: int | None, index_directory,
-                 crawl_id: str, stable_pages: int):
-        self.query = query
-        self.words = words
-        self.max_pages = max_pages
-        self.index_directory = index_directory
-        self.crawl_id = crawl_id
-        self.stable_pages = stable_pages
+    query: str
+    words: list[str]
+    max_pages: int | None
+    index_directory: Path
+    crawl_id: str
+    stable_pages: int
 
     @property
     def search_text(self) -> str:
