@@ -23,7 +23,7 @@ similarity-hot (SIMILARITY_HOT_HOPS=0: the hot queue and IS' alone, Cho Fig. 4),
 and the real-time search mode (`-a query=...` from the same start page, the
 index empty; crawlproj/search/realtime.py), which stops by itself when no new
 page entered the query's first result page over the last W indexed pages:
-realtime (W = REALTIME_STABLE_PAGES = 50), realtime-W10, -W25, -W100.
+realtime (W = REALTIME_STABLE_PAGES = 50), realtime-W10, -W25, -W100, -W200.
 
 Measured per order: the fetches needed to reach 50/80/100 % of the hot
 pages, Cho's PST curve (share of hot pages fetched) at each tenth of the
@@ -70,6 +70,7 @@ ORDERS = {
     "realtime-W10": {"REALTIME_STABLE_PAGES": 10},
     "realtime-W25": {"REALTIME_STABLE_PAGES": 25},
     "realtime-W100": {"REALTIME_STABLE_PAGES": 100},
+    "realtime-W200": {"REALTIME_STABLE_PAGES": 200},
 }
 SHARES = (0.5, 0.8, 1.0)
 
