@@ -451,8 +451,10 @@ def scrapy_stats(text: str) -> dict:
     return out
 
 
-def _crawl(spec: dict, start_url: str, run: Path, s: dict, info: dict, timeout: float) -> list:
-    """Fresh Redis-protocol server + fresh simulated web + one worker; the request log."""
+def _crawl(spec: dict, start_url: str, run: Path, s: dict, info: dict, timeout: float,
+           spargs: dict | None = None) -> list:
+    """Fresh Redis-protocol server + fresh simulated web + one worker; the request log.
+    spargs: more spider arguments (-a name=value) beside the seeds."""
     seeds = run / "seeds.txt"
     seeds.write_text(start_url + "\n")
     redis_proc = worker = None
@@ -463,6 +465,8 @@ def _crawl(spec: dict, start_url: str, run: Path, s: dict, info: dict, timeout: 
         redis_proc = spawn_server(port, run / "redis", appendonly=False)
         with SimWebServer(spec, log_path=str(run / "web.jsonl")) as sw:
             cmd = [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={seeds}"]
+            for k, v in (spargs or {}).items():
+                cmd += ["-a", f"{k}={v}"]
             for k, v in s.items():
                 cmd += ["-s", f"{k}={v}"]
             env = sw.env()

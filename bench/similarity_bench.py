@@ -1,8 +1,9 @@
 """Crawling toward a query on the topical simulated web (issue 13, item 4):
-the similarity order against breadth-first and backlink count, side by side.
+the similarity order and the real-time search mode against breadth-first and
+backlink count, side by side.
 
     .venv/bin/python bench/similarity_bench.py [--hosts 50] [--pages 2000] [--topics 8]
-        [--seed 1] [--orders bfs,backlinks,similarity,similarity-hot]
+        [--seed 1] [--orders bfs,backlinks,similarity,similarity-hot,realtime,...]
         [--timeout 900] [--out docs/img/similarity] [--keep DIR]
 
 The web: SimWeb.generate(topics=N) (docs/simweb.md, "Topical webs"). The
@@ -18,12 +19,20 @@ no politeness wait, so each request is the frontier's best URL at that
 moment. The order is the request log's order of arrival (robots.txt left
 out). Orders: bfs, backlinks (IB'), similarity (hot queue, then within
 SIMILARITY_HOT_HOPS=3 links of a hot page, then IS'; Cho Fig. 5) and
-similarity-hot (SIMILARITY_HOT_HOPS=0: the hot queue and IS' alone, Cho Fig. 4).
+similarity-hot (SIMILARITY_HOT_HOPS=0: the hot queue and IS' alone, Cho Fig. 4),
+and the real-time search mode (`-a query=...` from the same start page, the
+index empty; crawlproj/search/realtime.py), which stops by itself when no new
+page entered the query's first result page over the last W indexed pages:
+realtime (W = REALTIME_STABLE_PAGES = 50), realtime-W10, -W25, -W100, -W200.
 
 Measured per order: the fetches needed to reach 50/80/100 % of the hot
 pages, Cho's PST curve (share of hot pages fetched) at each tenth of the
 crawl, and the harvest rate (share of the fetches that were hot pages) over
-the first H fetches (H = number of hot pages) and over the whole crawl.
+the first H fetches (H = number of hot pages) and over the whole crawl, and
+how the crawl ended (Scrapy's finish reason: the real-time mode's
+results_stable, or finished when the frontier ran out). A crawl that stopped
+before it reached a share shows "-" there; its PST tenths are of its own,
+shorter crawl.
 Target (issue 13): 80 % of the hot pages with <= 0.6 x the fetches bfs needs.
 
 Writes OUT/similarity.csv, OUT/summary.txt (what is printed) and
@@ -34,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import sys
 import tempfile
 import time
@@ -54,8 +64,22 @@ ORDERS = {
     "backlinks": {"FRONTIER_PRIORITIZER": "backlinks"},
     "similarity": {"FRONTIER_PRIORITIZER": "similarity", "SIMILARITY_HOT_HOPS": 3},
     "similarity-hot": {"FRONTIER_PRIORITIZER": "similarity", "SIMILARITY_HOT_HOPS": 0},
+    # the real-time search mode (`-a query=`, from the same start page: the
+    # index is empty), which stops by itself; REALTIME_STABLE_PAGES = W
+    "realtime": {"REALTIME_STABLE_PAGES": 50},
+    "realtime-W10": {"REALTIME_STABLE_PAGES": 10},
+    "realtime-W25": {"REALTIME_STABLE_PAGES": 25},
+    "realtime-W100": {"REALTIME_STABLE_PAGES": 100},
+    "realtime-W200": {"REALTIME_STABLE_PAGES": 200},
 }
 SHARES = (0.5, 0.8, 1.0)
+
+
+def finish_reason(log: Path) -> str:
+    """The worker's finish reason, from the stats Scrapy logs at its end."""
+    found = re.findall(r"'finish_reason': '([^']*)'", log.read_text(errors="replace")) \
+        if log.exists() else []
+    return found[-1] if found else "-"
 
 
 def pst_at_tenths(order: list[str], hot: set[str]) -> list[float]:
@@ -140,21 +164,28 @@ def main(argv=None) -> int:
         run.mkdir(parents=True, exist_ok=True)
         settings = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": 1, "FRONTIER_PREFETCH": 1,
                     "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_MIN_DELAY": 0, "CRAWL_SCOPE": "any",
-                    "DEPTH_LIMIT": 0, "SIMILARITY_QUERY": query, **ORDERS[name]}
+                    "DEPTH_LIMIT": 0, **ORDERS[name]}
+        realtime = name.startswith("realtime")
+        if realtime:
+            settings["FRONTIER_PRIORITIZER"] = "similarity"  # the session's; named for the crawl id
+        else:
+            settings["SIMILARITY_QUERY"] = query
         info: dict = {}
         t0 = time.monotonic()
-        records = _crawl(spec, start_url, run, settings, info, a.timeout)
+        records = _crawl(spec, start_url, run, settings, info, a.timeout,
+                         {"query": query} if realtime else None)
         order = checks.arrival_order(records)
         if info.get("rc") != 0:
             failed = True
             lines.append(f"{name}: worker exit status {info.get('rc')}; log in {run}")
-        results[name] = {"order": order, "hot": hot, "seconds": time.monotonic() - t0}
+        results[name] = {"order": order, "hot": hot, "seconds": time.monotonic() - t0,
+                         "end": finish_reason(run / "worker.log")}
     lines.append(f"load after: {loadavg()}")
 
     lines.append("")
     lines.append(f"{'order':<16}{'fetches':>8}{'hot got':>8}"
                  + "".join(f"{'to ' + format(s, '.0%'):>9}" for s in SHARES)
-                 + f"{'harvest@H':>11}{'harvest':>9}{'x bfs@80%':>10}")
+                 + f"{'harvest@H':>11}{'harvest':>9}{'x bfs@80%':>10}  end")
     bfs80 = checks.fetches_to_reach(results["bfs"]["order"], hot, 0.8) if "bfs" in results else None
     rows = []
     for name, r in results.items():
@@ -165,12 +196,13 @@ def main(argv=None) -> int:
         lines.append(f"{name:<16}{len(order):>8}{got:>8}"
                      + "".join(f"{'-' if n is None else n:>9}" for n in need)
                      + f"{harvest(order, hot, len(hot)):>11.2f}{harvest(order, hot):>9.2f}"
-                     + f"{'-' if ratio is None else format(ratio, '.2f'):>10}")
+                     + f"{'-' if ratio is None else format(ratio, '.2f'):>10}  {r['end']}")
         rows.append({"order": name, "fetches": len(order), "hot_fetched": got,
                      **{f"fetches_to_{int(s * 100)}": n for s, n in zip(SHARES, need)},
                      "harvest_first_H": round(harvest(order, hot, len(hot)), 4),
                      "harvest_all": round(harvest(order, hot), 4),
                      "ratio_to_bfs_at_80": None if ratio is None else round(ratio, 4),
+                     "finish_reason": r["end"],
                      **{f"pst_{k * 10}": round(p, 2)
                         for k, p in enumerate(pst_at_tenths(order, hot), 1)}})
     lines.append("")
@@ -178,12 +210,12 @@ def main(argv=None) -> int:
     for name, r in results.items():
         lines.append(f"  {name:<16}" + "".join(f"{p:>6.0f}" for p in pst_at_tenths(r["order"], hot)))
     for name in results:
-        if name.startswith("similarity") and bfs80:
+        if name.startswith(("similarity", "realtime")) and bfs80:
             need = checks.fetches_to_reach(results[name]["order"], hot, 0.8)
             met = need is not None and need <= 0.6 * bfs80
             lines.append(f"target ({name}): 80% of the hot pages in {need} fetches, bfs "
-                         f"{bfs80}: {need / bfs80:.2f} x -> {'met' if met else 'NOT met'} "
-                         "(<= 0.6 x)")
+                         f"{bfs80}: {'-' if need is None else format(need / bfs80, '.2f')} x "
+                         f"-> {'met' if met else 'NOT met'} (<= 0.6 x)")
     with open(out / "similarity.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

@@ -210,6 +210,16 @@ class Keyspace:
         return cls.open(redis, crawl_id, partitions)
 
     @classmethod
+    def of_index(cls, settings, redis) -> Keyspace:
+        """The keyspace whose hand-over list and indexer lock this worker's
+        pages go to: INDEX_CRAWL_ID's (a real-time search session hands its
+        pages to the crawl it searches), else CRAWL_ID's. Those keys are the
+        crawl's, in no partition, so the other crawl's partition count does
+        not matter."""
+        other = settings.get("INDEX_CRAWL_ID")
+        return cls(other, 1) if other else cls.from_settings(settings, redis)
+
+    @classmethod
     def fitted_partitions(cls, redis, crawl_id: str) -> int:
         """The partition count a new crawl gets from the server it starts on.
 

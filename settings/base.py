@@ -423,6 +423,10 @@ CRAWLLOG_DIR = None
 # from the WARC files; `scrapy ui` serves the search page.
 INDEX_ENABLED = True
 INDEX_DIR = None
+# The crawl whose hand-over list, indexer lock and index this worker's pages
+# go to; None = CRAWL_ID's. The real-time search mode (`-a query=`) sets it to
+# the crawl it searches, while its own frontier is a crawl of its own.
+INDEX_CRAWL_ID = None
 # Workers group their documents into one push per this many seconds at most.
 INDEX_HANDOVER_DELAY = 0.1
 # True: this worker may be the indexer (the holder of the crawl's indexer lock,
@@ -460,6 +464,13 @@ UI_BIND = "127.0.0.1"
 # listens beyond loopback: `scrapy ui --bind 0.0.0.0` without one serves the
 # dashboard with control off. On loopback, control needs none unless one is set.
 UI_TOKEN = None
+
+# The real-time search mode, `scrapy crawl web -a query=...` (Pinkerton's
+# WebCrawler; crawlproj/search/realtime.py, docs/search.md): besides its
+# max_pages, a query's session stops when no page entered the query's first
+# result page (10 results) while this many more pages entered the index (0 =
+# only max_pages or an empty frontier stop it).
+REALTIME_STABLE_PAGES = 50
 
 # --------------------------------------------------------------------------
 # Watching a crawl (crawlproj/monitor/, docs/monitor.md)
@@ -502,6 +513,8 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "crawlproj.ranker.extension.RankerExtension": 500,
     "crawlproj.search.extension.IndexerExtension": 510,
+    # the real-time search mode's stopping rule (on with -a query=...)
+    "crawlproj.search.realtime.RealtimeSearch": 515,
     # a response's status line and headers cut at TRAPGUARD_MAX_HEAD_BYTES
     "crawlproj.traps.ResponseHeadLimit": 0,
     # start-up objects out of the garbage collector's way (crawlproj/gcfreeze.py)

@@ -49,6 +49,9 @@ class Command(ScrapyCrawlCommand):
                                 signals.spider_closed, weak=False)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
+        session = getattr(crawler.spider, "realtime", None)
+        if session is not None and not self.crawler_process.bootstrap_failed:
+            session.print_results(crawler.settings)
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
         elif reasons and stopped_on_error(reasons[-1]):
@@ -65,29 +68,39 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.monitor.heartbeat import monitor_interval
         from crawlproj.prioritizers import prioritizer_class
         from crawlproj.scope import scope_mode
+        from crawlproj.search.realtime import Session
         from crawlproj.seeds import read_seeds
 
-        check_settings(self.settings)  # the settings module, -s, Scrapyd's job settings
+        settings = self.settings
+        check_settings(settings)  # the settings module, -s, Scrapyd's job settings
         spiders = self.crawler_process.spider_loader.list()
         if spider not in spiders:
             raise CrawlprojError(f"no spider {spider!r} in this project; its spiders: "
                                  f"{', '.join(sorted(spiders))}")
         seeds = spargs.get("seeds")
-        if seeds and seeds.strip():
-            read_seeds(seeds)
+        seed_urls = read_seeds(seeds)[0] if seeds and seeds.strip() else []
+        if "query" in spargs or "max_pages" in spargs:
+            # the real-time search mode: the spider lays the same settings on
+            # its crawler; here on a copy, for the checks below
+            if "query" not in spargs:
+                raise CrawlprojError("-a max_pages is for the real-time search mode: give "
+                                     "-a query='...' too")
+            settings = self.settings.copy()
+            Session.configure(settings, spargs["query"], spargs.get("max_pages")) \
+                .require_start(settings, seed_urls)
         if spargs.get("scope"):
             scope_mode(spargs["scope"], "scope")
-        scope_mode(self.settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
-        prioritizer = prioritizer_class(self.settings.get("FRONTIER_PRIORITIZER"))
+        scope_mode(settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
+        prioritizer = prioritizer_class(settings.get("FRONTIER_PRIORITIZER"))
         if hasattr(prioritizer, "check_settings"):  # its own settings (similarity's query)
-            prioritizer.check_settings(self.settings)
-        check_recrawl(self.settings)
-        DueConfig.from_settings(self.settings)
-        monitor_interval(self.settings)
-        AllowList.from_settings(self.settings)
-        if self.settings.getwithbase("DOWNLOADER_MIDDLEWARES").get(
+            prioritizer.check_settings(settings)
+        check_recrawl(settings)
+        DueConfig.from_settings(settings)
+        monitor_interval(settings)
+        AllowList.from_settings(settings)
+        if settings.getwithbase("DOWNLOADER_MIDDLEWARES").get(
                 "middlewares.addressguard.AddressGuardMiddleware") is not None:
-            guarded_handlers(self.settings)
+            guarded_handlers(settings)
         # starts the embedded server when REDIS_URL is unset; then the crawl's
         # record, which the frontier checks again when it opens
-        join(self.settings, get_redis(self.settings))
+        join(settings, get_redis(settings))

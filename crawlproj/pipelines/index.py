@@ -1,6 +1,6 @@
 """IndexPipeline: every fetched HTML page handed over to the crawl's indexer.
 
-Settings: INDEX_ENABLED, INDEX_HANDOVER_DELAY. A page item becomes a
+Settings: INDEX_ENABLED, INDEX_HANDOVER_DELAY, INDEX_CRAWL_ID. A page item becomes a
 document (crawlproj/search/document.py: content-seen duplicates, error pages
 and non-HTML documents are not indexed) and is pushed, by group commit, onto
 the crawl's hand-over list in Redis, from which the one indexer of the crawl
@@ -36,7 +36,7 @@ class IndexPipeline:
     def open_spider(self, spider=None):
         s = self.crawler.settings
         redis = get_redis(s)
-        handover = HandOver(redis, Keyspace.from_settings(s, redis))
+        handover = HandOver(redis, Keyspace.of_index(s, redis))
         self.batch = GroupCommit(handover.push, "stores/index", self.crawler.stats)
 
     def process_item(self, item, spider=None):

@@ -5,7 +5,9 @@ takes or renews the crawl's indexer lock (crawlproj/search/indexer.py); the
 holder opens the index under CRAWL_DATA_DIR/index/<crawl> for writing and
 writes what the workers handed over since its last tick, in a thread, so the
 reactor keeps crawling. A worker that dies stops renewing; another one takes
-over when the lock's TTL (INDEX_LOCK_TTL) runs out. `scrapy index` runs the
+over when the lock's TTL (INDEX_LOCK_TTL) runs out. With INDEX_CRAWL_ID (a
+real-time search session) the lock, the hand-over and the index are that
+crawl's. `scrapy index` runs the
 same indexer as its own process.
 """
 
@@ -15,7 +17,9 @@ from datetime import datetime, timezone
 
 from scrapy.exceptions import NotConfigured
 
+from crawlproj.keyspace import Keyspace
 from crawlproj.lockedwork import LockedWork
+from crawlproj.redisconn import get_redis
 from crawlproj.search.runner import IndexerRunner
 
 
@@ -33,7 +37,8 @@ class IndexerExtension(LockedWork):
         s = crawler.settings
         if not (s.getbool("INDEX_ENABLED") and s.getbool("INDEX_WRITER")):
             raise NotConfigured
-        return cls(crawler, IndexerRunner.from_settings(s)).connect()
+        keyspace = Keyspace.of_index(s, get_redis(s))
+        return cls(crawler, IndexerRunner.from_settings(s, keyspace)).connect()
 
     def work(self):
         batch = self.runner.tick()

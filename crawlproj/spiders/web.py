@@ -1,6 +1,7 @@
 """The `web` spider: fetch pages, record them, follow their links.
 
     scrapy crawl web -a seeds=seeds.txt [-a scope=host|domain|any]
+    scrapy crawl web -a query="..." [-a seeds=...] [-a max_pages=N]
 
 It is the crawler's processing step [Mercator §3, steps 5-7]: each downloaded
 page becomes a :class:`~crawlproj.items.PageItem`, and each link on an HTML
@@ -50,6 +51,13 @@ class WebSpider(scrapy.Spider):
         entries among good ones are skipped with a warning each.
     ``scope``
         ``host``, ``domain`` or ``any``; overrides the CRAWL_SCOPE setting.
+    ``query``, ``max_pages``
+        The real-time search mode (crawlproj/search/realtime.py): a crawl
+        toward the query's words, from the seeds or else from the index's
+        best results for it (which then count as the seeds, scope included),
+        stopping after max_pages fetched pages or when the query's results
+        stop improving. Bad values raise CrawlprojError from
+        :meth:`from_crawler`, which lays the session's settings.
 
     Scope: with ``host`` or ``domain`` the crawl stays on the seeds' hosts or
     registered domains (the allowed set is built from the seeds, so a link
@@ -77,9 +85,12 @@ class WebSpider(scrapy.Spider):
     name = "web"
 
     def __init__(
-        self, seeds: str | list[str] | None = None, scope: str | None = None, **kwargs: Any
+        self, seeds: str | list[str] | None = None, scope: str | None = None,
+        query: str | None = None, max_pages: str | int | None = None, **kwargs: Any
     ):
         super().__init__(**kwargs)
+        self._query_args = None if query is None else (query, max_pages)
+        self.realtime = None  # from_crawler: the query's Session
         # Read now, so a missing file fails before the crawl starts.
         self.seed_urls: list[str] = []
         self.seed_problems: list[str] = []
@@ -113,6 +124,13 @@ class WebSpider(scrapy.Spider):
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
+        if spider._query_args is not None:
+            from crawlproj.search.realtime import Session
+
+            # before Scrapy freezes the settings: the session's crawl id,
+            # prioritizer and index, which every component then reads
+            spider.realtime = Session.configure(settings, *spider._query_args)
+            spider.seed_urls = spider.realtime.require_start(settings, spider.seed_urls)
         mode = spider._scope_arg or scope_mode(settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
         spider.scope = Scope(mode, spider.seed_urls)
         spider.text_max_chars = settings.getint("PAGE_TEXT_MAX_CHARS")
