@@ -894,6 +894,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tol-avg", type=float, default=0.25,
                     help="relative band for the average PageRank of each tenth")
     ap.add_argument("--page-bytes", type=int, default=2000)
+    ap.add_argument("--latency-ms", default="0",
+                    help="the simulated web's response delay per host: MS or LO-HI drawn per host")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per live crawl")
     ap.add_argument("--out", default=str(ROOT / "docs" / "img" / "ordering" / "live"))
     ap.add_argument("--keep", default=None, help="keep work files (logs, request logs) here")
@@ -963,7 +965,9 @@ def main(argv=None) -> int:
         f"(pagerank recomputed after 1, 2, 4, ... pages, then every {every} pages)")
 
     # 2. The simulated web over the same graph ---------------------------------------------
-    spec = {"graph": os.path.abspath(args.graph), "page_bytes": args.page_bytes, "latency_ms": 0,
+    lat = [float(x) for x in args.latency_ms.split("-")]
+    spec = {"graph": os.path.abspath(args.graph), "page_bytes": args.page_bytes,
+            "latency_ms": lat[0] if len(lat) == 1 else lat,
             "crawl_delay_fraction": 0.0}
     try:
         pair = Pairing(args.graph, spec, graph)
@@ -978,7 +982,7 @@ def main(argv=None) -> int:
         f"(load stats {chk['web_load_stats']}); {chk['html_pages']:,} answer HTML, "
         f"{chk['binary_pages']:,} binary ({chk['binary_reachable']:,} of them reachable; "
         f"{chk['binary_with_links']} binary pages with links), {chk['other_kinds']} errors or "
-        f"redirects; no robots rules, no Crawl-delay, latency 0")
+        f"redirects; no robots rules, no Crawl-delay, latency {args.latency_ms} ms per host")
     for i, url, reach in chk["unservable"]:
         why = ("reachable from the start, so the virtual crawl has it and the live one cannot"
                if reach else "not reachable")
