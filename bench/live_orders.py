@@ -1,7 +1,9 @@
 """The live crawler orders as the virtual one does (issue #5, item 5).
 
-    .venv/bin/python bench/live_orders.py [--graph FILE] [--orders bfs,random,backlinks,pagerank,opic]
-        [--start NODE] [--concurrency 1[,8]] [--ranker-every N] [--ranker-tick S]
+    .venv/bin/python bench/live_orders.py [--graph FILE | --web hosts=500,pages=20000,seed=1]
+        [--orders bfs,random,backlinks,pagerank,opic[,ORDER+NAME=VALUE...]]
+        [--configs 1x1x0[,1x16x0,2x8x10] | --concurrency 1[,8]] [--hot-share 0.01]
+        [--latency-ms 0 | LO-HI] [--start NODE] [--ranker-every N] [--ranker-tick S]
         [--random-seeds 200] [--tie-seeds 10] [--tol-pst 10] [--tol-avg 0.25]
         [--page-bytes 2000] [--timeout 900] [--out docs/img/ordering/live] [--keep DIR [--reuse]]
 
@@ -40,6 +42,22 @@ their real URLs; see docs/ordering.md, "Live crawler vs virtual crawler"):
    virtual random crawls, by a global envelope test over its 30 numbers at
    level 0.05 (class Law), which by construction fails 5% of those crawls.
 
+Live, polite crawls (docs/ordering.md, "Live, polite crawls"): --web generates a
+simulated web with Zipf host sizes (SimWeb.generate) and writes it as a graph
+file, so both sides read one graph; --configs runs each order under each set-up
+WORKERSxCONCURRENCYxDELAY_FACTOR (prefetch 1 with one request at a time, else
+the default), the orders of one set-up one after another so that the machine's
+load hits them alike; an order written ORDER+NAME=VALUE is a variant with
+those worker settings (an A/B of a knob in one run); --ranker-every 0 leaves
+the ranker's cadence at the settings' defaults; --hot-share 0.01 makes the hot
+pages the top 1% by in-degree (IB) and by PageRank (IR). Then, per set-up, the
+races: pagerank not below bfs at any tenth for the top pages by PageRank, and
+ahead at the first tenth where the virtual crawler is ahead; backlinks likewise
+by in-degree (OUT/races.csv); and per crawl why hot pages came after the first
+tenth: discovered late, or discovered and then waiting behind their own host's
+other URLs (how many, how many of them less important), the largest hosts'
+fetches in the first tenth and time between fetches, the ranker's runs.
+
 Diagnostics (they explain a difference, they do not change a verdict):
 sequence agreement (identical order? Spearman rho of positions, mean position
 shift, overlap of the first 10%), the virtual crawler's own sensitivity to
@@ -50,6 +68,9 @@ differs from the virtual order's (OPIC without the virtual page that
 redistributes dangling pages' cash; PageRank recomputed on the ranker's scale
 and cadence; random priorities drawn once per URL), to show whether the live
 crawl is exactly that rule.
+
+--tie-seeds 0 leaves out the virtual-side diagnostics below (they replay each
+order several times, which on 20,000 pages takes minutes).
 
 Writes OUT/live_orders.csv (one row per order, run, measure and tenth),
 OUT/summary.txt (what is printed) and OUT/live_orders.png (virtual solid,
