@@ -1107,19 +1107,19 @@ def main(argv=None) -> int:
     random_law = Law(random_virtual) if random_virtual else None
     keys_law = Law(random_keys) if random_keys else None
     rand_ref = random_law.center if random_law else None
-    for (label, c), run in live_runs.items():
-        o = base_order(label)
+    for (variant, c), run in live_runs.items():
+        o = base_order(variant)
         seq = run.get("order_ids", np.zeros(0, dtype=np.int64))
         say()
         if len(seq) == 0:
-            say(f"{label} ({c}): no live order ({run.get('error', 'nothing crawled')})")
-            verdicts.append((label, c, "NO RESULT", run.get("error", "")))
+            say(f"{variant} ({c}): no live order ({run.get('error', 'nothing crawled')})")
+            verdicts.append((variant, c, "NO RESULT", run.get("error", "")))
             continue
         lm = measures(seq, ev)
         vm = measures(virt[o], ev) if o != "random" else rand_ref
         cmp_ = compare(lm, vm, args.tol_pst, args.tol_avg)
         ref_label = "virtual" if o != "random" else "virtual median"
-        head = (f"{label} ({c}): live {len(seq):,} pages in {run.get('seconds', 0):.0f} s, load "
+        head = (f"{variant} ({c}): live {len(seq):,} pages in {run.get('seconds', 0):.0f} s, load "
                 f"{run.get('load_after')}")
         notes = []
         if o != "random":
@@ -1188,7 +1188,7 @@ def main(argv=None) -> int:
             why = (f"max |dPST IB| {cmp_['max_d_pst_ib']:.1f}, max |dPST IR| "
                    f"{cmp_['max_d_pst_ir']:.1f}, max rel d avg PageRank {cmp_['max_rel_avg']:.0%}")
         say(f"  => {verdict}: {why}" + (f" ({run['error']})" if run.get("error") else ""))
-        verdicts.append((label, c, verdict, why))
+        verdicts.append((variant, c, verdict, why))
         for key in ("pst_ib", "pst_ir", "avg_pagerank"):
             rep_m = measures(replicas[o][0], ev)[key] if o in replicas else None
             for t in range(10):
@@ -1200,7 +1200,7 @@ def main(argv=None) -> int:
                 else:
                     tol = args.tol_pst if key != "avg_pagerank" else args.tol_avg
                     within = abs(diff) <= tol + 1e-9
-                row = {"graph": ev.graph_name, "order": label, "config": str(c), "measure": key,
+                row = {"graph": ev.graph_name, "order": variant, "config": str(c), "measure": key,
                        "tenth": t + 1, "virtual": round(float(vm[key][t]), 4),
                        "live": round(float(lm[key][t]), 4),
                        "difference": round(float(diff), 4),
