@@ -832,8 +832,11 @@ def plot(path: Path, ev, orders, virt, live_runs, replicas, random_law, keys_law
     styles = {c: ls for c, ls in zip(concurrencies, ["--", "-.", ":"] * 4)}
     fig, axes = plt.subplots(3, len(orders), figsize=(3.6 * len(orders), 10.5), squeeze=False)
     reach = ev.reach
-    rows = [("pst_ib", f"PST, hot by IB >= {CHO_G_IB:g} ({int(ev.hot_ib.sum())} pages), %"),
-            ("pst_ir", f"PST, hot by IR >= {CHO_G_IR:g} ({int(ev.hot_ir.sum())} pages), %"),
+    top = ev.hot_rule.startswith("top")
+    rows = [("pst_ib", f"PST, {'top' if top else f'hot by IB >= {CHO_G_IB:g}'} "
+                       f"({int(ev.hot_ib.sum())} pages{' by IB' if top else ''}), %"),
+            ("pst_ir", f"PST, {'top' if top else f'hot by IR >= {CHO_G_IR:g}'} "
+                       f"({int(ev.hot_ir.sum())} pages{' by IR' if top else ''}), %"),
             ("avg_pagerank", "average PageRank of the tenth")]
     for j, order in enumerate(orders):
         color = colors.get(order, "black")
