@@ -1,7 +1,9 @@
 """The live crawler orders as the virtual one does (issue #5, item 5).
 
-    .venv/bin/python bench/live_orders.py [--graph FILE] [--orders bfs,random,backlinks,pagerank,opic]
-        [--start NODE] [--concurrency 1[,8]] [--ranker-every N] [--ranker-tick S]
+    .venv/bin/python bench/live_orders.py [--graph FILE | --web hosts=500,pages=20000,seed=1]
+        [--orders bfs,random,backlinks,pagerank,opic[,ORDER+NAME=VALUE...]]
+        [--configs 1x1x0[,1x16x0,2x8x10] | --concurrency 1[,8]] [--hot-share 0.01]
+        [--latency-ms 0 | LO-HI] [--start NODE] [--ranker-every N] [--ranker-tick S]
         [--random-seeds 200] [--tie-seeds 10] [--tol-pst 10] [--tol-avg 0.25]
         [--page-bytes 2000] [--timeout 900] [--out docs/img/ordering/live] [--keep DIR [--reuse]]
 
@@ -40,6 +42,22 @@ their real URLs; see docs/ordering.md, "Live crawler vs virtual crawler"):
    virtual random crawls, by a global envelope test over its 30 numbers at
    level 0.05 (class Law), which by construction fails 5% of those crawls.
 
+Live, polite crawls (docs/ordering.md, "Live, polite crawls"): --web generates a
+simulated web with Zipf host sizes (SimWeb.generate) and writes it as a graph
+file, so both sides read one graph; --configs runs each order under each set-up
+WORKERSxCONCURRENCYxDELAY_FACTOR (prefetch 1 with one request at a time, else
+the default), the orders of one set-up one after another so that the machine's
+load hits them alike; an order written ORDER+NAME=VALUE is a variant with
+those worker settings (an A/B of a knob in one run); --ranker-every 0 leaves
+the ranker's cadence at the settings' defaults; --hot-share 0.01 makes the hot
+pages the top 1% by in-degree (IB) and by PageRank (IR). Then, per set-up, the
+races: pagerank not below bfs at any tenth for the top pages by PageRank, and
+ahead at the first tenth where the virtual crawler is ahead; backlinks likewise
+by in-degree (OUT/races.csv); and per crawl why hot pages came after the first
+tenth: discovered late, or discovered and then waiting behind their own host's
+other URLs (how many, how many of them less important), the largest hosts'
+fetches in the first tenth and time between fetches, the ranker's runs.
+
 Diagnostics (they explain a difference, they do not change a verdict):
 sequence agreement (identical order? Spearman rho of positions, mean position
 shift, overlap of the first 10%), the virtual crawler's own sensitivity to
@@ -50,6 +68,9 @@ differs from the virtual order's (OPIC without the virtual page that
 redistributes dangling pages' cash; PageRank recomputed on the ranker's scale
 and cadence; random priorities drawn once per URL), to show whether the live
 crawl is exactly that rule.
+
+--tie-seeds 0 leaves out the virtual-side diagnostics below (they replay each
+order several times, which on 20,000 pages takes minutes).
 
 Writes OUT/live_orders.csv (one row per order, run, measure and tenth),
 OUT/summary.txt (what is printed) and OUT/live_orders.png (virtual solid,
@@ -187,6 +208,42 @@ class Pairing:
             "web_reachable": len(reach_urls), "web_reachable_not_pages": extra_urls,
             "reachable_equal": bool(np.array_equal(reach_mapped, universe & self.servable)),
         }
+
+
+def write_generated(options: str, path: Path) -> dict:
+    """A generated simulated web (SimWeb.generate: Zipf host sizes) written as a
+    graph file in hollins.dat's format, so that the virtual crawler and the
+    simulated web read one graph: every page and its links to pages (links to
+    missing pages and binary resources, statuses and robots rules are the
+    generated web's own and are left out)."""
+    opts: dict = {}
+    for part in options.split(","):
+        if not part.strip():
+            continue
+        k, sep, v = part.partition("=")
+        if not sep:
+            raise BenchError(f"--web: KEY=VALUE,... of SimWeb.generate options (got {part!r})")
+        try:
+            opts[k.strip()] = int(v)
+        except ValueError:
+            try:
+                opts[k.strip()] = float(v)
+            except ValueError:
+                opts[k.strip()] = v
+    try:
+        web = SimWeb.generate(**opts)
+    except (TypeError, ValueError) as exc:
+        raise BenchError(f"--web: {exc}") from None
+    off, dst = web.edges()
+    n = web.n_nodes
+    links = sorted({(v, int(t)) for v in range(n) for t in dst[off[v]:off[v + 1]] if t != v})
+    with open(path, "w") as fh:
+        fh.write(f"{n} {len(links)}\n")
+        fh.writelines(f"{v} {web.url(v)}\n" for v in range(n))
+        fh.writelines(f"{a} {b}\n" for a, b in links)
+    sizes = sorted((web.host_size(h) for h in web.hosts), reverse=True)
+    return {"options": opts, "pages": n, "links": len(links), "hosts": len(web.hosts),
+            "largest_hosts": sizes[:5]}
 
 
 # -- Live-rule replicas of the virtual orders (diagnostics) ---------------------------------
@@ -435,6 +492,109 @@ class Law:
         return self.lo[10 * i:10 * i + 10], self.hi[10 * i:10 * i + 10]
 
 
+def base_order(label: str) -> str:
+    """'pagerank+RANKER_GROWTH=0' -> 'pagerank': a live variant's order."""
+    return label.split("+")[0]
+
+
+def variant_settings(label: str) -> dict:
+    """'pagerank+RANKER_GROWTH=0+RANKER_TICK=1' -> the worker settings it adds."""
+    out = {}
+    for part in label.split("+")[1:]:
+        k, sep, v = part.partition("=")
+        if not sep or not k:
+            raise BenchError(f"--orders: ORDER+NAME=VALUE+... (got {label!r})")
+        out[k] = v
+    return out
+
+
+def race(live: dict, virtual: dict) -> list[tuple]:
+    """The issue's targets for one set-up: pagerank not below bfs at any tenth for
+    the top pages by PageRank, and ahead at the first tenth where the virtual
+    crawler puts it ahead; backlinks likewise for the top pages by in-degree.
+    Rows: (order, hot set, live curve, bfs live curve, virtual ahead at 1st tenth,
+    verdict)."""
+    rows = []
+    bfs = next((label for label in live if base_order(label) == "bfs"), None)
+    if bfs is None:
+        return rows
+    for label in live:
+        o = base_order(label)
+        key = {"pagerank": "pst_ir", "backlinks": "pst_ib"}.get(o)
+        if key is None:
+            continue
+        mine, base = live[label][key], live[bfs][key]
+        ahead_virtual = bool(virtual[o][key][0] > virtual["bfs"][key][0])
+        ok = bool((mine >= base - 1e-9).all()) and (not ahead_virtual or mine[0] > base[0])
+        rows.append((label, key, mine, base, ahead_virtual, "PASS" if ok else "FAIL"))
+    return rows
+
+
+def diagnose(seq: np.ndarray, times: np.ndarray, graph, ev, hot: np.ndarray) -> dict:
+    """Why hot pages come late, from the request log and the graph: per hot page,
+    when it was discovered (the fetch of the first page linking to it) and when it
+    was fetched, and what its host fetched in between (Mercator: a host's back
+    queue should serve its best URLs first)."""
+    n = len(seq)
+    pos = np.full(graph.n, -1, dtype=np.int64)
+    pos[seq] = np.arange(n)
+    inv = graph.adjacency.T.tocsr()
+    hosts = graph.hosts if graph.hosts is not None else np.zeros(graph.n, dtype=np.int32)
+    tenth = max(1, n // 10)
+    host_seq: dict[int, np.ndarray] = {}
+    fetched_hosts = hosts[seq]
+    for h in np.unique(fetched_hosts):
+        host_seq[int(h)] = np.flatnonzero(fetched_hosts == h)  # crawl positions of its fetches
+    late, order_bound, disc_bound, waits, worse_share, host_size = [], 0, 0, [], [], []
+    size = np.bincount(hosts, minlength=int(hosts.max()) + 1 if len(hosts) else 1)
+    for v in np.flatnonzero(hot & (pos >= 0)):
+        parents = inv.indices[inv.indptr[v]:inv.indptr[v + 1]]
+        pp = pos[parents]
+        pp = pp[pp >= 0]
+        disc = int(pp.min()) if len(pp) else -1
+        if pos[v] < tenth:
+            continue
+        late.append(int(v))
+        host_size.append(int(size[hosts[v]]))
+        if disc >= tenth:
+            disc_bound += 1
+            continue
+        order_bound += 1
+        hs = host_seq[int(hosts[v])]
+        between = hs[(hs > disc) & (hs < pos[v])]
+        waits.append(len(between))
+        if len(between):
+            worse_share.append(float((ev.ir[seq[between]] < ev.ir[v]).mean()))
+    big = np.argsort(-size)[:3]
+    cycles = []
+    for h in big:
+        hs = host_seq.get(int(h), np.zeros(0, dtype=np.int64))
+        gaps = np.diff(times[hs]) if len(hs) > 1 else np.zeros(0)
+        cycles.append((int(size[h]), int((hs < tenth).sum()),
+                       float(np.median(gaps)) if len(gaps) else float("nan")))
+    return {"hot": int(hot.sum()), "late": len(late), "discovered_late": disc_bound,
+            "waited_in_host": order_bound,
+            "median_host_fetches_between": float(np.median(waits)) if waits else float("nan"),
+            "share_less_important_between": float(np.mean(worse_share)) if worse_share else float("nan"),
+            "late_on_hosts_over_5pct": int(sum(1 for z in host_size if z > 0.05 * graph.n)),
+            "big_hosts": cycles, "crawl_seconds": float(times[-1]) if len(times) else 0.0}
+
+
+def diagnosis_lines(d: dict, ranker: list) -> list[str]:
+    out = [f"hot {d['hot']}, fetched after the first tenth {d['late']} "
+           f"({d['late_on_hosts_over_5pct']} on hosts of over 5% of the web): "
+           f"{d['discovered_late']} discovered only after the first tenth, {d['waited_in_host']} "
+           f"discovered in it but waited; those waited for a median "
+           f"{d['median_host_fetches_between']:.0f} fetches of their own host, "
+           f"{100 * d['share_less_important_between']:.0f}% of them of less important pages"]
+    out.append("largest hosts (pages, fetched in the first tenth, median s between its fetches): "
+               + "; ".join(f"{z} / {k} / {g:.2f}" for z, k, g in d["big_hosts"]))
+    if ranker:
+        out.append(f"ranker runs at s {', '.join(f'{t:.0f}' for t, _ in ranker)} of a "
+                   f"{d['crawl_seconds']:.0f} s crawl (nodes {', '.join(str(k) for _, k in ranker)})")
+    return out
+
+
 # -- One live crawl ----------------------------------------------------------------------------
 
 def scrapy_stats(text: str) -> dict:
@@ -451,13 +611,74 @@ def scrapy_stats(text: str) -> dict:
     return out
 
 
+class Config(tuple):
+    """One live set-up: (workers, CONCURRENT_REQUESTS per worker, FRONTIER_DELAY_FACTOR)."""
+
+    def __new__(cls, workers: int, concurrency: int, factor: float):
+        return super().__new__(cls, (int(workers), int(concurrency), float(factor)))
+
+    workers = property(lambda self: self[0])
+    concurrency = property(lambda self: self[1])
+    factor = property(lambda self: self[2])
+
+    @property
+    def serial(self) -> bool:
+        """One request at a time, nothing leased ahead: the prioritizer's order alone."""
+        return self.workers == 1 and self.concurrency == 1
+
+    def __str__(self):
+        return f"w{self.workers} c{self.concurrency} f{self.factor:g}"
+
+    def settings(self) -> dict:
+        s = {"CONCURRENT_REQUESTS": self.concurrency, "FRONTIER_DELAY_FACTOR": self.factor,
+             "FRONTIER_MIN_DELAY": 0}
+        if self.concurrency == 1:
+            s["FRONTIER_PREFETCH"] = 1  # else the default, CONCURRENT_REQUESTS + 8
+        return s
+
+
+def parse_configs(text: str) -> list[Config]:
+    """'1x1x0,1x16x0,2x8x10' -> Configs (workers x concurrency x delay factor)."""
+    out = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        bits = part.strip().lower().split("x")
+        try:
+            w, c, f = int(bits[0]), int(bits[1]), float(bits[2])
+        except (IndexError, ValueError):
+            raise BenchError(f"--configs: WORKERSxCONCURRENCYxFACTOR, e.g. 1x1x0,2x8x10 "
+                             f"(got {part!r})") from None
+        if w < 1 or c < 1 or f < 0 or len(bits) != 3:
+            raise BenchError(f"--configs: workers and concurrency >= 1, factor >= 0 (got {part!r})")
+        out.append(Config(w, c, f))
+    if not out:
+        raise BenchError("--configs: at least one set-up")
+    return out
+
+
+def _stop(proc, term: bool = False) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    if term:
+        proc.terminate()
+        try:
+            proc.wait(10)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    os.killpg(proc.pid, signal.SIGKILL)  # its own session: that process and nothing else
+    proc.wait()
+
+
 def _crawl(spec: dict, start_url: str, run: Path, s: dict, info: dict, timeout: float,
-           spargs: dict | None = None) -> list:
-    """Fresh Redis-protocol server + fresh simulated web + one worker; the request log.
+           spargs: dict | None = None, workers: int = 1) -> list:
+    """Fresh Redis-protocol server + fresh simulated web + the workers; the request log.
     spargs: more spider arguments (-a name=value) beside the seeds."""
     seeds = run / "seeds.txt"
     seeds.write_text(start_url + "\n")
-    redis_proc = worker = None
+    redis_proc = None
+    procs: list = []
     records: list = []
     port = free_port()
     info["load_before"] = loadavg()
@@ -474,42 +695,62 @@ def _crawl(spec: dict, start_url: str, run: Path, s: dict, info: dict, timeout: 
                        CRAWL_ID=f"live-{s['FRONTIER_PRIORITIZER']}-c{s['CONCURRENT_REQUESTS']}",
                        CRAWL_DATA_DIR=str(run / "data"), PYTHONUNBUFFERED="1")
             t0 = time.monotonic()
-            with open(run / "worker.log", "wb") as log:
-                worker = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
-                try:
-                    rc = worker.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    rc = None
+            logs = []
+            try:
+                for w in range(workers):
+                    name = "worker.log" if w == 0 else f"worker{w + 1}.log"
+                    logs.append(open(run / name, "wb"))
+                    procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=logs[-1],
+                                                  stderr=subprocess.STDOUT, start_new_session=True))
+                rcs = []
+                for proc in procs:
+                    try:
+                        rcs.append(proc.wait(max(1.0, timeout - (time.monotonic() - t0))))
+                    except subprocess.TimeoutExpired:
+                        rcs.append(None)
+            finally:
+                for fh in logs:
+                    fh.close()
             info["seconds"] = time.monotonic() - t0
-            info["rc"] = rc
+            info["rc"] = None if None in rcs else max(rcs)
             sw.stop()  # flushes the request log
             records = sw.read_log()
     finally:
-        if worker is not None and worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)  # its own session: the worker and nothing else
-            worker.wait()
-        if redis_proc is not None and redis_proc.poll() is None:
-            redis_proc.terminate()
-            try:
-                redis_proc.wait(10)
-            except subprocess.TimeoutExpired:
-                redis_proc.kill()
-                redis_proc.wait()
+        for proc in procs:
+            _stop(proc)
+        _stop(redis_proc, term=True)
         info["load_after"] = loadavg()
     return records
 
 
-def live_crawl(pair: Pairing, spec: dict, order: str, concurrency: int, start_url: str,
+def ranker_log(run: Path) -> list[tuple[float, int]]:
+    """(seconds since the first log line, nodes) of every ranker run in the workers' logs."""
+    import re
+    from datetime import datetime
+    pat = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d).*Ranker: ([\d,]+) nodes")
+    t_first, out = None, []
+    for log in sorted(run.glob("worker*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            m = re.match(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", line)
+            if not m:
+                continue
+            t = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S").timestamp()
+            t_first = t if t_first is None else min(t_first, t)
+            r = pat.match(line)
+            if r:
+                out.append((t, int(r[2].replace(",", ""))))
+    return sorted((t - (t_first or 0), n) for t, n in out)
+
+
+def live_crawl(pair: Pairing, spec: dict, order: str, cfg: Config, start_url: str,
                work: Path, settings: dict, timeout: float, reuse: bool = False) -> dict:
-    """One worker crawls the simulated web from start_url; returns the request log's
-    arrival order as virtual page ids, with what went on."""
-    run = work / f"{order}-c{concurrency}"
-    s = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": concurrency,
-         "FRONTIER_PREFETCH": concurrency, "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_MIN_DELAY": 0,
-         "FRONTIER_PRIORITIZER": order, "FRONTIER_RANDOM_SEED": 0,
+    """The workers of cfg crawl the simulated web from start_url; returns the
+    request log's arrival order as virtual page ids, with what went on."""
+    run = work / f"{order.replace('=', '').replace('+', '-')}-w{cfg.workers}-c{cfg.concurrency}-f{cfg.factor:g}"
+    s = {"LOG_LEVEL": "INFO", **cfg.settings(),
+         "FRONTIER_PRIORITIZER": base_order(order), "FRONTIER_RANDOM_SEED": 0,
          "CRAWL_SCOPE": "any", "DEPTH_LIMIT": 0, **settings}
-    info = {"order": order, "concurrency": concurrency, "settings": s, "dir": str(run)}
+    info = {"order": order, "config": cfg, "settings": s, "dir": str(run)}
     saved = run / "run.json"
     if reuse and saved.exists() and (run / "web.jsonl").exists():
         # --reuse: measure an earlier crawl of this work directory again
@@ -520,15 +761,15 @@ def live_crawl(pair: Pairing, spec: dict, order: str, concurrency: int, start_ur
         if run.exists():
             shutil.rmtree(run)
         run.mkdir(parents=True)
-        records = _crawl(spec, start_url, run, s, info, timeout)
+        records = _crawl(spec, start_url, run, s, info, timeout, workers=cfg.workers)
         saved.write_text(json.dumps({k: info[k] for k in ("seconds", "rc", "load_before",
                                                             "load_after") if k in info}))
     log = run / "worker.log"
     info["stats"] = scrapy_stats(log.read_text(errors="replace") if log.exists() else "")
     if info.get("rc", -1) is None:
-        info["error"] = f"worker did not finish in {timeout:.0f} s (killed); log in {run}"
+        info["error"] = f"a worker did not finish in {timeout:.0f} s (killed); log in {run}"
     elif info.get("rc", -1) != 0:
-        info["error"] = f"worker exited with status {info['rc']}; log in {run}"
+        info["error"] = f"a worker exited with status {info['rc']}; log in {run}"
     counts = checks.fetch_counts(records)
     statuses = {}
     for r in records:
@@ -537,21 +778,29 @@ def live_crawl(pair: Pairing, spec: dict, order: str, concurrency: int, start_ur
     info["statuses"] = statuses
     info["repeated"] = sum(1 for c in counts.values() if c > 1)
     w = pair.web
-    ids, unknown = [], []
-    for url in checks.arrival_order(records):
+    ids, unknown, times = [], [], []
+    first = {}
+    for r in sorted(records, key=lambda r: r["t0"]):
+        if r["path"] != "/robots.txt":
+            first.setdefault(checks.url_of(r), r["t0"])
+    for url, t in first.items():
         node = w.node_of(url)
         vid = int(pair.from_web[node]) if node is not None else -1
         if vid < 0:
             unknown.append(url)
         else:
             ids.append(vid)
+            times.append(t)
     info["order_ids"] = np.array(ids, dtype=np.int64)
+    info["times"] = np.array(times, dtype=np.float64) - (times[0] if times else 0.0)
     info["unknown_urls"] = unknown
     if records:
         arrivals = [r["t0"] for r in records if r["path"] != "/robots.txt"]
         span = max(r["t1"] for r in records) - min(arrivals)
         info["pages_per_s"] = len(ids) / span if span > 0 else float("nan")
-    info["ranker_runs"] = info["stats"].get("ranker/runs", 0)
+    info["ranker_runs"] = sum(int(scrapy_stats(p.read_text(errors="replace")).get("ranker/runs", 0))
+                              for p in run.glob("worker*.log"))
+    info["ranker_log"] = ranker_log(run)
     return info
 
 
@@ -583,11 +832,14 @@ def plot(path: Path, ev, orders, virt, live_runs, replicas, random_law, keys_law
 
     colors = {"bfs": "tab:green", "random": "tab:gray", "backlinks": "tab:blue",
               "pagerank": "tab:red", "opic": "tab:purple"}
-    styles = {c: ls for c, ls in zip(concurrencies, ["--", "-.", ":"])}
+    styles = {c: ls for c, ls in zip(concurrencies, ["--", "-.", ":"] * 4)}
     fig, axes = plt.subplots(3, len(orders), figsize=(3.6 * len(orders), 10.5), squeeze=False)
     reach = ev.reach
-    rows = [("pst_ib", f"PST, hot by IB >= {CHO_G_IB:g} ({int(ev.hot_ib.sum())} pages), %"),
-            ("pst_ir", f"PST, hot by IR >= {CHO_G_IR:g} ({int(ev.hot_ir.sum())} pages), %"),
+    top = ev.hot_rule.startswith("top")
+    rows = [("pst_ib", f"PST, {'top' if top else f'hot by IB >= {CHO_G_IB:g}'} "
+                       f"({int(ev.hot_ib.sum())} pages{' by IB' if top else ''}), %"),
+            ("pst_ir", f"PST, {'top' if top else f'hot by IR >= {CHO_G_IR:g}'} "
+                       f"({int(ev.hot_ir.sum())} pages{' by IR' if top else ''}), %"),
             ("avg_pagerank", "average PageRank of the tenth")]
     for j, order in enumerate(orders):
         color = colors.get(order, "black")
@@ -618,9 +870,9 @@ def plot(path: Path, ev, orders, virt, live_runs, replicas, random_law, keys_law
                 draw(replicas[order][0], color="black", ls=":", lw=1.0,
                      label="virtual with the live rule")
             for (o, c), run in live_runs.items():
-                if o == order and len(run.get("order_ids", [])):
-                    draw(run["order_ids"], color=color if c == 1 else "tab:orange",
-                         ls=styles.get(c, "--"), lw=1.4, label=f"live, {c} request{'s' if c > 1 else ''} at a time")
+                if base_order(o) == order and len(run.get("order_ids", [])):
+                    draw(run["order_ids"], color=color if c.serial else None,
+                         ls=styles.get(c, "--"), lw=1.4, label=f"live {o[len(order) + 1:]}, {c}")
             if key == "avg_pagerank":
                 ax.set_xticks(range(1, 11))
                 ax.set_xlabel("tenth of the crawl")
@@ -646,9 +898,20 @@ def main(argv=None) -> int:
     ap.add_argument("--graph", default=str(DEFAULT_GRAPH))
     ap.add_argument("--orders", default=",".join(ORDERS))
     ap.add_argument("--start", type=int, default=None, help="start page id (default: the evaluator's rule)")
-    ap.add_argument("--concurrency", default="1", help="comma-separated CONCURRENT_REQUESTS values")
+    ap.add_argument("--web", default=None,
+                    help="instead of --graph: a generated web, KEY=VALUE,... of SimWeb.generate "
+                         "(e.g. hosts=500,pages=20000,seed=1: Zipf host sizes), written as a graph file")
+    ap.add_argument("--configs", default="1x1x0",
+                    help="live set-ups WORKERSxCONCURRENCYxDELAY_FACTOR, comma-separated "
+                         "(e.g. 1x1x0,1x16x0,2x8x10); prefetch 1 with concurrency 1, else the default")
+    ap.add_argument("--concurrency", default=None,
+                    help="shorthand: one worker, factor 0, these CONCURRENT_REQUESTS values")
+    ap.add_argument("--hot-share", type=float, default=None,
+                    help="hot pages: this share of the reachable pages by IB and by IR "
+                         "(e.g. 0.01 for the top 1%%) instead of Cho's thresholds")
     ap.add_argument("--ranker-every", type=int, default=None,
-                    help="RANKER_EVERY_PAGES (default: 1%% of the graph, the virtual cadence)")
+                    help="RANKER_EVERY_PAGES (default: 1%% of the graph, the virtual cadence; "
+                         "0: the settings' own cadence, RANKER_* not set)")
     ap.add_argument("--ranker-tick", type=float, default=0.1)
     ap.add_argument("--random-seeds", type=int, default=200,
                     help="virtual random crawls that give the random order's law")
@@ -658,6 +921,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tol-avg", type=float, default=0.25,
                     help="relative band for the average PageRank of each tenth")
     ap.add_argument("--page-bytes", type=int, default=2000)
+    ap.add_argument("--latency-ms", default="0",
+                    help="the simulated web's response delay per host: MS or LO-HI drawn per host")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per live crawl")
     ap.add_argument("--out", default=str(ROOT / "docs" / "img" / "ordering" / "live"))
     ap.add_argument("--keep", default=None, help="keep work files (logs, request logs) here")
@@ -665,16 +930,27 @@ def main(argv=None) -> int:
                     help="with --keep: measure the crawls already in that directory again")
     args = ap.parse_args(argv)
 
-    orders = [o.strip() for o in args.orders.split(",") if o.strip()]
+    labels = [o.strip() for o in args.orders.split(",") if o.strip()]
+    for label in labels:
+        variant_settings(label)
+    orders = list(dict.fromkeys(base_order(o) for o in labels))
     bad = [o for o in orders if o not in ORDERS]
     if bad or not orders:
         raise BenchError(f"--orders: use some of {','.join(ORDERS)} (got {args.orders!r})")
-    try:
-        concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
-    except ValueError:
-        raise BenchError(f"--concurrency: integers, e.g. 1,8 (got {args.concurrency!r})") from None
-    if not concurrencies or min(concurrencies) < 1:
-        raise BenchError("--concurrency: at least one value, each >= 1")
+    if args.concurrency:
+        try:
+            concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
+        except ValueError:
+            raise BenchError(f"--concurrency: integers, e.g. 1,8 (got {args.concurrency!r})") from None
+        if not concurrencies or min(concurrencies) < 1:
+            raise BenchError("--concurrency: at least one value, each >= 1")
+        configs = [Config(1, c, 0) for c in concurrencies]
+    else:
+        configs = parse_configs(args.configs)
+    if args.reuse and not args.keep:
+        raise BenchError("--reuse needs --keep DIR (the directory of the earlier crawls)")
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="live-orders-"))
+    work.mkdir(parents=True, exist_ok=True)
 
     t_all = time.monotonic()
     lines: list[str] = []
@@ -688,27 +964,37 @@ def main(argv=None) -> int:
         f"{loadavg()}; code: {git_state()}")
 
     # 1. The virtual crawler ------------------------------------------------------------
+    if args.web:
+        args.graph = str(work / "generated.dat")
+        made = write_generated(args.web, Path(args.graph))
+        say(f"generated web {made['options']}: {made['pages']:,} pages, {made['links']:,} links "
+            f"between pages, {made['hosts']} hosts, the largest of {made['largest_hosts']} pages; "
+            f"written to {args.graph}")
     try:
         graph = read_graph(args.graph)
     except GraphFormatError as exc:
         raise BenchError(str(exc)) from None
-    if args.reuse and not args.keep:
-        raise BenchError("--reuse needs --keep DIR (the directory of the earlier crawls)")
     t = time.monotonic()
+    hot_top = None
+    if args.hot_share:
+        hot_top = max(1, round(args.hot_share * int(metrics.reachable(
+            graph, args.start if args.start is not None else metrics.choose_start(graph)[0]).sum())))
     try:
-        ev = evaluate(graph, orders, start=args.start)
+        ev = evaluate(graph, orders, start=args.start, hot_top=hot_top)
     except ValueError as exc:  # a start page not in the graph, ...
         raise BenchError(str(exc)) from None
     virt = dict(ev.crawls)
     every = math.ceil(graph.n / 100)
     ranker_every = args.ranker_every or every
     say(f"graph {args.graph}: {graph.n:,} pages, {graph.m:,} links; start {ev.start_why}; "
-        f"{ev.reach:,} reachable; hot: {int(ev.hot_ib.sum())} by IB >= {CHO_G_IB}, "
-        f"{int(ev.hot_ir.sum())} by IR >= {CHO_G_IR}; virtual crawls {time.monotonic() - t:.1f} s "
+        f"{ev.reach:,} reachable; hot: {int(ev.hot_ib.sum())} by IB, {int(ev.hot_ir.sum())} by IR "
+        f"({ev.hot_rule}); virtual crawls {time.monotonic() - t:.1f} s "
         f"(pagerank recomputed after 1, 2, 4, ... pages, then every {every} pages)")
 
     # 2. The simulated web over the same graph ---------------------------------------------
-    spec = {"graph": os.path.abspath(args.graph), "page_bytes": args.page_bytes, "latency_ms": 0,
+    lat = [float(x) for x in args.latency_ms.split("-")]
+    spec = {"graph": os.path.abspath(args.graph), "page_bytes": args.page_bytes,
+            "latency_ms": lat[0] if len(lat) == 1 else lat,
             "crawl_delay_fraction": 0.0}
     try:
         pair = Pairing(args.graph, spec, graph)
@@ -723,7 +1009,7 @@ def main(argv=None) -> int:
         f"(load stats {chk['web_load_stats']}); {chk['html_pages']:,} answer HTML, "
         f"{chk['binary_pages']:,} binary ({chk['binary_reachable']:,} of them reachable; "
         f"{chk['binary_with_links']} binary pages with links), {chk['other_kinds']} errors or "
-        f"redirects; no robots rules, no Crawl-delay, latency 0")
+        f"redirects; no robots rules, no Crawl-delay, latency {args.latency_ms} ms per host")
     for i, url, reach in chk["unservable"]:
         why = ("reachable from the start, so the virtual crawl has it and the live one cannot"
                if reach else "not reachable")
@@ -746,7 +1032,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     heap_orders = {"backlinks": vc.Backlinks, "opic": vc.OPIC, "pagerank": vc.PageRankOrder}
     for o in orders:
-        if o not in heap_orders:
+        if o not in heap_orders or args.tie_seeds <= 0:
             continue
         base = measures(virt[o], ev)["avg_pagerank"]
         fp = replay(graph, _with_ties(heap_orders[o], rank), ev.start)
@@ -758,10 +1044,10 @@ def main(argv=None) -> int:
             rand_rel.append(np.abs(measures(seq, ev)["avg_pagerank"] - base) / base)
         tie_sens[o] = {"fp": float(fp_rel.max()),
                        "random": float(np.max(rand_rel)) if rand_rel else float("nan")}
-    if "opic" in orders:
+    if "opic" in orders and args.tie_seeds > 0:
         replicas["opic"] = (replay(graph, _opic_live(rank), ev.start),
                             "live rule (no dangling redistribution, frontier ties)")
-    if "pagerank" in orders:
+    if "pagerank" in orders and args.tie_seeds > 0:
         replicas["pagerank"] = (replay(graph, _pagerank_live(rank, ranker_every), ev.start),
                                 f"live rule (ranker scale, every {ranker_every} pages, frontier ties)")
     random_virtual, random_keys = [], []
@@ -770,40 +1056,42 @@ def main(argv=None) -> int:
             random_virtual.append(measures(vc.virtual_crawl(graph, "random", ev.start, seed=s), ev))
             random_keys.append(measures(replay(graph, lambda *a, s=s: RandomKeys(*a, seed=s),
                                                ev.start), ev))
-    say(f"virtual tie sensitivity (max relative change of a tenth's average PageRank when ties go "
-        f"by the live frontier's host+fingerprint order / by {args.tie_seeds} random permutations "
-        f"instead of discovery order): " + "; ".join(
-            f"{o} {v['fp']:.0%} / {v['random']:.0%}" for o, v in tie_sens.items()))
+    if tie_sens:
+        say(f"virtual tie sensitivity (max relative change of a tenth's average PageRank when ties go "
+            f"by the live frontier's host+fingerprint order / by {args.tie_seeds} random permutations "
+            f"instead of discovery order): " + "; ".join(
+                f"{o} {v['fp']:.0%} / {v['random']:.0%}" for o, v in tie_sens.items()))
 
     # 3. Live crawls -----------------------------------------------------------------------
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="live-orders-"))
-    work.mkdir(parents=True, exist_ok=True)
     settings = {"RANKER_EVERY_PAGES": ranker_every, "RANKER_TICK": args.ranker_tick,
-                "RANKER_INTERVAL": 86400}
+                "RANKER_INTERVAL": 86400} if args.ranker_every != 0 else {}
     live_runs: dict[tuple[str, int], dict] = {}
     if args.reuse:
         say(f"(--reuse: crawls found in {work} are measured again, not made again; their times and "
             f"load averages are those recorded when they ran)")
-    say(f"live crawls: one worker each, FRONTIER_DELAY_FACTOR=0, FRONTIER_MIN_DELAY=0, "
-        f"CONCURRENT_REQUESTS=FRONTIER_PREFETCH in {concurrencies}; pagerank: RANKER_EVERY_PAGES="
-        f"{ranker_every}, RANKER_TICK={args.ranker_tick:g}, RANKER_INTERVAL=86400; "
-        f"random: FRONTIER_RANDOM_SEED=0; page_bytes {args.page_bytes}; work dir {work}")
+    say(f"live crawls, set-ups (workers x CONCURRENT_REQUESTS x FRONTIER_DELAY_FACTOR) "
+        f"{', '.join(str(c) for c in configs)}, FRONTIER_MIN_DELAY=0, FRONTIER_PREFETCH=1 with one "
+        f"request at a time, else its default; ranker: "
+        + (f"RANKER_EVERY_PAGES={ranker_every}, RANKER_TICK={args.ranker_tick:g}, "
+           f"RANKER_INTERVAL=86400" if settings else "the settings' defaults")
+        + f"; random: FRONTIER_RANDOM_SEED=0; page_bytes {args.page_bytes}; work dir {work}")
     try:
-        for c in concurrencies:
-            for o in orders:
+        for c in configs:
+            for o in labels:  # the orders of one set-up one after another, so load hits them alike
                 try:
-                    run = live_crawl(pair, spec, o, c, chk["start_url"], work, settings, args.timeout,
+                    run = live_crawl(pair, spec, o, c, chk["start_url"], work,
+                                     {**settings, **variant_settings(o)}, args.timeout,
                                      reuse=args.reuse)
                 except Exception as exc:  # a server that would not start, ...
-                    run = {"order": o, "concurrency": c, "error": f"{type(exc).__name__}: {exc}",
+                    run = {"order": o, "config": c, "error": f"{type(exc).__name__}: {exc}",
                            "order_ids": np.zeros(0, dtype=np.int64)}
                 live_runs[(o, c)] = run
                 n = len(run.get("order_ids", []))
-                say(f"  {o:<9} c={c}: {n:,} pages in {run.get('seconds', float('nan')):.0f} s "
+                say(f"  {o:<9} {c}: {n:,} pages in {run.get('seconds', float('nan')):.0f} s "
                     f"({run.get('pages_per_s', float('nan')):.0f} pages/s), statuses "
                     f"{run.get('statuses')}, {run.get('repeated', 0)} URLs fetched twice, "
                     f"{len(run.get('unknown_urls', []))} URLs not in the graph"
-                    + (f", {run['ranker_runs']} ranker runs" if o == "pagerank" else "")
+                    + (f", {run['ranker_runs']} ranker runs" if base_order(o) == "pagerank" else "")
                     + f"; load {run.get('load_before')} -> {run.get('load_after')}"
                     + (f"; ERROR {run['error']}" if run.get("error") else ""))
     finally:
@@ -815,6 +1103,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     verdicts = []
+    race_rows: list[dict] = []
     say()
     say(f"Tolerance, at each tenth of the crawl: |PST live - PST virtual| <= {args.tol_pst:g} points "
         f"(hot by IB and by IR), |avg PageRank live - virtual| <= {args.tol_avg:.0%} of virtual. "
@@ -824,18 +1113,19 @@ def main(argv=None) -> int:
     random_law = Law(random_virtual) if random_virtual else None
     keys_law = Law(random_keys) if random_keys else None
     rand_ref = random_law.center if random_law else None
-    for (o, c), run in live_runs.items():
+    for (variant, c), run in live_runs.items():
+        o = base_order(variant)
         seq = run.get("order_ids", np.zeros(0, dtype=np.int64))
         say()
         if len(seq) == 0:
-            say(f"{o} (c={c}): no live order ({run.get('error', 'nothing crawled')})")
-            verdicts.append((o, c, "NO RESULT", run.get("error", "")))
+            say(f"{variant} ({c}): no live order ({run.get('error', 'nothing crawled')})")
+            verdicts.append((variant, c, "NO RESULT", run.get("error", "")))
             continue
         lm = measures(seq, ev)
         vm = measures(virt[o], ev) if o != "random" else rand_ref
         cmp_ = compare(lm, vm, args.tol_pst, args.tol_avg)
         ref_label = "virtual" if o != "random" else "virtual median"
-        head = (f"{o} (c={c}): live {len(seq):,} pages in {run.get('seconds', 0):.0f} s, load "
+        head = (f"{variant} ({c}): live {len(seq):,} pages in {run.get('seconds', 0):.0f} s, load "
                 f"{run.get('load_after')}")
         notes = []
         if o != "random":
@@ -852,7 +1142,7 @@ def main(argv=None) -> int:
                              + ("IDENTICAL" if ar["identical"] else
                                 f"same first {ar['prefix']:,}, rho {ar['rho']:.4f}, mean shift "
                                 f"{ar['mean_shift']:.1f} pages"))
-            if o == "pagerank":
+            if o == "pagerank" and args.tie_seeds > 0:
                 parts = []
                 for cad, sc in (("ranker", "virtual"), ("virtual", "ranker")):
                     rep = replay(graph, _pagerank_live(rank, ranker_every, cad, sc), ev.start)
@@ -904,7 +1194,7 @@ def main(argv=None) -> int:
             why = (f"max |dPST IB| {cmp_['max_d_pst_ib']:.1f}, max |dPST IR| "
                    f"{cmp_['max_d_pst_ir']:.1f}, max rel d avg PageRank {cmp_['max_rel_avg']:.0%}")
         say(f"  => {verdict}: {why}" + (f" ({run['error']})" if run.get("error") else ""))
-        verdicts.append((o, c, verdict, why))
+        verdicts.append((variant, c, verdict, why))
         for key in ("pst_ib", "pst_ir", "avg_pagerank"):
             rep_m = measures(replicas[o][0], ev)[key] if o in replicas else None
             for t in range(10):
@@ -916,7 +1206,7 @@ def main(argv=None) -> int:
                 else:
                     tol = args.tol_pst if key != "avg_pagerank" else args.tol_avg
                     within = abs(diff) <= tol + 1e-9
-                row = {"graph": ev.graph_name, "order": o, "concurrency": c, "measure": key,
+                row = {"graph": ev.graph_name, "order": variant, "config": str(c), "measure": key,
                        "tenth": t + 1, "virtual": round(float(vm[key][t]), 4),
                        "live": round(float(lm[key][t]), 4),
                        "difference": round(float(diff), 4),
@@ -931,6 +1221,34 @@ def main(argv=None) -> int:
                     row["live_rule_replica"] = round(float(rep_m[t]), 4)
                 rows.append(row)
 
+    # The races against breadth-first, per set-up, and why hot pages came late ------------
+    say()
+    say("Races (the issue's targets), per set-up: top pages by PageRank (PST IR) for pagerank, "
+        "by in-degree (PST IB) for backlinks; live against live bfs at every tenth, and ahead at "
+        "the first tenth where the virtual crawler is ahead:")
+    virt_m = {o: measures(virt[o], ev) for o in orders if o != "random"}
+    for c in configs:
+        live_m = {o: measures(run["order_ids"], ev) for (o, cc), run in live_runs.items()
+                  if cc == c and len(run.get("order_ids", []))}
+        for o, key, mine, base, ahead, verdict in race(live_m, virt_m):
+            say(f"  {c}: {o} {verdict} ({key}; virtual ahead at 1st tenth: {ahead})")
+            say(fmt_row(f"{o[:17]} live", mine, ".1f"))
+            say(fmt_row("bfs live", base, ".1f"))
+            say(fmt_row(f"{base_order(o)} virtual", virt_m[base_order(o)][key], ".1f"))
+            race_rows.append({"config": str(c), "order": o, "measure": key, "verdict": verdict,
+                              "virtual_ahead_first_tenth": ahead,
+                              **{f"live_{t + 1}": round(float(mine[t]), 2) for t in range(10)},
+                              **{f"bfs_{t + 1}": round(float(base[t]), 2) for t in range(10)}})
+            verdicts.append((o, f"{c} race", verdict, key))
+    say()
+    say("Why hot pages (top by PageRank) came after the first tenth, per live crawl:")
+    for (o, c), run in live_runs.items():
+        seq = run.get("order_ids", np.zeros(0, dtype=np.int64))
+        if len(seq) and base_order(o) != "random":
+            d = diagnose(seq, run["times"], graph, ev, ev.hot_ir)
+            for i, line in enumerate(diagnosis_lines(d, run.get("ranker_log", []))):
+                say(f"  {(o + ' ' + str(c)) if i == 0 else '':<22}{line}")
+
     # Which virtual order is each live crawl nearest to? (discrimination)
     say()
     det = [o for o in orders if o != "random"]
@@ -940,10 +1258,10 @@ def main(argv=None) -> int:
         for (o, c), run in live_runs.items():
             seq = run.get("order_ids", np.zeros(0, dtype=np.int64))
             if len(seq):
-                say(f"  {o + ' c=' + str(c):<14}" + "".join(
+                say(f"  {o + ' ' + str(c):<14}" + "".join(
                     f"{agreement(virt_served[v], seq, graph.n)['mean_shift']:>11.1f}" for v in det))
 
-    fields = ["graph", "order", "concurrency", "measure", "tenth", "virtual", "live", "difference",
+    fields = ["graph", "order", "config", "measure", "tenth", "virtual", "live", "difference",
               "difference_kind", "tolerance", "within", "reference", "virtual_band_lo",
               "virtual_band_hi", "live_rule_band_lo", "live_rule_band_hi", "live_rule_replica"]
     with open(out / "live_orders.csv", "w", newline="") as fh:
@@ -951,9 +1269,14 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows(rows)
     plot(out / "live_orders.png", ev, orders, virt, live_runs, replicas, random_law, keys_law,
-         concurrencies)
+         configs)
     say()
-    say("verdicts: " + "; ".join(f"{o} c={c} {v}" for o, c, v, _ in verdicts))
+    if race_rows:
+        with open(out / "races.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(race_rows[0]))
+            w.writeheader()
+            w.writerows(race_rows)
+    say("verdicts: " + "; ".join(f"{o} {c} {v}" for o, c, v, _ in verdicts))
     say(f"total {time.monotonic() - t_all:.0f} s; load average at end {loadavg()}")
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     print(f"wrote {out / 'live_orders.csv'}, {out / 'summary.txt'}, {out / 'live_orders.png'}")

@@ -154,11 +154,15 @@ PAGERANK_DAMPING = 0.9
 # time (a Redis lock; another worker takes over RANKER_LOCK_TTL seconds after
 # the holder dies) or as `scrapy rank`. RANKER_ENABLED: None = on when
 # FRONTIER_PRIORITIZER is "pagerank". A run when RANKER_INTERVAL seconds passed
-# or the crawl leased RANKER_EVERY_PAGES URLs (0 = by time only) since the last;
-# the lock is checked every RANKER_TICK seconds.
+# or the crawl leased RANKER_EVERY_PAGES URLs (0 = no such rule) or
+# RANKER_GROWTH times as many URLs as it had leased at the last run (0 = no such
+# rule: the ranker keeps pace with the crawl's progress, not the clock; docs/
+# ordering.md, "Live, polite crawls") since the last; the lock is checked every
+# RANKER_TICK seconds.
 RANKER_ENABLED = None
 RANKER_INTERVAL = 60.0
 RANKER_EVERY_PAGES = 0
+RANKER_GROWTH = 0.1
 RANKER_TICK = 5.0
 RANKER_LOCK_TTL = 60.0
 

@@ -3,9 +3,16 @@
 On by default when FRONTIER_PRIORITIZER is "pagerank" (RANKER_ENABLED forces it
 on or off). Every RANKER_TICK seconds the worker takes or renews the crawl's
 ranker lock; the one that holds it recomputes PageRank and rewrites the queued
-priorities when RANKER_INTERVAL seconds have passed or the crawl fetched
-RANKER_EVERY_PAGES pages since the last run (crawl-wide, from the frontier's
-lease counter). The work runs in a thread, so the reactor keeps crawling; a
+priorities when RANKER_INTERVAL seconds have passed, or the crawl leased
+RANKER_EVERY_PAGES URLs, or RANKER_GROWTH times the URLs it had leased at the
+last run, since that run (crawl-wide, from the frontier's lease counter). The
+growth rule keeps the estimates as fresh in a crawl's first minute as in its
+tenth: Cho et al. recompute IR'(P) as the crawl grows (§4, Fig. 2), and the
+virtual crawler after 1, 2, 4, ... pages; a fixed interval would leave the
+first part of a short crawl, where most important pages are found, on the
+enqueue-time estimates alone. A run costs time in proportion to the graph, so
+geometric growth keeps the runs' total within 1 + 1/RANKER_GROWTH times the
+last one's. The work runs in a thread, so the reactor keeps crawling; a
 worker that dies stops renewing and another one takes over when the lock's
 TTL (RANKER_LOCK_TTL) runs out.
 """
@@ -28,6 +35,38 @@ from crawlproj.stores.linkstore import LinkStore
 logger = logging.getLogger(__name__)
 
 
+class RankerCadence:
+    """When the ranker runs: RANKER_INTERVAL seconds after its last run, or
+    once the crawl has leased RANKER_EVERY_PAGES URLs, or RANKER_GROWTH times
+    the URLs it had leased at that run, since then."""
+
+    def __init__(self, interval: float, every_pages: int = 0, growth: float = 0.0):
+        self.interval, self.every_pages, self.growth = interval, every_pages, growth
+        self.last_run = time.monotonic()
+        self.last_leased = 0
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls(settings.getfloat("RANKER_INTERVAL"), settings.getint("RANKER_EVERY_PAGES"),
+                   settings.getfloat("RANKER_GROWTH"))
+
+    @property
+    def counts_pages(self) -> bool:
+        return bool(self.every_pages or self.growth)
+
+    def due(self, leased: int, now: float | None = None) -> bool:
+        """Is a run due, the crawl having leased ``leased`` URLs so far?"""
+        now = time.monotonic() if now is None else now
+        grown = leased - self.last_leased
+        return now - self.last_run >= self.interval or bool(
+            (self.every_pages and grown >= self.every_pages)
+            or (self.growth and grown > 0 and grown >= self.growth * self.last_leased))
+
+    def ran(self, leased: int, now: float | None = None) -> None:
+        self.last_run = time.monotonic() if now is None else now
+        self.last_leased = leased
+
+
 class RankerExtension(LockedWork):
     name = "ranker"
 
@@ -35,10 +74,7 @@ class RankerExtension(LockedWork):
         s = crawler.settings
         super().__init__(crawler, s.getfloat("RANKER_TICK"))
         self.ranker, self.lock = ranker, lock
-        self.interval = s.getfloat("RANKER_INTERVAL")
-        self.every_pages = s.getint("RANKER_EVERY_PAGES")
-        self._last_run = time.monotonic()
-        self._last_leased = 0
+        self.cadence = RankerCadence.from_settings(s)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -62,14 +98,12 @@ class RankerExtension(LockedWork):
         if not self.lock.hold():
             return
         leased = self.ranker.frontier.status()["counters"].get("leased", 0) \
-            if self.every_pages else 0
-        due = time.monotonic() - self._last_run >= self.interval or (
-            self.every_pages and leased - self._last_leased >= self.every_pages)
-        if not due:
+            if self.cadence.counts_pages else 0
+        if not self.cadence.due(leased):
             return
         run = self.ranker.run_once()
         self.lock.hold()  # a long run: renew before the TTL can lapse
-        self._last_run, self._last_leased = time.monotonic(), leased
+        self.cadence.ran(leased)
         self.stats.inc_value("ranker/runs")
         self.stats.inc_value("ranker/rescored", run.changed)
         self.stats.set_value("ranker/nodes", run.nodes)
