@@ -93,31 +93,38 @@ class PageIndex:
 
     def put(self, doc: Document, anchors: str | None = None, new: bool = False) -> None:
         """Add or replace the document of doc.key (new: it has none yet)."""
-        key = doc.key
+        key, host = doc.key, doc.host
         if not new:
             self.writer.delete_documents_by_term("key", key)
         d = tantivy.Document(
-            key=key, url=doc.url, host=doc.host, title=doc.title, text=doc.text,
+            key=key, url=doc.url, host=host, title=doc.title, text=doc.text,
             anchors=self.anchors.anchor_text(key) if anchors is None else anchors,
             fetched_at=float(doc.fetched_at))
         # typed explicitly: a keyword argument over 2**63 would be taken for a float
         d.add_unsigned("key_id", id64(key))
-        d.add_unsigned("host_id", id64(doc.host))
+        d.add_unsigned("host_id", id64(host))
         self.writer.add_document(d)
 
-    def stored(self, key: str) -> Document | None:
-        """The document of key as the index has it (outlinks not kept)."""
+    def stored(self, keys: list[str]) -> dict[str, Document]:
+        """The documents of keys as the index has them (outlinks not kept)."""
         searcher = self.index.searcher()
-        hits = searcher.search(tantivy.Query.term_query(self.index.schema, "key", key), 1).hits
-        if not hits:
-            return None
-        d = searcher.doc(hits[0][1])
-        return Document(url=d["url"][0], title=d["title"][0], text=d["text"][0],
-                        fetched_at=d["fetched_at"][0])
+        schema = self.index.schema
+        out = {}
+        for key in keys:
+            hits = searcher.search(tantivy.Query.term_query(schema, "key", key), 1).hits
+            if hits:
+                d = searcher.doc(hits[0][1])
+                out[key] = Document(url=d["url"][0], title=d["title"][0], text=d["text"][0],
+                                    fetched_at=d["fetched_at"][0])
+        return out
 
     def commit(self) -> None:
-        self.writer.commit()
+        # the anchor store first: should the process die between the two, the
+        # batch is written again (it is trimmed off the hand-over list only
+        # after this) and finds its pages recorded, so it replaces rather than
+        # adds them; the other way round it would add them a second time
         self.anchors.commit()
+        self.writer.commit()
         self.index.reload()
 
     def clear(self) -> None:

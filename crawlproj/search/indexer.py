@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from crawlproj.ranker.loop import RankerLock
-from crawlproj.search.document import Document
+from crawlproj.search.document import Document, document_key
 from crawlproj.search.handover import HandOver
 from crawlproj.search.index import PageIndex
 
@@ -66,24 +66,22 @@ class Indexer:
             if seen is None or doc.fetched_at >= seen.fetched_at:
                 latest[key] = doc
         anchors = self.index.anchors
-        fresh, new = {}, set()
-        for key, doc in latest.items():
-            before = anchors.fetched_at(key)
-            if before is None or doc.fetched_at >= before:
-                anchors.record(key, doc.fetched_at, doc.outlinks)
-                fresh[key] = doc
-                if before is None:
-                    new.add(key)
+        before = anchors.fetched_at(list(latest))
+        fresh = {key: doc for key, doc in latest.items()
+                 if key not in before or doc.fetched_at >= before[key]}
+        anchors.record([(key, doc.fetched_at, [(document_key(url), text) for url, text in doc.outlinks],
+                         key not in before) for key, doc in fresh.items()])
+        # read after every page of the batch is recorded: links between them count
+        texts = anchors.anchor_texts(list(fresh))
         for key, doc in fresh.items():
-            self.index.put(doc, new=key in new)
+            self.index.put(doc, texts.get(key, ""), new=key not in before)
         anchors.forget(list(fresh))
-        refreshed = 0
         stale = anchors.stale(self.refresh)
-        for key in stale:
-            doc = self.index.stored(key)
-            if doc is not None:
-                self.index.put(doc)
-                refreshed += 1
+        texts = anchors.anchor_texts(stale)
+        refreshed = 0
+        for key, doc in self.index.stored(stale).items():
+            self.index.put(doc, texts.get(key, ""))
+            refreshed += 1
         anchors.forget(stale)
         self.index.commit()
         self._unranked += len(fresh)
