@@ -257,13 +257,16 @@ class Version:
     def __init__(self, rev: str | None, root: Path):
         self.rev = rev or "tree"
         self.env = dict(os.environ)
+        self.cwd = ROOT
         if rev:
             src = root / f"src-{rev}"
             src.mkdir()
-            archive = subprocess.run(["git", "archive", rev, "crawlproj", "settings", "middlewares"],
+            archive = subprocess.run(["git", "archive", rev, "crawlproj", "settings", "middlewares",
+                                      "scrapy.cfg"],
                                      cwd=ROOT, check=True, capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
-            self.env["PYTHONPATH"] = str(src)
+            # `python -m` puts its working directory first on sys.path
+            self.env["PYTHONPATH"], self.cwd = str(src), src
         self.directory = root / f"index-{self.rev}"
         self.seconds = defaultdict(float)
 
@@ -281,7 +284,7 @@ class Version:
     def start_ui(self):
         self.port = free_port()
         env = dict(self.env, CRAWLPROJ_INDEX_DIR=str(self.directory))
-        self.ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(self.port)], cwd=ROOT,
+        self.ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(self.port)], cwd=self.cwd,
                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.ui.stdout.readline()  # "crawlproj search on ..."
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
@@ -289,8 +292,10 @@ class Version:
     def get(self, q, **params):
         t = time.perf_counter()
         self.conn.request("GET", "/api/search?" + urlencode({"q": q, **params}))
-        body = self.conn.getresponse().read()
-        return time.perf_counter() - t, json.loads(body)
+        body = json.loads(self.conn.getresponse().read())
+        if "error" in body:
+            raise SystemExit(f"[{self.rev}] {q!r}: {body['error']}")
+        return time.perf_counter() - t, body
 
 
 def product(docs, args, root: Path):

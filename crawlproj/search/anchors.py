@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS anchors(target INTEGER, source INTEGER, text TEXT,
 CREATE INDEX IF NOT EXISTS anchors_by_source ON anchors(source);
 CREATE TABLE IF NOT EXISTS stale(seq INTEGER PRIMARY KEY, id INTEGER UNIQUE);
 CREATE TABLE IF NOT EXISTS pagerank(id INTEGER PRIMARY KEY, score REAL);
+CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
 
 
@@ -73,6 +74,7 @@ class AnchorStore:
         db = self.db
         version = db.execute("PRAGMA user_version").fetchone()[0]
         tables = db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        self._ranks = (None, np.zeros(0, np.int64), np.zeros(0))  # (version, ids, scores)
         if tables and version != SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"its tables are of layout {version}, this crawlproj reads "
                                         f"layout {SCHEMA_VERSION}")
@@ -163,7 +165,13 @@ class AnchorStore:
     def clear(self) -> None:
         for table in ("docs", "anchors", "stale", "pagerank"):
             self.db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
+        self._new_ranking()
         self.db.commit()
+
+    def _new_ranking(self) -> None:
+        """The pagerank table changed: readers load it again."""
+        self.db.execute("INSERT INTO meta(name, value) VALUES ('pagerank', 1) "
+                        "ON CONFLICT(name) DO UPDATE SET value = value + 1")
 
     def update_pagerank(self, damping: float = CHO_DAMPING) -> int:
         """PageRank [Cho §2, IR(P), the ranker's computation] over every link
@@ -182,16 +190,29 @@ class AnchorStore:
         self.db.execute("DELETE FROM pagerank")
         self.db.executemany("INSERT INTO pagerank(id, score) VALUES (?, ?)",
                             zip(docs.tolist(), scores[inverse[2 * m:]].tolist()))
+        self._new_ranking()
         self.db.commit()
         return n
 
     # -- the query server ---------------------------------------------------
 
-    def pageranks(self, ids: list[int]) -> dict[int, float]:
-        """PageRank by the index's unsigned key ids (index.id64)."""
-        out: dict[int, float] = {}
-        for chunk in _chunks([signed64(u) for u in ids]):
-            marks = ",".join("?" * len(chunk))
-            out.update((u & 0xFFFFFFFFFFFFFFFF, s) for u, s in self.db.execute(
-                f"SELECT id, score FROM pagerank WHERE id IN ({marks})", chunk))  # noqa: S608
-        return out
+    def pageranks(self, ids: np.ndarray) -> np.ndarray:
+        """PageRank of each of the index's unsigned key ids (ids.id64), 0 for
+        a page without one. The table is held in memory as sorted arrays (16
+        bytes a page), loaded again when the indexer has ranked since: a
+        query's candidates are then one binary search, not one SQL lookup each."""
+        row = self.db.execute("SELECT value FROM meta WHERE name = 'pagerank'").fetchone()
+        version, known, scores = self._ranks
+        if row is None:
+            return np.zeros(len(ids))
+        if row[0] != version:
+            # read after the version: a ranking that lands in between is read again next time
+            rows = self.db.execute("SELECT id, score FROM pagerank ORDER BY id").fetchall()
+            known = np.fromiter((i for i, _ in rows), np.int64, len(rows))
+            scores = np.fromiter((x for _, x in rows), np.float64, len(rows))
+            self._ranks = (row[0], known, scores)
+        if not len(known):
+            return np.zeros(len(ids))
+        signed = np.asarray(ids, dtype=np.uint64).view(np.int64)   # as SQLite holds them (signed64)
+        at = np.minimum(np.searchsorted(known, signed), len(known) - 1)
+        return np.where(known[at] == signed, scores[at], 0.0)

@@ -15,6 +15,7 @@ tantivy's reload poll (about 0.5 s).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import tantivy
@@ -64,6 +65,7 @@ class PageIndex:
         self.directory = Path(directory)
         self.writer = None
         self._meta_stamp = None
+        self._meta_path = str(self.directory / TANTIVY_META)
         try:
             if write:
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -146,7 +148,7 @@ class PageIndex:
         next poll (up to 0.5 s later), which a page's 2 s to searchable needs."""
         if self.writer is None:
             try:
-                stamp = (self.directory / TANTIVY_META).stat().st_mtime_ns
+                stamp = os.stat(self._meta_path).st_mtime_ns
             except OSError:
                 stamp = None
             if stamp != self._meta_stamp:
