@@ -358,3 +358,15 @@ def test_an_indexer_killed_in_its_commit_writes_the_batch_again_once(tmp_path, w
         assert Searcher(index).search("walnut").total == 5 and index.num_docs() == 5
     finally:
         index.close()
+
+
+def test_a_small_batch_writes_few_stale_pages_again(index):
+    indexer = Indexer(index, None, batch=40)   # a quarter: 10 stale pages per full batch
+    indexer.write([doc(f"http://t{i}.example/", "", "plain") for i in range(20)])
+    indexer.write([doc("http://hub.example/", "", "x", links=[(f"http://t{i}.example/", "tansy")
+                                                              for i in range(20)])])
+    assert len(index.anchors.stale(100)) == 19   # one is written again with the hub
+    # a batch of one new page takes one stale page along, not ten: it is searchable sooner
+    assert indexer.write([doc("http://new.example/", "", "y")]) == (1, 1)
+    # no new pages: a full batch's share
+    assert indexer.write([]) == (0, 10)

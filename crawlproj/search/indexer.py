@@ -47,9 +47,12 @@ class Indexer:
         self.index = index
         self.handover = handover
         self.batch = batch
-        # Stale pages written again per batch, as a share of the batch size: new
-        # pages first (they are not searchable at all yet), anchor text catches
+        # Stale pages written again per batch, as a share of the pages the batch
+        # brings (of a full batch when it brings none): new pages first (they
+        # are not searchable at all yet), and a small batch, which is what keeps
+        # a page's time to searchable short, stays small; anchor text catches
         # up as the crawl's pace allows.
+        self.refresh_share = refresh_share
         self.refresh = max(1, int(batch * refresh_share))
         self.pagerank_interval = pagerank_interval
         self.damping = damping
@@ -76,7 +79,8 @@ class Indexer:
         for key, doc in fresh.items():
             self.index.put(doc, texts.get(key, ""), new=key not in before)
         anchors.forget(list(fresh))
-        stale = anchors.stale(self.refresh)
+        budget = self.refresh if not docs else min(self.refresh, max(1, int(len(docs) * self.refresh_share)))
+        stale = anchors.stale(budget)
         texts = anchors.anchor_texts(stale)
         refreshed = 0
         for key, doc in self.index.stored(stale).items():
