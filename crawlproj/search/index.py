@@ -109,15 +109,15 @@ class PageIndex:
 
     def stored(self, keys: list[str]) -> dict[str, Document]:
         """The documents of keys as the index has them (outlinks not kept)."""
+        if not keys:
+            return {}
         searcher = self.index.searcher()
-        schema = self.index.schema
+        query = tantivy.Query.term_set_query(self.index.schema, "key", list(keys))
         out = {}
-        for key in keys:
-            hits = searcher.search(tantivy.Query.term_query(schema, "key", key), 1).hits
-            if hits:
-                d = searcher.doc(hits[0][1])
-                out[key] = Document(url=d["url"][0], title=d["title"][0], text=d["text"][0],
-                                    fetched_at=d["fetched_at"][0])
+        for _, addr in searcher.search(query, len(keys)).hits:
+            d = searcher.doc(addr)
+            out[d["key"][0]] = Document(url=d["url"][0], title=d["title"][0] if d["title"] else "",
+                                        text=d["text"][0] if d["text"] else "", fetched_at=d["fetched_at"][0])
         return out
 
     def commit(self) -> None:
