@@ -21,11 +21,13 @@ batch of pages at once.
 from __future__ import annotations
 
 import sqlite3
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from crawlproj.ranker.pagerank import CHO_DAMPING, TransitionMatrix, build_adjacency, pagerank
+from crawlproj.search.document import document_key
 from crawlproj.search.ids import id64, signed64
 
 FILE = "anchors.sqlite3"
@@ -49,6 +51,14 @@ CREATE TABLE IF NOT EXISTS stale(seq INTEGER PRIMARY KEY, id INTEGER UNIQUE);
 CREATE TABLE IF NOT EXISTS pagerank(id INTEGER PRIMARY KEY, score REAL);
 CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
+
+
+# A page's links name the same popular targets again and again: the id of a
+# link target's key is remembered, not its canonical URL computed anew.
+@lru_cache(maxsize=1 << 17)
+def target_id(url: str) -> int:
+    """The signed id of the index key of a link's target URL."""
+    return signed64(id64(document_key(url)))
 
 
 def _chunks(items: list, n: int = CHUNK):
@@ -103,30 +113,30 @@ class AnchorStore:
         return out
 
     def record(self, pages: list[tuple[str, float, list[tuple[str, str]], bool]]) -> None:
-        """Pages are (re)indexed, each (key, fetched_at, [(target key, anchor),
+        """Pages are (re)indexed, each (key, fetched_at, [(target URL, anchor),
         ...], new): their fetch times, and their links in place of the ones
         their earlier versions had; the indexed pages those point to, other
         than the pages recorded here, are stale (their anchor text changed).
         A new page has no earlier links to take back."""
         db = self.db
+        ids = [signed64(id64(key)) for key, _, _, _ in pages]
         db.executemany("INSERT OR REPLACE INTO docs(id, key, fetched_at) VALUES (?, ?, ?)",
-                       [(signed64(id64(key)), key, fetched_at) for key, fetched_at, _, _ in pages])
+                       [(i, key, fetched_at) for i, (key, fetched_at, _, _) in zip(ids, pages)])
         changed: set[int] = set()
         rows = []
-        for key, _, outlinks, new in pages:
-            source = signed64(id64(key))
+        for source, (_, _, outlinks, new) in zip(ids, pages):
             if not new:
                 changed.update(t for (t,) in db.execute("SELECT target FROM anchors WHERE source = ?",
                                                         (source,)))
                 db.execute("DELETE FROM anchors WHERE source = ?", (source,))
             texts: dict[int, list[str]] = {}
-            for target, anchor in outlinks:
-                if target != key:
-                    texts.setdefault(signed64(id64(target)), []).append(anchor.strip())
+            for url, anchor in outlinks:
+                texts.setdefault(target_id(url), []).append(anchor.strip())
+            texts.pop(source, None)
             rows.extend((t, source, " ".join(a for a in v if a)) for t, v in texts.items())
             changed.update(texts)
         db.executemany("INSERT INTO anchors(target, source, text) VALUES (?, ?, ?)", rows)
-        changed.difference_update(signed64(id64(key)) for key, _, _, _ in pages)
+        changed.difference_update(ids)
         db.executemany("INSERT OR IGNORE INTO stale(id) SELECT id FROM docs WHERE id = ?",
                        [(t,) for t in changed])
 

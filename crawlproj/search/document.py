@@ -8,7 +8,6 @@ by any worker, replaces its earlier version instead of adding a second one.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 
 import msgpack
 
@@ -17,9 +16,6 @@ from crawlproj.extract import HTML_TYPES
 from crawlproj.urls import InvalidURL, host_of
 
 
-# A page's links name the same popular targets again and again (the indexer
-# keys every link's target): canonical forms are remembered, not recomputed.
-@lru_cache(maxsize=1 << 17)
 def document_key(url: str) -> str:
     """The index key of a page: its canonical URL (the URL itself if it has none)."""
     try:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from crawlproj.ranker.loop import RankerLock
-from crawlproj.search.document import Document, document_key
+from crawlproj.search.document import Document
 from crawlproj.search.handover import HandOver
 from crawlproj.search.index import PageIndex
 
@@ -72,8 +72,7 @@ class Indexer:
         before = anchors.fetched_at(list(latest))
         fresh = {key: doc for key, doc in latest.items()
                  if key not in before or doc.fetched_at >= before[key]}
-        anchors.record([(key, doc.fetched_at, [(document_key(url), text) for url, text in doc.outlinks],
-                         key not in before) for key, doc in fresh.items()])
+        anchors.record([(key, doc.fetched_at, doc.outlinks, key not in before) for key, doc in fresh.items()])
         # read after every page of the batch is recorded: links between them count
         texts = anchors.anchor_texts(list(fresh))
         for key, doc in fresh.items():
