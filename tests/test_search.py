@@ -370,3 +370,34 @@ def test_a_small_batch_writes_few_stale_pages_again(index):
     assert indexer.write([doc("http://new.example/", "", "y")]) == (1, 1)
     # no new pages: a full batch's share
     assert indexer.write([]) == (0, 10)
+
+
+def test_a_query_server_sees_each_new_pagerank(index):
+    indexer = Indexer(index, None)
+    pages = [doc("http://pop.example/", "", "quince orchard"), doc("http://lone.example/", "", "quince orchard")]
+    indexer.write(pages + [doc(f"http://f{i}.example/", "", "filler", links=[("http://lone.example/", "here")])
+                           for i in range(20)])
+    indexer.maybe_rank(force=True)
+    reader = Searcher(PageIndex(index.directory))   # the query server's own, read-only
+    assert [h.url for h in reader.search("quince").results][0] == "http://lone.example/"
+    # the links move to pop: once the indexer ranks again, so does the query server
+    indexer.write([doc(f"http://f{i}.example/", "", "filler", T0 + 1, links=[("http://pop.example/", "here")])
+                   for i in range(20)])
+    indexer.maybe_rank(force=True)
+    assert [h.url for h in reader.search("quince").results][0] == "http://pop.example/"
+
+
+def test_the_snippet_is_found_wherever_the_words_are(index):
+    far = " ".join(f"filler{i}" for i in range(2000))
+    Indexer(index, None).write([
+        doc("http://a.example/", "a", f"{far} the Zebra crossing {far}"),
+        doc("http://b.example/", "okapi page", "nothing about it here"),
+        doc("http://c.example/", "c", "an okapi_ish word and a zebra")])
+    s = Searcher(index)
+    hit = s.search("zebra crossing").results[0]
+    assert hit.url == "http://a.example/" and "<mark>Zebra</mark> <mark>crossing</mark>" in hit.snippet
+    # in the title only: the text's beginning
+    assert s.search("title:okapi").results[0].snippet == "nothing about it here"
+    # words as tantivy cuts them: "okapi_ish" is "okapi" and "ish"
+    by_url = {h.url: h.snippet for h in s.search("okapi").results}
+    assert by_url["http://c.example/"] == "an <mark>okapi</mark>_ish word and a zebra"
