@@ -19,7 +19,14 @@ queries go through HTTP (one keep-alive connection, GET /api/search): p50 /
 p95 of the whole round trip, known-item search (a page's title as the query:
 is the page the first result?), and index bytes per page.
 
-    .venv/bin/python bench/search_bench.py --pages 100000
+    .venv/bin/python bench/search_bench.py --pages 100000 --src base25
+
+`--src REV` (repeatable) runs crawlproj as of that commit beside this tree,
+each in processes of its own (`git archive` of the package and settings):
+the versions take turns batch by batch while indexing and query by query
+while serving, so that a load that comes and goes hits them alike.
+`--weights` also measures known-item rank 1 in-process (this tree only) at
+each of the given SEARCH_PAGERANK_WEIGHTs, on the same index.
 
 `--freshness`: how soon a handed-over page is searchable. A real Redis
 server, `scrapy index` (the crawl's indexer) and `scrapy ui` as processes;
