@@ -375,7 +375,7 @@ def product(docs, args, root: Path):
                 v.ui.wait()
 
 
-def freshness(docs, args, root: Path):
+def freshness(docs, args, root: Path, version: Version, crawl: str):
     import redis as redis_lib
 
     from crawlproj.embedded import spawn_server
@@ -388,14 +388,14 @@ def freshness(docs, args, root: Path):
     try:
         url = f"redis://127.0.0.1:{port}"
         r = redis_lib.Redis.from_url(url)
-        ks = Keyspace.open(r, "fresh")
-        env = dict(os.environ, REDIS_URL=url, CRAWL_ID="fresh", CRAWLPROJ_INDEX_DIR=str(root / "fresh"))
-        procs.append(subprocess.Popen([sys.executable, "-m", "scrapy", "index"], cwd=ROOT, env=env,
+        ks = Keyspace.open(r, crawl)
+        env = dict(version.env, REDIS_URL=url, CRAWL_ID=crawl, CRAWLPROJ_INDEX_DIR=str(root / crawl))
+        procs.append(subprocess.Popen([sys.executable, "-m", "scrapy", "index"], cwd=version.cwd, env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        while r.get(ks.indexer_lock) is None or not (root / "fresh" / "meta.json").exists():
+        while r.get(ks.indexer_lock) is None or not (root / crawl / "meta.json").exists():
             time.sleep(0.1)
         ui_port = free_port()
-        ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(ui_port)], cwd=ROOT,
+        ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(ui_port)], cwd=version.cwd,
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         procs.append(ui)
         ui.stdout.readline()
@@ -422,7 +422,7 @@ def freshness(docs, args, root: Path):
                 lags.append(time.monotonic() - pushed[len(lags)])
             else:
                 time.sleep(0.005)
-        print(f"freshness: {len(lags):,} pages pushed at {args.rate:,.0f}/s; handed over -> searchable "
+        print(f"[{version.rev}] freshness: {len(lags):,} pages pushed at {args.rate:,.0f}/s; handed over -> searchable "
               f"through HTTP: p50 {statistics.median(lags):.2f} s, p95 {pct(lags, 95):.2f} s, "
               f"max {max(lags):.2f} s", flush=True)
     finally:
@@ -447,6 +447,7 @@ def main():
                     help="also run crawlproj as of this git commit, side by side (repeatable)")
     ap.add_argument("--weights", default="0,0.1,0.2,0.5",
                     help="known item at rank 1 in-process at these SEARCH_PAGERANK_WEIGHTs ('' for none)")
+    ap.add_argument("--rounds", type=int, default=1, help="--freshness: runs of each version")
     ap.add_argument("--indexer-worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.indexer_worker:
@@ -460,7 +461,11 @@ def main():
     root = Path(tempfile.mkdtemp(prefix="search-bench-"))
     try:
         if args.freshness:
-            freshness(docs, args, root)
+            # the versions take turns, a whole run each, --rounds times
+            versions = [Version(None, root)] + [Version(rev, root) for rev in args.src]
+            for n in range(args.rounds):
+                for v in versions:
+                    freshness(docs, args, root, v, f"fresh-{v.rev}-{n}")
             return
         if not args.compare:
             product(docs, args, root)
