@@ -124,7 +124,9 @@ class PageIndex:
         # the anchor store first: should the process die between the two, the
         # batch is written again (it is trimmed off the hand-over list only
         # after this) and finds its pages recorded, so it replaces rather than
-        # adds them; the other way round it would add them a second time
+        # adds them; the other way round it would add them a second time. (The
+        # stale pages it was writing again keep their old anchor text until
+        # a link to them changes again.)
         self.anchors.commit()
         self.writer.commit()
         self.index.reload()
