@@ -19,7 +19,14 @@ queries go through HTTP (one keep-alive connection, GET /api/search): p50 /
 p95 of the whole round trip, known-item search (a page's title as the query:
 is the page the first result?), and index bytes per page.
 
-    .venv/bin/python bench/search_bench.py --pages 100000
+    .venv/bin/python bench/search_bench.py --pages 100000 --src base25
+
+`--src REV` (repeatable) runs crawlproj as of that commit beside this tree,
+each in processes of its own (`git archive` of the package and settings):
+the versions take turns batch by batch while indexing and query by query
+while serving, so that a load that comes and goes hits them alike.
+`--weights` also measures known-item rank 1 in-process (this tree only) at
+each of the given SEARCH_PAGERANK_WEIGHTs, on the same index.
 
 `--freshness`: how soon a handed-over page is searchable. A real Redis
 server, `scrapy index` (the crawl's indexer) and `scrapy ui` as processes;
@@ -206,63 +213,169 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _indexer_worker(docs_file: str, directory: str, batch: int, weights: str) -> None:
+    """One code version's indexer, driven a step at a time over stdin (see
+    product): a command per line, the seconds it took (or figures) per line."""
+    import msgpack
+
+    with open(docs_file, "rb") as f:
+        docs = msgpack.unpackb(f.read(), raw=False)
+    index = PageIndex(Path(directory), write=True)
+    indexer = Indexer(index, None, batch)
+    for line in sys.stdin:
+        cmd, *arg = line.split()
+        t = time.perf_counter()
+        if cmd == "write":
+            i = int(arg[0])
+            indexer.write([Document(d["url"], d["title"], d["text"], d["fetched_at"],
+                                    [tuple(x) for x in d["links"]]) for d in docs[i:i + batch]])
+            out = time.perf_counter() - t
+        elif cmd == "catchup":  # up to 10 batches of stale pages; -1 when none is left
+            out = -1.0
+            for _ in range(10):
+                if not index.anchors.stale(1):
+                    break
+                indexer.write([])
+                out = time.perf_counter() - t
+        elif cmd == "rank":
+            indexer.maybe_rank(force=True)
+            out = time.perf_counter() - t
+        else:  # close: documents, and known item at rank 1 in-process at each PageRank weight
+            n = index.num_docs()
+            index.close()
+            known = {}
+            if weights:
+                from crawlproj.search.searcher import Ranking, Searcher
+
+                reader = PageIndex(Path(directory))
+                sample, _ = queries(docs, 2000)
+                for w in weights.split(","):
+                    s = Searcher(reader, Ranking(pagerank_weight=float(w)))
+                    known[w] = sum(bool(r.results) and r.results[0].url == d["url"]
+                                   for d in sample for r in [s.search(d["title"])]) / len(sample)
+            print(json.dumps({"docs": n, "known": known}), flush=True)
+            return
+        print(out, flush=True)
+
+
+class Version:
+    """crawlproj as of one commit (or this tree, rev None), in processes of its own."""
+
+    def __init__(self, rev: str | None, root: Path):
+        self.rev = rev or "tree"
+        self.env = dict(os.environ)
+        self.cwd = ROOT
+        if rev:
+            src = root / f"src-{rev}"
+            src.mkdir()
+            archive = subprocess.run(["git", "archive", rev, "crawlproj", "settings", "middlewares",
+                                      "scrapy.cfg"],
+                                     cwd=ROOT, check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+            # `python -m` puts its working directory first on sys.path
+            self.env["PYTHONPATH"], self.cwd = str(src), src
+        self.directory = root / f"index-{self.rev}"
+        self.seconds = defaultdict(float)
+
+    def start_indexer(self, docs_file: Path, args):
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--indexer-worker", str(docs_file),
+             str(self.directory), str(args.batch), args.weights if self.rev == "tree" else ""],
+            cwd=ROOT, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, cmd: str) -> str:
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline()
+
+    def start_ui(self):
+        self.port = free_port()
+        env = dict(self.env, CRAWLPROJ_INDEX_DIR=str(self.directory))
+        self.ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(self.port)], cwd=self.cwd,
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.ui.stdout.readline()  # "crawlproj search on ..."
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+
+    def get(self, q, **params):
+        t = time.perf_counter()
+        self.conn.request("GET", "/api/search?" + urlencode({"q": q, **params}))
+        body = json.loads(self.conn.getresponse().read())
+        if "error" in body:
+            raise SystemExit(f"[{self.rev}] {q!r}: {body['error']}")
+        return time.perf_counter() - t, body
+
+
 def product(docs, args, root: Path):
-    directory = root / "index"
-    index = PageIndex(directory, write=True)
-    indexer = Indexer(index, None, args.batch)
-    t = time.perf_counter()
+    """Each version (this tree, and every --src) indexes the same pages and
+    serves them; the versions take turns batch by batch and query by query,
+    so that a load that comes and goes on the machine hits them alike."""
+    import msgpack
+
+    docs_file = root / "docs.msgpack"
+    docs_file.write_bytes(msgpack.packb([{k: d[k] for k in ("url", "title", "text", "fetched_at", "links")}
+                                         for d in docs], use_bin_type=True))
+    versions = [Version(None, root)] + [Version(rev, root) for rev in args.src]
+    for v in versions:
+        v.start_indexer(docs_file, args)
+    turn = 0
     for i in range(0, len(docs), args.batch):
-        indexer.write([Document(d["url"], d["title"], d["text"], d["fetched_at"], d["links"])
-                       for d in docs[i:i + args.batch]])
-    secs = time.perf_counter() - t
-    t = time.perf_counter()
-    while index.anchors.stale(1):
-        indexer.write([])
-    catch_up = time.perf_counter() - t
-    t = time.perf_counter()
-    indexer.maybe_rank(force=True)
-    rank_s = time.perf_counter() - t
-    n_docs = index.num_docs()
-    index.close()
-    size = du(directory)
-    print(f"indexer: {len(docs) / secs:,.0f} pages/s ({secs:.1f} s for {len(docs):,} pages, batches of "
-          f"{args.batch}); anchor text catch-up {catch_up:.1f} s, PageRank {rank_s:.1f} s; "
-          f"{n_docs:,} documents, {size / n_docs:,.0f} bytes/page ({size / 2**20:,.0f} MiB)", flush=True)
-    port = free_port()
-    env = dict(os.environ, CRAWLPROJ_INDEX_DIR=str(directory))
-    ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(port)], cwd=ROOT, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        for v in versions[turn % len(versions):] + versions[:turn % len(versions)]:
+            v.seconds["index"] += float(v.ask(f"write {i}"))
+        turn += 1
+    for phase in ("catchup", "rank"):
+        left = list(versions)
+        while left:
+            for v in list(left):
+                dt = float(v.ask(phase))
+                if dt < 0 or phase == "rank":
+                    left.remove(v)
+                if dt > 0:
+                    v.seconds[phase] += dt
+    for v in versions:
+        v.figures = json.loads(v.ask("close"))
+        v.proc.wait()
+        size = du(v.directory)
+        n = v.figures["docs"]
+        print(f"[{v.rev}] indexer: {len(docs) / v.seconds['index']:,.0f} pages/s ({v.seconds['index']:.1f} s "
+              f"for {len(docs):,} pages, batches of {args.batch}); anchor text catch-up "
+              f"{v.seconds['catchup']:.1f} s, PageRank {v.seconds['rank']:.1f} s; {n:,} documents, "
+              f"{size / n:,.0f} bytes/page ({size / 2**20:,.0f} MiB)", flush=True)
+        for w, share in v.figures["known"].items():
+            print(f"[{v.rev}] known item at rank 1, in-process, SEARCH_PAGERANK_WEIGHT {w}: {share:.1%}",
+                  flush=True)
     try:
-        ui.stdout.readline()  # "crawlproj search on ..."
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-
-        def get(q, **params):
-            t = time.perf_counter()
-            conn.request("GET", "/api/search?" + urlencode({"q": q, **params}))
-            body = conn.getresponse().read()
-            return time.perf_counter() - t, json.loads(body)
-
+        for v in versions:
+            v.start_ui()
         known, words = queries(docs, args.queries)
         for d in known[:50]:  # warm the page cache and the searcher, as a running server is
-            get(d["title"])
-        lat, first = [], 0
+            for v in versions:
+                v.get(d["title"])
+        lat = {v.rev: [] for v in versions}
+        lat_words = {v.rev: [] for v in versions}
+        first = dict.fromkeys(lat, 0)
         for d in known:
-            dt, r = get(d["title"])
-            lat.append(dt)
-            first += bool(r["results"]) and r["results"][0]["url"] == d["url"]
-        lat_words = [get(q)[0] for q in words]
-        both = lat + lat_words
-        print(f"HTTP /api/search: known-item p50 {statistics.median(lat) * 1e3:.2f} ms "
-              f"p95 {pct(lat, 95) * 1e3:.2f} ms; words p50 {statistics.median(lat_words) * 1e3:.2f} ms "
-              f"p95 {pct(lat_words, 95) * 1e3:.2f} ms; all p50 {statistics.median(both) * 1e3:.2f} ms "
-              f"p95 {pct(both, 95) * 1e3:.2f} ms; known item at rank 1: {first / len(known):.1%} "
-              f"of {len(known):,}", flush=True)
+            for v in versions:
+                dt, r = v.get(d["title"])
+                lat[v.rev].append(dt)
+                first[v.rev] += bool(r["results"]) and r["results"][0]["url"] == d["url"]
+        for q in words:
+            for v in versions:
+                lat_words[v.rev].append(v.get(q)[0])
+        for v in versions:
+            a, b = lat[v.rev], lat_words[v.rev]
+            print(f"[{v.rev}] HTTP /api/search: known-item p50 {statistics.median(a) * 1e3:.2f} ms "
+                  f"p95 {pct(a, 95) * 1e3:.2f} ms; words p50 {statistics.median(b) * 1e3:.2f} ms "
+                  f"p95 {pct(b, 95) * 1e3:.2f} ms; all p50 {statistics.median(a + b) * 1e3:.2f} ms "
+                  f"p95 {pct(a + b, 95) * 1e3:.2f} ms; known item at rank 1: {first[v.rev] / len(known):.1%} "
+                  f"of {len(known):,}", flush=True)
     finally:
-        ui.terminate()
-        ui.wait()
+        for v in versions:
+            if getattr(v, "ui", None):
+                v.ui.terminate()
+                v.ui.wait()
 
 
-def freshness(docs, args, root: Path):
+def freshness(docs, args, root: Path, version: Version, crawl: str):
     import redis as redis_lib
 
     from crawlproj.embedded import spawn_server
@@ -275,14 +388,14 @@ def freshness(docs, args, root: Path):
     try:
         url = f"redis://127.0.0.1:{port}"
         r = redis_lib.Redis.from_url(url)
-        ks = Keyspace.open(r, "fresh")
-        env = dict(os.environ, REDIS_URL=url, CRAWL_ID="fresh", CRAWLPROJ_INDEX_DIR=str(root / "fresh"))
-        procs.append(subprocess.Popen([sys.executable, "-m", "scrapy", "index"], cwd=ROOT, env=env,
+        ks = Keyspace.open(r, crawl)
+        env = dict(version.env, REDIS_URL=url, CRAWL_ID=crawl, CRAWLPROJ_INDEX_DIR=str(root / crawl))
+        procs.append(subprocess.Popen([sys.executable, "-m", "scrapy", "index"], cwd=version.cwd, env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        while r.get(ks.indexer_lock) is None or not (root / "fresh" / "meta.json").exists():
+        while r.get(ks.indexer_lock) is None or not (root / crawl / "meta.json").exists():
             time.sleep(0.1)
         ui_port = free_port()
-        ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(ui_port)], cwd=ROOT,
+        ui = subprocess.Popen([sys.executable, "-m", "scrapy", "ui", "--port", str(ui_port)], cwd=version.cwd,
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         procs.append(ui)
         ui.stdout.readline()
@@ -309,7 +422,7 @@ def freshness(docs, args, root: Path):
                 lags.append(time.monotonic() - pushed[len(lags)])
             else:
                 time.sleep(0.005)
-        print(f"freshness: {len(lags):,} pages pushed at {args.rate:,.0f}/s; handed over -> searchable "
+        print(f"[{version.rev}] freshness: {len(lags):,} pages pushed at {args.rate:,.0f}/s; handed over -> searchable "
               f"through HTTP: p50 {statistics.median(lags):.2f} s, p95 {pct(lags, 95):.2f} s, "
               f"max {max(lags):.2f} s", flush=True)
     finally:
@@ -330,7 +443,16 @@ def main():
     ap.add_argument("--freshness", action="store_true", help="hand-over to searchable, through HTTP")
     ap.add_argument("--rate", type=float, default=200.0, help="--freshness: pages pushed per second")
     ap.add_argument("--engines", default="tantivy,fts5")
+    ap.add_argument("--src", action="append", default=[], metavar="REV",
+                    help="also run crawlproj as of this git commit, side by side (repeatable)")
+    ap.add_argument("--weights", default="0,0.1,0.2,0.5",
+                    help="known item at rank 1 in-process at these SEARCH_PAGERANK_WEIGHTs ('' for none)")
+    ap.add_argument("--rounds", type=int, default=1, help="--freshness: runs of each version")
+    ap.add_argument("--indexer-worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.indexer_worker:
+        _indexer_worker(*args.indexer_worker[:2], int(args.indexer_worker[2]), args.indexer_worker[3])
+        return
     t = time.perf_counter()
     docs = documents(args.pages, args.hosts)
     text_bytes = sum(len(d["text"].encode()) for d in docs) / len(docs)
@@ -339,7 +461,11 @@ def main():
     root = Path(tempfile.mkdtemp(prefix="search-bench-"))
     try:
         if args.freshness:
-            freshness(docs, args, root)
+            # the versions take turns, a whole run each, --rounds times
+            versions = [Version(None, root)] + [Version(rev, root) for rev in args.src]
+            for n in range(args.rounds):
+                for v in versions:
+                    freshness(docs, args, root, v, f"fresh-{v.rev}-{n}")
             return
         if not args.compare:
             product(docs, args, root)

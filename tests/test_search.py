@@ -288,3 +288,116 @@ def test_export_is_bulk_ndjson_and_solr_json(index, tmp_path):
         export(index, f, "solr")
     assert sorted(d["id"] for d in json.loads(solr.read_text(encoding="utf-8"))) == \
         ["http://a.example/", "http://b.example/"]
+
+
+def test_stale_pages_are_written_again_oldest_first(index):
+    indexer = Indexer(index, None, batch=4)   # one stale page written again per batch
+    assert indexer.refresh == 1
+    indexer.write([doc(f"http://{h}.example/", h, "plain") for h in "zqa"])
+    # z and q gain links first (one of them is written again at once), a later:
+    # the other of z and q waits longest, whatever the order of the keys
+    indexer.write([doc("http://s1.example/", "", "x", links=[("http://z.example/", "zinnia"),
+                                                            ("http://q.example/", "quince")])])
+    indexer.write([doc("http://s2.example/", "", "x", links=[("http://a.example/", "aster")])])
+    s = Searcher(index)
+    assert [h.url for h in s.search("zinnia").results] == ["http://z.example/"]
+    assert [h.url for h in s.search("quince").results] == ["http://q.example/"]
+    assert s.search("aster").total == 0
+    indexer.write([])
+    assert [h.url for h in s.search("aster").results] == ["http://a.example/"]
+
+
+def test_an_anchor_store_of_another_layout_is_refused_with_the_way_out(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "index"
+    PageIndex(path, write=True).close()
+    db = sqlite3.connect(path / "anchors.sqlite3")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    for write in (False, True):
+        with pytest.raises(IndexUnavailable, match="anchor store.*layout 1.*--rebuild"):
+            PageIndex(path, write=write)
+
+
+_DIE_IN_COMMIT = """
+import os, sys
+from crawlproj.search.document import Document
+from crawlproj.search.index import PageIndex
+from crawlproj.search.indexer import Indexer
+
+class Dying:
+    # tantivy's writer, but the process dies just before or just after its commit
+    def __init__(self, writer, when):
+        self.writer, self.when = writer, when
+    def commit(self):
+        if self.when == "before":
+            os._exit(9)
+        self.writer.commit()
+        os._exit(9)
+    def __getattr__(self, name):
+        return getattr(self.writer, name)
+
+index = PageIndex(sys.argv[1], write=True)
+index.writer = Dying(index.writer, sys.argv[2])
+Indexer(index, None).write([Document(f"http://h.example/{i}", "t", "walnut", 1.7e9) for i in range(5)])
+"""
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_an_indexer_killed_in_its_commit_writes_the_batch_again_once(tmp_path, when):
+    path = tmp_path / "index"
+    p = subprocess.run([sys.executable, "-c", _DIE_IN_COMMIT, str(path), when], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 9, p.stderr
+    # the batch is still on the hand-over list: the next indexer writes it again
+    index = PageIndex(path, write=True)
+    try:
+        Indexer(index, None).write([doc(f"http://h.example/{i}", "t", "walnut") for i in range(5)])
+        assert Searcher(index).search("walnut").total == 5 and index.num_docs() == 5
+    finally:
+        index.close()
+
+
+def test_a_small_batch_writes_few_stale_pages_again(index):
+    indexer = Indexer(index, None, batch=40)   # a quarter: 10 stale pages per full batch
+    indexer.write([doc(f"http://t{i}.example/", "", "plain") for i in range(20)])
+    indexer.write([doc("http://hub.example/", "", "x", links=[(f"http://t{i}.example/", "tansy")
+                                                              for i in range(20)])])
+    assert len(index.anchors.stale(100)) == 19   # one is written again with the hub
+    # a batch of one new page takes one stale page along, not ten: it is searchable sooner
+    assert indexer.write([doc("http://new.example/", "", "y")]) == (1, 1)
+    # no new pages: a full batch's share
+    assert indexer.write([]) == (0, 10)
+
+
+def test_a_query_server_sees_each_new_pagerank(index):
+    indexer = Indexer(index, None)
+    pages = [doc("http://pop.example/", "", "quince orchard"), doc("http://lone.example/", "", "quince orchard")]
+    indexer.write(pages + [doc(f"http://f{i}.example/", "", "filler", links=[("http://lone.example/", "here")])
+                           for i in range(20)])
+    indexer.maybe_rank(force=True)
+    reader = Searcher(PageIndex(index.directory))   # the query server's own, read-only
+    assert [h.url for h in reader.search("quince").results][0] == "http://lone.example/"
+    # the links move to pop: once the indexer ranks again, so does the query server
+    indexer.write([doc(f"http://f{i}.example/", "", "filler", T0 + 1, links=[("http://pop.example/", "here")])
+                   for i in range(20)])
+    indexer.maybe_rank(force=True)
+    assert [h.url for h in reader.search("quince").results][0] == "http://pop.example/"
+
+
+def test_the_snippet_is_found_wherever_the_words_are(index):
+    far = " ".join(f"filler{i}" for i in range(2000))
+    Indexer(index, None).write([
+        doc("http://a.example/", "a", f"{far} the Zebra crossing {far}"),
+        doc("http://b.example/", "okapi page", "nothing about it here"),
+        doc("http://c.example/", "c", "an okapi_ish word and a zebra")])
+    s = Searcher(index)
+    hit = s.search("zebra crossing").results[0]
+    assert hit.url == "http://a.example/" and "<mark>Zebra</mark> <mark>crossing</mark>" in hit.snippet
+    # in the title only: the text's beginning
+    assert s.search("title:okapi").results[0].snippet == "nothing about it here"
+    # words as tantivy cuts them: "okapi_ish" is "okapi" and "ish"
+    by_url = {h.url: h.snippet for h in s.search("okapi").results}
+    assert by_url["http://c.example/"] == "an <mark>okapi</mark>_ish word and a zebra"

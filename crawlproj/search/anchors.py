@@ -6,34 +6,64 @@ words, and often better than its own text (the WebCrawler's contemporaries
 indexed little else, Pinkerton §"Observations"); it goes into the page's
 `anchors` field. Links are known only once their source is fetched, often
 after their target was indexed: such a target is marked stale and written
-again, with its grown anchor text, by the indexer (Indexer.refresh).
+again, with its grown anchor text, by the indexer (Indexer.write), oldest
+stale first.
 
 One SQLite file beside the tantivy index; only the indexer writes it (WAL,
-so the query server reads PageRank while it writes).
+so the query server reads PageRank while it writes). Pages are keyed by the
+64-bit id of their index key (ids.id64, the DUE's kind of fingerprint): a
+link is two integers and its text, so the ~15 links of a page are rows of
+small, cheaply ordered B-trees however long the URLs; the key itself is kept
+once, in `docs`, for the pages that are indexed. The indexer records a whole
+batch of pages at once.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from crawlproj.ranker.pagerank import CHO_DAMPING, TransitionMatrix, build_adjacency, pagerank
+from crawlproj.search.document import document_key
 from crawlproj.search.ids import id64, signed64
 
 FILE = "anchors.sqlite3"
 # anchor texts kept per link target; the most a popular page needs for its words
 MAX_ANCHORS = 200
+# PRAGMA user_version of the tables below: a store of another layout is
+# refused with the way out (`scrapy index --rebuild`) rather than misread
+SCHEMA_VERSION = 2
+# SQLite's page cache for the writer (KiB): the link B-trees of 100,000 pages
+# are ~100 MB, and inserts land all over them
+WRITER_CACHE_KIB = 65536
+# ids per IN (...) list: under SQLite's default limit of bound parameters
+CHUNK = 500
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS docs(key TEXT PRIMARY KEY, fetched_at REAL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS anchors(target TEXT, source TEXT, text TEXT,
+CREATE TABLE IF NOT EXISTS docs(id INTEGER PRIMARY KEY, key TEXT NOT NULL, fetched_at REAL);
+CREATE TABLE IF NOT EXISTS anchors(target INTEGER, source INTEGER, text TEXT,
                                    PRIMARY KEY(target, source)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS anchors_by_source ON anchors(source);
-CREATE TABLE IF NOT EXISTS stale(key TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stale(seq INTEGER PRIMARY KEY, id INTEGER UNIQUE);
 CREATE TABLE IF NOT EXISTS pagerank(id INTEGER PRIMARY KEY, score REAL);
+CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
 """
+
+
+# A page's links name the same popular targets again and again: the id of a
+# link target's key is remembered, not its canonical URL computed anew.
+@lru_cache(maxsize=1 << 17)
+def target_id(url: str) -> int:
+    """The signed id of the index key of a link's target URL."""
+    return signed64(id64(document_key(url)))
+
+
+def _chunks(items: list, n: int = CHUNK):
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
 
 
 class AnchorStore:
@@ -44,50 +74,96 @@ class AnchorStore:
                                       check_same_thread=False)
         else:
             self.db = sqlite3.connect(path, timeout=5.0, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(_SCHEMA)
+        try:
+            self._check_schema(readonly)
+        except Exception:
+            self.db.close()
+            raise
+
+    def _check_schema(self, readonly: bool) -> None:
+        db = self.db
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        self._ranks = (None, np.zeros(0, np.int64), np.zeros(0))  # (version, ids, scores)
+        if tables and version != SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(f"its tables are of layout {version}, this crawlproj reads "
+                                        f"layout {SCHEMA_VERSION}")
+        if readonly:
+            return
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        db.executescript(_SCHEMA)
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        db.commit()
 
     def close(self) -> None:
         self.db.close()
 
     # -- the indexer --------------------------------------------------------
 
-    def fetched_at(self, key: str) -> float | None:
-        row = self.db.execute("SELECT fetched_at FROM docs WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
+    def fetched_at(self, keys: list[str]) -> dict[str, float]:
+        """The indexed fetch time of each of keys that is indexed."""
+        by_id = {signed64(id64(k)): k for k in keys}
+        out: dict[str, float] = {}
+        for chunk in _chunks(list(by_id)):
+            marks = ",".join("?" * len(chunk))
+            out.update((by_id[i], t) for i, t in self.db.execute(
+                f"SELECT id, fetched_at FROM docs WHERE id IN ({marks})", chunk))  # noqa: S608
+        return out
 
-    def record(self, key: str, fetched_at: float, outlinks: list[tuple[str, str]]) -> None:
-        """A page is (re)indexed: its fetch time, and its links in place of
-        the ones its earlier version had; the indexed pages they point to
-        are stale (their anchor text changed)."""
-        from crawlproj.search.document import document_key
-
+    def record(self, pages: list[tuple[str, float, list[tuple[str, str]], bool]]) -> None:
+        """Pages are (re)indexed, each (key, fetched_at, [(target URL, anchor),
+        ...], new): their fetch times, and their links in place of the ones
+        their earlier versions had; the indexed pages those point to, other
+        than the pages recorded here, are stale (their anchor text changed).
+        A new page has no earlier links to take back."""
         db = self.db
-        db.execute("INSERT OR REPLACE INTO docs(key, fetched_at) VALUES (?, ?)", (key, fetched_at))
-        db.execute("DELETE FROM stale WHERE key = ?", (key,))
-        old = {t for (t,) in db.execute("SELECT target FROM anchors WHERE source = ?", (key,))}
-        db.execute("DELETE FROM anchors WHERE source = ?", (key,))
-        texts: dict[str, list[str]] = {}
-        for url, anchor in outlinks:
-            target = document_key(url)
-            if target != key:
-                texts.setdefault(target, []).append(anchor.strip())
-        db.executemany("INSERT INTO anchors(target, source, text) VALUES (?, ?, ?)",
-                       [(t, key, " ".join(a for a in v if a)) for t, v in texts.items()])
-        changed = [(t,) for t in old | texts.keys()]
-        db.executemany("INSERT OR IGNORE INTO stale(key) SELECT key FROM docs WHERE key = ?", changed)
+        ids = [signed64(id64(key)) for key, _, _, _ in pages]
+        db.executemany("INSERT OR REPLACE INTO docs(id, key, fetched_at) VALUES (?, ?, ?)",
+                       [(i, key, fetched_at) for i, (key, fetched_at, _, _) in zip(ids, pages)])
+        changed: set[int] = set()
+        rows = []
+        for source, (_, _, outlinks, new) in zip(ids, pages):
+            if not new:
+                changed.update(t for (t,) in db.execute("SELECT target FROM anchors WHERE source = ?",
+                                                        (source,)))
+                db.execute("DELETE FROM anchors WHERE source = ?", (source,))
+            texts: dict[int, list[str]] = {}
+            for url, anchor in outlinks:
+                texts.setdefault(target_id(url), []).append(anchor.strip())
+            texts.pop(source, None)
+            rows.extend((t, source, " ".join(a for a in v if a)) for t, v in texts.items())
+            changed.update(texts)
+        db.executemany("INSERT INTO anchors(target, source, text) VALUES (?, ?, ?)", rows)
+        changed.difference_update(ids)
+        db.executemany("INSERT OR IGNORE INTO stale(id) SELECT id FROM docs WHERE id = ?",
+                       [(t,) for t in changed])
+
+    def anchor_texts(self, keys: list[str]) -> dict[str, str]:
+        """The anchor text of each of keys (at most MAX_ANCHORS links each)."""
+        by_id = {signed64(id64(k)): k for k in keys}
+        texts: dict[int, list[str]] = {}
+        for chunk in _chunks(list(by_id)):
+            marks = ",".join("?" * len(chunk))
+            for target, text in self.db.execute(
+                    f"SELECT target, text FROM anchors WHERE target IN ({marks})", chunk):  # noqa: S608
+                got = texts.setdefault(target, [])
+                if text and len(got) < MAX_ANCHORS:
+                    got.append(text)
+        return {by_id[t]: " ".join(v) for t, v in texts.items()}
 
     def anchor_text(self, key: str) -> str:
-        rows = self.db.execute("SELECT text FROM anchors WHERE target = ? LIMIT ?",
-                               (key, MAX_ANCHORS)).fetchall()
-        return " ".join(t for (t,) in rows if t)
+        return self.anchor_texts([key]).get(key, "")
 
     def stale(self, n: int) -> list[str]:
-        return [k for (k,) in self.db.execute("SELECT key FROM stale LIMIT ?", (n,))]
+        """Up to n stale pages, those marked first first."""
+        return [k for (k,) in self.db.execute(
+            "SELECT docs.key FROM stale JOIN docs ON docs.id = stale.id ORDER BY stale.seq LIMIT ?", (n,))]
 
     def forget(self, keys: list[str]) -> None:
-        self.db.executemany("DELETE FROM stale WHERE key = ?", [(k,) for k in keys])
+        """keys are written with their current anchor text: not stale."""
+        self.db.executemany("DELETE FROM stale WHERE id = ?", [(signed64(id64(k)),) for k in keys])
 
     def pagerank_of(self, key: str) -> float:
         row = self.db.execute("SELECT score FROM pagerank WHERE id = ?", (signed64(id64(key)),)).fetchone()
@@ -99,44 +175,54 @@ class AnchorStore:
     def clear(self) -> None:
         for table in ("docs", "anchors", "stale", "pagerank"):
             self.db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
+        self._new_ranking()
         self.db.commit()
+
+    def _new_ranking(self) -> None:
+        """The pagerank table changed: readers load it again."""
+        self.db.execute("INSERT INTO meta(name, value) VALUES ('pagerank', 1) "
+                        "ON CONFLICT(name) DO UPDATE SET value = value + 1")
 
     def update_pagerank(self, damping: float = CHO_DAMPING) -> int:
         """PageRank [Cho §2, IR(P), the ranker's computation] over every link
         of the indexed pages, unfetched targets included (the web's graph, not
         the crawl's); scores of indexed pages kept, on Cho's scale (mean 1)."""
-        ids: dict[str, int] = {}
-        src, dst = [], []
-        for s, t in self.db.execute("SELECT source, target FROM anchors"):
-            src.append(ids.setdefault(s, len(ids)))
-            dst.append(ids.setdefault(t, len(ids)))
-        for (k,) in self.db.execute("SELECT key FROM docs"):
-            ids.setdefault(k, len(ids))
-        n = len(ids)
+        links = np.array(self.db.execute("SELECT source, target FROM anchors").fetchall(),
+                         dtype=np.int64).reshape(-1, 2)
+        docs = np.array([i for (i,) in self.db.execute("SELECT id FROM docs")], dtype=np.int64)
+        nodes, inverse = np.unique(np.concatenate([links[:, 0], links[:, 1], docs]), return_inverse=True)
+        n = len(nodes)
         if not n:
             return 0
-        adj = build_adjacency(np.asarray(src, np.int64), np.asarray(dst, np.int64), n=n)
+        m = len(links)
+        adj = build_adjacency(inverse[:m], inverse[m:2 * m], n=n)
         scores = pagerank(TransitionMatrix(adj), damping).scores
         self.db.execute("DELETE FROM pagerank")
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS ranked(key TEXT PRIMARY KEY, score REAL)")
-        self.db.execute("DELETE FROM ranked")
-        self.db.executemany("INSERT INTO ranked VALUES (?, ?)",
-                            ((k, float(scores[i])) for k, i in ids.items()))
-        self.db.executemany("INSERT INTO pagerank(id, score) VALUES (?, ?)", (
-            (signed64(id64(k)), s) for k, s in self.db.execute(
-                "SELECT ranked.key, ranked.score FROM ranked JOIN docs ON docs.key = ranked.key"
-            ).fetchall()))
+        self.db.executemany("INSERT INTO pagerank(id, score) VALUES (?, ?)",
+                            zip(docs.tolist(), scores[inverse[2 * m:]].tolist()))
+        self._new_ranking()
         self.db.commit()
         return n
 
     # -- the query server ---------------------------------------------------
 
-    def pageranks(self, ids: list[int]) -> dict[int, float]:
-        """PageRank by the index's unsigned key ids (index.id64)."""
-        out: dict[int, float] = {}
-        for i in range(0, len(ids), 500):
-            chunk = [signed64(u) for u in ids[i:i + 500]]
-            marks = ",".join("?" * len(chunk))
-            out.update((u & 0xFFFFFFFFFFFFFFFF, s) for u, s in self.db.execute(
-                f"SELECT id, score FROM pagerank WHERE id IN ({marks})", chunk))  # noqa: S608
-        return out
+    def pageranks(self, ids: np.ndarray) -> np.ndarray:
+        """PageRank of each of the index's unsigned key ids (ids.id64), 0 for
+        a page without one. The table is held in memory as sorted arrays (16
+        bytes a page), loaded again when the indexer has ranked since: a
+        query's candidates are then one binary search, not one SQL lookup each."""
+        row = self.db.execute("SELECT value FROM meta WHERE name = 'pagerank'").fetchone()
+        version, known, scores = self._ranks
+        if row is None:
+            return np.zeros(len(ids))
+        if row[0] != version:
+            # read after the version: a ranking that lands in between is read again next time
+            rows = self.db.execute("SELECT id, score FROM pagerank ORDER BY id").fetchall()
+            known = np.fromiter((i for i, _ in rows), np.int64, len(rows))
+            scores = np.fromiter((x for _, x in rows), np.float64, len(rows))
+            self._ranks = (row[0], known, scores)
+        if not len(known):
+            return np.zeros(len(ids))
+        signed = np.asarray(ids, dtype=np.uint64).view(np.int64)   # as SQLite holds them (signed64)
+        at = np.minimum(np.searchsorted(known, signed), len(known) - 1)
+        return np.where(known[at] == signed, scores[at], 0.0)

@@ -15,6 +15,7 @@ tantivy's reload poll (about 0.5 s).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import tantivy
@@ -64,6 +65,7 @@ class PageIndex:
         self.directory = Path(directory)
         self.writer = None
         self._meta_stamp = None
+        self._meta_path = str(self.directory / TANTIVY_META)
         try:
             if write:
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -93,31 +95,40 @@ class PageIndex:
 
     def put(self, doc: Document, anchors: str | None = None, new: bool = False) -> None:
         """Add or replace the document of doc.key (new: it has none yet)."""
-        key = doc.key
+        key, host = doc.key, doc.host
         if not new:
             self.writer.delete_documents_by_term("key", key)
         d = tantivy.Document(
-            key=key, url=doc.url, host=doc.host, title=doc.title, text=doc.text,
+            key=key, url=doc.url, host=host, title=doc.title, text=doc.text,
             anchors=self.anchors.anchor_text(key) if anchors is None else anchors,
             fetched_at=float(doc.fetched_at))
         # typed explicitly: a keyword argument over 2**63 would be taken for a float
         d.add_unsigned("key_id", id64(key))
-        d.add_unsigned("host_id", id64(doc.host))
+        d.add_unsigned("host_id", id64(host))
         self.writer.add_document(d)
 
-    def stored(self, key: str) -> Document | None:
-        """The document of key as the index has it (outlinks not kept)."""
+    def stored(self, keys: list[str]) -> dict[str, Document]:
+        """The documents of keys as the index has them (outlinks not kept)."""
+        if not keys:
+            return {}
         searcher = self.index.searcher()
-        hits = searcher.search(tantivy.Query.term_query(self.index.schema, "key", key), 1).hits
-        if not hits:
-            return None
-        d = searcher.doc(hits[0][1])
-        return Document(url=d["url"][0], title=d["title"][0], text=d["text"][0],
-                        fetched_at=d["fetched_at"][0])
+        query = tantivy.Query.term_set_query(self.index.schema, "key", list(keys))
+        out = {}
+        for _, addr in searcher.search(query, len(keys)).hits:
+            d = searcher.doc(addr)
+            out[d["key"][0]] = Document(url=d["url"][0], title=d["title"][0] if d["title"] else "",
+                                        text=d["text"][0] if d["text"] else "", fetched_at=d["fetched_at"][0])
+        return out
 
     def commit(self) -> None:
-        self.writer.commit()
+        # the anchor store first: should the process die between the two, the
+        # batch is written again (it is trimmed off the hand-over list only
+        # after this) and finds its pages recorded, so it replaces rather than
+        # adds them; the other way round it would add them a second time. (The
+        # stale pages it was writing again keep their old anchor text until
+        # a link to them changes again.)
         self.anchors.commit()
+        self.writer.commit()
         self.index.reload()
 
     def clear(self) -> None:
@@ -139,7 +150,7 @@ class PageIndex:
         next poll (up to 0.5 s later), which a page's 2 s to searchable needs."""
         if self.writer is None:
             try:
-                stamp = (self.directory / TANTIVY_META).stat().st_mtime_ns
+                stamp = os.stat(self._meta_path).st_mtime_ns
             except OSError:
                 stamp = None
             if stamp != self._meta_stamp:

@@ -47,9 +47,12 @@ class Indexer:
         self.index = index
         self.handover = handover
         self.batch = batch
-        # Stale pages written again per batch, as a share of the batch size: new
-        # pages first (they are not searchable at all yet), anchor text catches
+        # Stale pages written again per batch, as a share of the pages the batch
+        # brings (of a full batch when it brings none): new pages first (they
+        # are not searchable at all yet), and a small batch, which is what keeps
+        # a page's time to searchable short, stays small; anchor text catches
         # up as the crawl's pace allows.
+        self.refresh_share = refresh_share
         self.refresh = max(1, int(batch * refresh_share))
         self.pagerank_interval = pagerank_interval
         self.damping = damping
@@ -66,24 +69,22 @@ class Indexer:
             if seen is None or doc.fetched_at >= seen.fetched_at:
                 latest[key] = doc
         anchors = self.index.anchors
-        fresh, new = {}, set()
-        for key, doc in latest.items():
-            before = anchors.fetched_at(key)
-            if before is None or doc.fetched_at >= before:
-                anchors.record(key, doc.fetched_at, doc.outlinks)
-                fresh[key] = doc
-                if before is None:
-                    new.add(key)
+        before = anchors.fetched_at(list(latest))
+        fresh = {key: doc for key, doc in latest.items()
+                 if key not in before or doc.fetched_at >= before[key]}
+        anchors.record([(key, doc.fetched_at, doc.outlinks, key not in before) for key, doc in fresh.items()])
+        # read after every page of the batch is recorded: links between them count
+        texts = anchors.anchor_texts(list(fresh))
         for key, doc in fresh.items():
-            self.index.put(doc, new=key in new)
+            self.index.put(doc, texts.get(key, ""), new=key not in before)
         anchors.forget(list(fresh))
+        budget = self.refresh if not docs else min(self.refresh, max(1, int(len(docs) * self.refresh_share)))
+        stale = anchors.stale(budget)
+        texts = anchors.anchor_texts(stale)
         refreshed = 0
-        stale = anchors.stale(self.refresh)
-        for key in stale:
-            doc = self.index.stored(key)
-            if doc is not None:
-                self.index.put(doc)
-                refreshed += 1
+        for key, doc in self.index.stored(stale).items():
+            self.index.put(doc, texts.get(key, ""))
+            refreshed += 1
         anchors.forget(stale)
         self.index.commit()
         self._unranked += len(fresh)

@@ -27,17 +27,18 @@ represented"; per_host=0 asks for all.
 from __future__ import annotations
 
 import html
-import math
 import re
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import tantivy
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.search.index import SEARCH_FIELDS, PageIndex
 
 SNIPPET_CHARS = 200
+SNIPPET_WINDOW = 5 * SNIPPET_CHARS
 # tantivy's query syntax characters, and its operators: what a query that
 # does not parse loses when it is searched as plain words
 _SYNTAX = re.compile(r'[+\-:()\[\]{}^"~*!\\<>=\'`/]')
@@ -110,6 +111,41 @@ def lead(text: str, chars: int = SNIPPET_CHARS) -> str:
     return html.escape(text[:cut if cut > chars // 2 else chars]) + " …"
 
 
+def _words_of(q: str) -> list[str]:
+    """The query's words, lower-cased, as tantivy's default tokenizer cuts
+    them (runs of letters and digits); field names (`title:`) are not words."""
+    return sorted({w for w, colon in re.findall(r"([^\W_]+)(:?)", q.lower())
+                   if not colon and w.upper() not in _OPERATORS})
+
+
+def _first_of(words: list[str], text: str) -> int:
+    """Where the first of the words stands in the text as a word, or -1."""
+    low, best = text.lower(), -1
+    for w in words:
+        at = low.find(w)
+        while at >= 0 and (best < 0 or at < best):
+            end = at + len(w)
+            if (at == 0 or not low[at - 1].isalnum()) and (end >= len(low) or not low[end].isalnum()):
+                best = at
+                break
+            at = low.find(w, at + 1)
+    return best
+
+
+def snippet(snippets, text: str, words: list[str]) -> str:
+    """The best fragment of the text for the query, its terms in <mark>; the
+    text's beginning when none of the query's words is in it. The fragment
+    is sought in the SNIPPET_WINDOW characters from just before the first of
+    the query's words rather than in the whole page: tantivy tokenizes all
+    it is given, and a page's text is often 50 times a snippet."""
+    at = _first_of(words, text)
+    if at < 0:
+        return lead(text)
+    start = max(0, at - SNIPPET_CHARS // 2)
+    snip = snippets.snippet_from_doc(tantivy.Document(text=text[start:start + SNIPPET_WINDOW]))
+    return highlight(snip) if snip.highlighted() else lead(text)
+
+
 def diversify(ranked: list, first_page: int, per_host: int) -> list:
     """At most per_host results of a host among the first `first_page`; those
     left out follow, in their order."""
@@ -178,25 +214,31 @@ class Searcher:
             found = searcher.search(query, k, count=True)
         except ValueError as exc:
             raise QueryError(f"query cannot be run: {exc}") from None
-        addrs = [addr for _, addr in found.hits]
-        key_ids = searcher.fast_field_values("key_id", addrs) if addrs else []
-        host_ids = searcher.fast_field_values("host_id", addrs) if addrs else []
-        ranks = self.index.anchors.pageranks([k for k in key_ids if k is not None])
+        hits = found.hits
         ranked = []
-        for (score, addr), kid, hid in zip(found.hits, key_ids, host_ids):
-            pr = ranks.get(kid, 0.0)
-            ranked.append((score * (1.0 + r.pagerank_weight * math.log1p(pr)), hid, addr))
-        ranked.sort(key=lambda x: -x[0])
+        if hits:
+            addrs = [addr for _, addr in hits]
+            key_ids = searcher.fast_field_values("key_id", addrs)
+            host_ids = searcher.fast_field_values("host_id", addrs)
+            bm25 = np.fromiter((score for score, _ in hits), np.float64, len(hits))
+            known = np.fromiter((k is not None for k in key_ids), bool, len(hits))
+            pr = np.zeros(len(hits))
+            pr[known] = self.index.anchors.pageranks(
+                np.fromiter((k for k in key_ids if k is not None), np.uint64, int(known.sum())))
+            final = bm25 * (1.0 + r.pagerank_weight * np.log1p(pr))
+            # stable: equal scores keep BM25's order
+            scores = final.tolist()
+            ranked = [(scores[i], host_ids[i], addrs[i]) for i in np.argsort(-final, kind="stable").tolist()]
         page = diversify(ranked, n, per_host)[offset:offset + n]
-        hits = []
+        results = []
         if page:
             snippets = tantivy.SnippetGenerator.create(searcher, query, self.index.index.schema, "text")
             snippets.set_max_num_chars(SNIPPET_CHARS)
+            words = _words_of(q)
             for score, _, addr in page:
                 d = searcher.doc(addr)
-                snip = snippets.snippet_from_doc(d)
-                text = highlight(snip) if snip.highlighted() else lead(d["text"][0] if d["text"] else "")
-                hits.append(Hit(url=d["url"][0], title=d["title"][0] if d["title"] else "",
-                                snippet=text, score=round(score, 4), fetched_at=d["fetched_at"][0],
-                                host=d["host"][0]))
-        return Results(q, found.count, round((time.perf_counter() - t0) * 1e3, 3), hits, notice)
+                text = d["text"][0] if d["text"] else ""
+                results.append(Hit(url=d["url"][0], title=d["title"][0] if d["title"] else "",
+                                   snippet=snippet(snippets, text, words), score=round(score, 4),
+                                   fetched_at=d["fetched_at"][0], host=d["host"][0]))
+        return Results(q, found.count, round((time.perf_counter() - t0) * 1e3, 3), results, notice)

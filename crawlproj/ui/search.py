@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import time
-from dataclasses import asdict
 from string import Template
 from urllib.parse import urlencode
 
@@ -83,7 +82,8 @@ class ApiSearch(resource.Resource):
         except IndexUnavailable as exc:
             return send_json(request, 503, {"error": str(exc)})
         body = {"query": res.query, "total": res.total, "took_ms": res.took_ms,
-                "results": [{k: v for k, v in asdict(h).items() if k != "host"} for h in res.results]}
+                "results": [{"url": h.url, "title": h.title, "snippet": h.snippet, "score": h.score,
+                             "fetched_at": h.fetched_at} for h in res.results]}
         if res.notice:
             body["notice"] = res.notice
         return send_json(request, 200, body)
