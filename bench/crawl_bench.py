@@ -17,13 +17,20 @@ but for the scheduler:
     redis  scrapy_redis.scheduler.Scheduler + scrapy_redis.dupefilter.RFPDupeFilter
            (default PriorityQueue, pickle), REDIS_URL = the same server
     cp2    this project's frontier, two workers (same settings as cp1)
+    full1  this project's default stack, one worker: the frontier of cp1 with
+           every store, the content-seen test and the index hand-over on
+           (the project's own ITEM_PIPELINES and DOWNLOADER_MIDDLEWARES), as
+           a user runs it
+    full2  the same, two workers
 
 The configurations run interleaved (stock cp1 redis cp2 stock cp1 ...), each
 --repeat times; the machine is shared, so the ratios within one round are the
 figures that count. Items are built by the spider and dropped in every
 configuration: the stores (pipelines, the record and content-seen
 middlewares) and the ranker are switched off (STORES_OFF below), so that the
-runs compare schedulers; bench/stores_bench.py measures the stores.
+runs compare schedulers, except in full1/full2, which measure what the stores
+cost against stock Scrapy without them (bench/stores_bench.py measures the
+stores one by one).
 
 Measured per run:
 * pages: requests the simulated web logged during the run (robots.txt not
@@ -325,6 +332,8 @@ CONFIGS = {
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
     }),
     "cp2": dict(workers=2, settings={}),
+    "full1": dict(workers=1, settings={}, stores=True),
+    "full2": dict(workers=2, settings={}, stores=True),
 }
 
 
@@ -338,7 +347,8 @@ def config(name: str) -> dict:
     for kv in extra:
         k, _, v = kv.partition("=")
         settings[k] = v
-    return {"workers": c["workers"], "settings": settings, "src": tree(rev or None)[0]}
+    return {"workers": c["workers"], "settings": settings, "src": tree(rev or None)[0],
+            "stores": c.get("stores", False)}
 
 
 class Bench:
@@ -400,7 +410,8 @@ class Bench:
     # -- one run ----------------------------------------------------------------
 
     def run(self, name: str, workers: int, settings: dict, profile: bool = False,
-            timeout: float = 900.0, extra_env: dict | None = None, src: Path | None = None) -> dict:
+            timeout: float = 900.0, extra_env: dict | None = None, src: Path | None = None,
+            stores: bool = False) -> dict:
         src = src or SRC
         self.n_run += 1
         rid = f"{self.n_run:02d}-{name}"
@@ -409,7 +420,11 @@ class Bench:
         flush_sync(self.r)
         self.r.config_resetstat()
         offset = self.log_offset()
-        all_settings = {"DOWNLOADER_MIDDLEWARES": tree_middlewares(src), **self.common, **settings}
+        if stores:  # the tree's own stores and middlewares, as a user runs it
+            all_settings = {k: v for k, v in self.common.items() if k not in STORES_OFF}
+            all_settings.update(settings)
+        else:
+            all_settings = {"DOWNLOADER_MIDDLEWARES": tree_middlewares(src), **self.common, **settings}
         env = self.sw.env()
         env.update(REDIS_URL=self.redis_url, CRAWL_ID=f"bench{self.n_run}",
                    CRAWL_DATA_DIR=str(rdir / "data"), PYTHONUNBUFFERED="1",
@@ -663,6 +678,27 @@ def category(files: list[str], names: list[str]) -> str:
         return any(f.startswith(xs) for f in files)
     if any("importlib" in f or f == "<frozen site>" for f in files):
         return "startup (imports)"
+    # the stores (full1/full2), by the innermost store frame on the stack
+    for f in reversed(files):
+        if f.startswith(("crawlproj/stores/", "crawlproj/pipelines/", "middlewares/record.py",
+                         "crawlproj/groupcommit.py")):
+            if "warc" in f or "cdxj" in f or f.endswith("exchange.py"):
+                return "stores: WARC (records, digests, gzip, CDXJ)"
+            if "crawllog" in f:
+                return "stores: crawl log"
+            if "pagemeta" in f:
+                return "stores: page metadata"
+            if "link" in f:
+                return "stores: link store"
+            if f.startswith("crawlproj/pipelines/index"):
+                return "stores: index hand-over"
+            return "stores: other (record middleware, group commit)"
+        if f.startswith(("middlewares/contentseen.py", "crawlproj/due/contentseen.py")):
+            return "content-seen test"
+        if f.startswith("crawlproj/search/"):
+            return "search: indexer"
+    if has("warcio/"):
+        return "stores: WARC (records, digests, gzip, CDXJ)"
     if has("crawlproj/frontier/", "crawlproj/due/"):
         if has("redis/"):
             return "frontier: redis client (sync thread)"
@@ -837,7 +873,7 @@ def main() -> None:
         for rnd in range(0 if a.profile_only else a.repeat):
             for name in names:
                 c = config(name)
-                res = bench.run(name, c["workers"], c["settings"], src=c["src"])
+                res = bench.run(name, c["workers"], c["settings"], src=c["src"], stores=c["stores"])
                 res["round"] = rnd + 1
                 results.append(res)
                 print(line_of(res), file=sys.stderr, flush=True)
@@ -849,7 +885,7 @@ def main() -> None:
             for name in a.profile_configs.split(","):
                 c = config(name)
                 res = bench.run(name + "-prof", c["workers"], c["settings"], profile=True,
-                                src=c["src"])
+                                src=c["src"], stores=c["stores"])
                 res["round"] = "profile"
                 results.append(res)
                 print(line_of(res), file=sys.stderr, flush=True)
@@ -871,6 +907,15 @@ def main() -> None:
                         "redis/stock": ratio("redis", "stock"), "cp1/redis": ratio("cp1", "redis"),
                         "cp2/stock": ratio("cp2", "stock"), "cp2/cp1": ratio("cp2", "cp1"),
                         "pages_per_s": {k: v["pages_per_s"] for k, v in rs.items()}})
+    # every configuration against stock Scrapy of the same round: pages/s over
+    # the crawl and pages per worker CPU-second
+    for s, (_, rs) in zip(summary, sorted(by_round.items())):
+        if "stock" in rs:
+            st = rs["stock"]
+            s["vs_stock"] = {k: {"pages_per_s": round(v["pages_per_s"] / st["pages_per_s"], 3),
+                                 "pages_per_cpu_s": round(v["pages_per_worker_cpu_s"]
+                                                          / st["pages_per_worker_cpu_s"], 3)}
+                             for k, v in rs.items() if k != "stock"}
     print(json.dumps({"summary": summary}), flush=True)
     for s in summary:
         print(s, file=sys.stderr)
