@@ -49,7 +49,10 @@ Measured per run:
   running, time runnable but waiting for a CPU (a shared machine), and the rest
   of its life, idle or blocked;
 * seconds each worker spent in the cyclic garbage collector (gc.callbacks, from
-  the same shim).
+  the same shim);
+* each worker's CPU seconds by thread name (/proc/PID/task/*/stat, sampled
+  through the run): the reactor (the process's name), Twisted's pool threads,
+  the WARC writer, and threads no Python profiler sees (a native library's).
 
 The code under test is --src (default HEAD) extracted with git archive into a
 temporary directory, so that edits of the work tree during a run change
@@ -246,6 +249,33 @@ def schedstat(pid: int) -> tuple[float, float] | None:
         return int(run_ns) / 1e9, int(wait_ns) / 1e9
     except (OSError, ValueError):
         return None
+
+
+def thread_cpu(pid: int, into: dict) -> None:
+    """Each live thread's CPU seconds (user+sys) so far into into[tid] =
+    (name, seconds): sampled while the process runs, so that threads that
+    end before it (and the process's own exit) keep their last figure."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1: text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        into[tid] = (name, (int(fields[11]) + int(fields[12])) / CLK)
+
+
+def cpu_by_thread_name(threads: dict) -> dict:
+    """Thread CPU seconds summed by thread name, digits folded (pool threads)."""
+    out = Counter()
+    for name, sec in threads.values():
+        out[re.sub(r"\d+", "N", name)] += sec
+    return {k: round(v, 2) for k, v in out.most_common()}
 
 
 def loadavg() -> str:
@@ -457,6 +487,7 @@ class Bench:
         rusage, codes, ended = {}, {}, {}
         mem_peak = 0
         sched = {}  # worker -> last (run, wait) of its main thread (the reactor)
+        threads = {}  # worker -> {tid: (thread name, CPU seconds)}
         sw_sched0, r_sched0 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
         deadline = time.monotonic() + timeout
         while len(rusage) < len(procs):
@@ -466,6 +497,7 @@ class Bench:
                 st = schedstat(p.pid)
                 if st is not None:
                     sched[i] = st
+                thread_cpu(p.pid, threads.setdefault(i, {}))
                 pid, status, ru = os.wait4(p.pid, os.WNOHANG)
                 if pid:
                     rusage[i] = (ru.ru_utime, ru.ru_stime)
@@ -494,6 +526,8 @@ class Bench:
                 {"run_s": round(sched[i][0], 2), "runqueue_wait_s": round(sched[i][1], 2),
                  "blocked_or_idle_s": round(ended[i] - sched[i][0] - sched[i][1], 2)}
                 if i in sched else None for i in range(len(procs))],
+            "workers_cpu_s_by_thread": [cpu_by_thread_name(threads.get(i, {}))
+                                        for i in range(len(procs))],
             "simweb_main_thread_runqueue_wait_s": round(sw_sched1[1] - sw_sched0[1], 2)
             if sw_sched0 and sw_sched1 else None,
             "redis_main_thread_runqueue_wait_s": round(r_sched1[1] - r_sched0[1], 2)
