@@ -60,8 +60,9 @@ nothing; --src worktree runs the work tree itself.
 
 --profile adds, after the timed runs, one run of cp1 and of cp2 (and stock)
 with py-spy recording every worker (raw collapsed stacks, --nonblocking,
---threads, idle samples left out), summarised as top functions by self and
-inclusive samples, per thread.
+--threads, idle samples left out; only the thread holding the GIL unless
+--profile-threads), summarised as top functions by self and inclusive
+samples, per thread.
 """
 
 from __future__ import annotations
@@ -254,7 +255,9 @@ def schedstat(pid: int) -> tuple[float, float] | None:
 def thread_cpu(pid: int, into: dict) -> None:
     """Each live thread's CPU seconds (user+sys) so far into into[tid] =
     (name, seconds): sampled while the process runs, so that threads that
-    end before it (and the process's own exit) keep their last figure."""
+    end before it (and the process's own exit) keep their last figure. The
+    main thread (the reactor) is "main"; Python's other threads all bear
+    the process's name ("python"), a native library's threads their own."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -265,7 +268,7 @@ def thread_cpu(pid: int, into: dict) -> None:
                 text = f.read()
         except OSError:
             continue
-        name = text[text.index("(") + 1: text.rindex(")")]
+        name = "main" if tid == str(pid) else text[text.index("(") + 1: text.rindex(")")]
         fields = text.rsplit(")", 1)[1].split()
         into[tid] = (name, (int(fields[11]) + int(fields[12])) / CLK)
 
@@ -406,6 +409,7 @@ class Bench:
         self.setup_s = time.perf_counter() - t
         self.n_run = 0
         self.profile_rate = 50
+        self.profile_all = False  # every running thread, not only the GIL's holder
 
     def close(self):
         try:
@@ -481,7 +485,8 @@ class Bench:
                 spies.append(subprocess.Popen(
                     ["py-spy" if shutil.which("py-spy") else str(Path(PY).parent / "py-spy"),
                      "record", "--pid", str(p.pid), "--rate", str(self.profile_rate),
-                     "--nonblocking", "--gil", "--threads", "--full-filenames", "--format", "raw",
+                     "--nonblocking", *(() if self.profile_all else ("--gil",)), "--threads",
+                     "--full-filenames", "--format", "raw",
                      "-o", str(rdir / f"profile-{i}.txt")],
                     stdout=subprocess.DEVNULL, stderr=open(rdir / f"py-spy-{i}.log", "wb")))
         rusage, codes, ended = {}, {}, {}
@@ -875,6 +880,9 @@ def main() -> None:
                    help="after the timed runs, one py-spy-recorded run of each of --profile-configs")
     p.add_argument("--profile-configs", default="cp1,cp2,stock")
     p.add_argument("--profile-only", action="store_true", help="no timed runs")
+    p.add_argument("--profile-threads", action="store_true",
+                   help="sample every running Python thread (default: only the one holding "
+                        "the GIL), so that work done without the GIL (zlib, hashlib) counts")
     p.add_argument("--no-aof", action="store_true", help="Redis without its AOF (default: AOF on, as embedded)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="extra Scrapy setting for every run")
@@ -898,6 +906,7 @@ def main() -> None:
             "argv": sys.argv, "workdir": str(workdir)}
     print(json.dumps(head), flush=True)
     bench = Bench(spec, workdir, a.seeds, common, aof=not a.no_aof)
+    bench.profile_all = a.profile_threads
     results = []
     try:
         warm = bench.warm()
