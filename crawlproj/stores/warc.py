@@ -5,11 +5,13 @@ archiving world's form of it is WARC (ISO 28500, version 1.1), which pywb,
 warcio, the Wayback Machine, Common Crawl's tools, Spark and DuckDB
 extensions read. Each record carries a WARC-Payload-Digest (SHA-1, base32)
 and a WARC-Block-Digest. Records are serialised here, straight from the
-exchange's bytes (:class:`Record`): the HTTP heads go in as they were sent
-and received, and building warcio's record objects (a header parser, a list
-of header tuples and a stream per record, each read again to digest it) cost
-more CPU than the rest of a page's WARC work. warcio writes the one
-``warcinfo`` record of a file, and reads and checks every file in the tests.
+exchange's bytes (:class:`Record`): the HTTP heads go in byte for byte as
+they were sent and received (warcio parses a head and writes it out again),
+and the CDXJ line is made from the same fields instead of reading the record
+back; building warcio's record objects and indexing them took about a fifth
+of the writer's CPU per page (docs/benchmarks.md, "Stores"). warcio writes
+the one ``warcinfo`` record of a file, and reads and checks every file in
+the tests.
 
 Files. ``<crawl>-<yyyymmddhhmmssfff>-<serial>-<pid>~<host>~<rand>.warc.gz``,
 after the IIPC / Heritrix convention prefix-timestamp-serial-crawlhost, so
@@ -21,11 +23,12 @@ its CDXJ index ``*.cdxj``.
 
 Crashes. Records are serialised and compressed in memory and a batch of
 them written with unbuffered write() calls, so a worker killed with kill -9
-leaves at most one partial record at the end of its ``.open`` file. At start, :func:`recover` looks at
-every ``.open`` file no live writer holds a lock on: the complete records are
-kept and the partial tail is cut off (Heritrix leaves such files ``.open``
-for an operator; here the repair is automatic), then the file is published
-as usual; a file with no complete record is moved to ``damaged/``.
+leaves at most one partial record at the end of its ``.open`` file. At
+start, :func:`recover` looks at every ``.open`` file no live writer holds a
+lock on: the complete records are kept and the partial tail is cut off
+(Heritrix leaves such files ``.open`` for an operator; here the repair is
+automatic), then the file is published as usual; a file with no complete
+record is moved to ``damaged/``.
 """
 
 from __future__ import annotations
@@ -121,10 +124,6 @@ class Record:
         out.append(c.compress(_END))
         out.append(c.flush())
         return b"".join(out)
-
-    def raw(self) -> bytes:
-        """The record uncompressed."""
-        return b"".join((self.head, *self.parts, _END))
 
 
 def _index_fields(rec_type: str, url: str, payload_digest: str | None, head: bytes) -> dict:
