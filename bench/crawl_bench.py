@@ -17,13 +17,20 @@ but for the scheduler:
     redis  scrapy_redis.scheduler.Scheduler + scrapy_redis.dupefilter.RFPDupeFilter
            (default PriorityQueue, pickle), REDIS_URL = the same server
     cp2    this project's frontier, two workers (same settings as cp1)
+    full1  this project's default stack, one worker: the frontier of cp1 with
+           every store, the content-seen test and the index hand-over on
+           (the project's own ITEM_PIPELINES and DOWNLOADER_MIDDLEWARES), as
+           a user runs it
+    full2  the same, two workers
 
 The configurations run interleaved (stock cp1 redis cp2 stock cp1 ...), each
 --repeat times; the machine is shared, so the ratios within one round are the
 figures that count. Items are built by the spider and dropped in every
 configuration: the stores (pipelines, the record and content-seen
 middlewares) and the ranker are switched off (STORES_OFF below), so that the
-runs compare schedulers; bench/stores_bench.py measures the stores.
+runs compare schedulers, except in full1/full2, which measure what the stores
+cost against stock Scrapy without them (bench/stores_bench.py measures the
+stores one by one).
 
 Measured per run:
 * pages: requests the simulated web logged during the run (robots.txt not
@@ -42,7 +49,10 @@ Measured per run:
   running, time runnable but waiting for a CPU (a shared machine), and the rest
   of its life, idle or blocked;
 * seconds each worker spent in the cyclic garbage collector (gc.callbacks, from
-  the same shim).
+  the same shim);
+* each worker's CPU seconds by thread name (/proc/PID/task/*/stat, sampled
+  through the run): the reactor (the process's name), Twisted's pool threads,
+  the WARC writer, and threads no Python profiler sees (a native library's).
 
 The code under test is --src (default HEAD) extracted with git archive into a
 temporary directory, so that edits of the work tree during a run change
@@ -50,8 +60,9 @@ nothing; --src worktree runs the work tree itself.
 
 --profile adds, after the timed runs, one run of cp1 and of cp2 (and stock)
 with py-spy recording every worker (raw collapsed stacks, --nonblocking,
---threads, idle samples left out), summarised as top functions by self and
-inclusive samples, per thread.
+--threads, idle samples left out; only the thread holding the GIL unless
+--profile-threads), summarised as top functions by self and inclusive
+samples, per thread.
 """
 
 from __future__ import annotations
@@ -241,6 +252,35 @@ def schedstat(pid: int) -> tuple[float, float] | None:
         return None
 
 
+def thread_cpu(pid: int, into: dict) -> None:
+    """Each live thread's CPU seconds (user+sys) so far into into[tid] =
+    (name, seconds): sampled while the process runs, so that threads that
+    end before it (and the process's own exit) keep their last figure. The
+    main thread (the reactor) is "main"; Python's other threads all bear
+    the process's name ("python"), a native library's threads their own."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = "main" if tid == str(pid) else text[text.index("(") + 1: text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        into[tid] = (name, (int(fields[11]) + int(fields[12])) / CLK)
+
+
+def cpu_by_thread_name(threads: dict) -> dict:
+    """Thread CPU seconds summed by thread name, digits folded (pool threads)."""
+    out = Counter()
+    for name, sec in threads.values():
+        out[re.sub(r"\d+", "N", name)] += sec
+    return {k: round(v, 2) for k, v in out.most_common()}
+
+
 def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -325,6 +365,8 @@ CONFIGS = {
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
     }),
     "cp2": dict(workers=2, settings={}),
+    "full1": dict(workers=1, settings={}, stores=True),
+    "full2": dict(workers=2, settings={}, stores=True),
 }
 
 
@@ -338,7 +380,8 @@ def config(name: str) -> dict:
     for kv in extra:
         k, _, v = kv.partition("=")
         settings[k] = v
-    return {"workers": c["workers"], "settings": settings, "src": tree(rev or None)[0]}
+    return {"workers": c["workers"], "settings": settings, "src": tree(rev or None)[0],
+            "stores": c.get("stores", False)}
 
 
 class Bench:
@@ -366,6 +409,7 @@ class Bench:
         self.setup_s = time.perf_counter() - t
         self.n_run = 0
         self.profile_rate = 50
+        self.profile_all = False  # every running thread, not only the GIL's holder
 
     def close(self):
         try:
@@ -400,7 +444,8 @@ class Bench:
     # -- one run ----------------------------------------------------------------
 
     def run(self, name: str, workers: int, settings: dict, profile: bool = False,
-            timeout: float = 900.0, extra_env: dict | None = None, src: Path | None = None) -> dict:
+            timeout: float = 900.0, extra_env: dict | None = None, src: Path | None = None,
+            stores: bool = False) -> dict:
         src = src or SRC
         self.n_run += 1
         rid = f"{self.n_run:02d}-{name}"
@@ -409,7 +454,11 @@ class Bench:
         flush_sync(self.r)
         self.r.config_resetstat()
         offset = self.log_offset()
-        all_settings = {"DOWNLOADER_MIDDLEWARES": tree_middlewares(src), **self.common, **settings}
+        if stores:  # the tree's own stores and middlewares, as a user runs it
+            all_settings = {k: v for k, v in self.common.items() if k not in STORES_OFF}
+            all_settings.update(settings)
+        else:
+            all_settings = {"DOWNLOADER_MIDDLEWARES": tree_middlewares(src), **self.common, **settings}
         env = self.sw.env()
         env.update(REDIS_URL=self.redis_url, CRAWL_ID=f"bench{self.n_run}",
                    CRAWL_DATA_DIR=str(rdir / "data"), PYTHONUNBUFFERED="1",
@@ -436,12 +485,14 @@ class Bench:
                 spies.append(subprocess.Popen(
                     ["py-spy" if shutil.which("py-spy") else str(Path(PY).parent / "py-spy"),
                      "record", "--pid", str(p.pid), "--rate", str(self.profile_rate),
-                     "--nonblocking", "--gil", "--threads", "--full-filenames", "--format", "raw",
+                     "--nonblocking", *(() if self.profile_all else ("--gil",)), "--threads",
+                     "--full-filenames", "--format", "raw",
                      "-o", str(rdir / f"profile-{i}.txt")],
                     stdout=subprocess.DEVNULL, stderr=open(rdir / f"py-spy-{i}.log", "wb")))
         rusage, codes, ended = {}, {}, {}
         mem_peak = 0
         sched = {}  # worker -> last (run, wait) of its main thread (the reactor)
+        threads = {}  # worker -> {tid: (thread name, CPU seconds)}
         sw_sched0, r_sched0 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
         deadline = time.monotonic() + timeout
         while len(rusage) < len(procs):
@@ -451,6 +502,7 @@ class Bench:
                 st = schedstat(p.pid)
                 if st is not None:
                     sched[i] = st
+                thread_cpu(p.pid, threads.setdefault(i, {}))
                 pid, status, ru = os.wait4(p.pid, os.WNOHANG)
                 if pid:
                     rusage[i] = (ru.ru_utime, ru.ru_stime)
@@ -479,6 +531,8 @@ class Bench:
                 {"run_s": round(sched[i][0], 2), "runqueue_wait_s": round(sched[i][1], 2),
                  "blocked_or_idle_s": round(ended[i] - sched[i][0] - sched[i][1], 2)}
                 if i in sched else None for i in range(len(procs))],
+            "workers_cpu_s_by_thread": [cpu_by_thread_name(threads.get(i, {}))
+                                        for i in range(len(procs))],
             "simweb_main_thread_runqueue_wait_s": round(sw_sched1[1] - sw_sched0[1], 2)
             if sw_sched0 and sw_sched1 else None,
             "redis_main_thread_runqueue_wait_s": round(r_sched1[1] - r_sched0[1], 2)
@@ -663,6 +717,27 @@ def category(files: list[str], names: list[str]) -> str:
         return any(f.startswith(xs) for f in files)
     if any("importlib" in f or f == "<frozen site>" for f in files):
         return "startup (imports)"
+    # the stores (full1/full2), by the innermost store frame on the stack
+    for f in reversed(files):
+        if f.startswith(("crawlproj/stores/", "crawlproj/pipelines/", "middlewares/record.py",
+                         "crawlproj/groupcommit.py")):
+            if "warc" in f or "cdxj" in f or f.endswith("exchange.py"):
+                return "stores: WARC (records, digests, gzip, CDXJ)"
+            if "crawllog" in f:
+                return "stores: crawl log"
+            if "pagemeta" in f:
+                return "stores: page metadata"
+            if "link" in f:
+                return "stores: link store"
+            if f.startswith("crawlproj/pipelines/index"):
+                return "stores: index hand-over"
+            return "stores: other (record middleware, group commit)"
+        if f.startswith(("middlewares/contentseen.py", "crawlproj/due/contentseen.py")):
+            return "content-seen test"
+        if f.startswith("crawlproj/search/"):
+            return "search: indexer"
+    if has("warcio/"):
+        return "stores: WARC (records, digests, gzip, CDXJ)"
     if has("crawlproj/frontier/", "crawlproj/due/"):
         if has("redis/"):
             return "frontier: redis client (sync thread)"
@@ -805,6 +880,9 @@ def main() -> None:
                    help="after the timed runs, one py-spy-recorded run of each of --profile-configs")
     p.add_argument("--profile-configs", default="cp1,cp2,stock")
     p.add_argument("--profile-only", action="store_true", help="no timed runs")
+    p.add_argument("--profile-threads", action="store_true",
+                   help="sample every running Python thread (default: only the one holding "
+                        "the GIL), so that work done without the GIL (zlib, hashlib) counts")
     p.add_argument("--no-aof", action="store_true", help="Redis without its AOF (default: AOF on, as embedded)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="extra Scrapy setting for every run")
@@ -828,6 +906,7 @@ def main() -> None:
             "argv": sys.argv, "workdir": str(workdir)}
     print(json.dumps(head), flush=True)
     bench = Bench(spec, workdir, a.seeds, common, aof=not a.no_aof)
+    bench.profile_all = a.profile_threads
     results = []
     try:
         warm = bench.warm()
@@ -837,7 +916,7 @@ def main() -> None:
         for rnd in range(0 if a.profile_only else a.repeat):
             for name in names:
                 c = config(name)
-                res = bench.run(name, c["workers"], c["settings"], src=c["src"])
+                res = bench.run(name, c["workers"], c["settings"], src=c["src"], stores=c["stores"])
                 res["round"] = rnd + 1
                 results.append(res)
                 print(line_of(res), file=sys.stderr, flush=True)
@@ -849,7 +928,7 @@ def main() -> None:
             for name in a.profile_configs.split(","):
                 c = config(name)
                 res = bench.run(name + "-prof", c["workers"], c["settings"], profile=True,
-                                src=c["src"])
+                                src=c["src"], stores=c["stores"])
                 res["round"] = "profile"
                 results.append(res)
                 print(line_of(res), file=sys.stderr, flush=True)
@@ -871,6 +950,15 @@ def main() -> None:
                         "redis/stock": ratio("redis", "stock"), "cp1/redis": ratio("cp1", "redis"),
                         "cp2/stock": ratio("cp2", "stock"), "cp2/cp1": ratio("cp2", "cp1"),
                         "pages_per_s": {k: v["pages_per_s"] for k, v in rs.items()}})
+    # every configuration against stock Scrapy of the same round: pages/s over
+    # the crawl and pages per worker CPU-second
+    for s, (_, rs) in zip(summary, sorted(by_round.items())):
+        if "stock" in rs:
+            st = rs["stock"]
+            s["vs_stock"] = {k: {"pages_per_s": round(v["pages_per_s"] / st["pages_per_s"], 3),
+                                 "pages_per_cpu_s": round(v["pages_per_worker_cpu_s"]
+                                                          / st["pages_per_worker_cpu_s"], 3)}
+                             for k, v in rs.items() if k != "stock"}
     print(json.dumps({"summary": summary}), flush=True)
     for s in summary:
         print(s, file=sys.stderr)

@@ -12,7 +12,8 @@ configuration, crawlproj.embedded.spawn_server) and the simulated web:
   USAGE of the working-set lists), in Parquet segments and in the exported
   graph; bytes per URL of page metadata; Redis round trips per page with
   batches of 32 pages (what group commit gives a loaded worker).
-* warc: the WARC writer alone, records and MB per second (gzip per record).
+* warc: the WARC writer alone, records and MB per second (gzip per record),
+  and its CPU time per page (request + response record, digests, CDXJ line).
 * crawl: one `scrapy crawl web` worker on the simulated web, twice: all
   stores on (the default) and all off; pages per second from Scrapy's own
   start/finish times, and the stores' Redis batches per page from its stats.
@@ -133,14 +134,15 @@ def warc(args, tmp: Path) -> dict:
     exs = [fake_exchange(f"http://h{i % 50}.example/p{i}.html", bodies[i % 50])
            for i in range(args.warc_records)]
     w = WarcWriter(LocalStorage(tmp / "warc"), "bench", "bench:1:x", max_size=1 << 30)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for ex in exs:
         w.write(ex)
     w.close()
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     size = sum(p.stat().st_size for p in (tmp / "warc").glob("*.warc.gz"))
     raw = sum(len(e.body) for e in exs)
     return {"records": len(exs), "pages_per_s": round(len(exs) / dt),
+            "cpu_us_per_page": round(1e6 * cpu / len(exs), 1),
             "body_mb_per_s": round(raw / dt / 1e6, 1), "warc_bytes_per_page": round(size / len(exs)),
             "body_bytes_per_page": round(raw / len(exs))}
 

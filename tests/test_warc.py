@@ -17,10 +17,10 @@ from surt import surt
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlproj.internals import RESPONSE_HEAD
-from crawlproj.stores.cdxj import urlkey
+from crawlproj.stores.cdxj import index_file, parse_record, scan, urlkey
 from crawlproj.stores.exchange import Exchange, sha1_b32
 from crawlproj.stores.storage import LocalStorage
-from crawlproj.stores.warc import OPEN_SUFFIX, WarcWriter, recover, warc_date
+from crawlproj.stores.warc import NOT_MODIFIED_PROFILE, OPEN_SUFFIX, WarcWriter, recover, warc_date
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,6 +85,58 @@ def test_head_as_received_is_kept():
     req = Request("http://h1.example/", meta={RESPONSE_HEAD: b"HTTP/1.1 100 Continue\r\n\r\n"})
     ex = Exchange.capture(req, HtmlResponse(req.url, body=b"x", request=req), time.time(), time.time())
     assert ex.head_rebuilt and ex.response_head.startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_record_block_is_the_head_as_received_byte_for_byte(tmp_path):
+    """The response record's block is the head exactly as it came off the
+    wire (no space after a colon, a Latin-1 byte, header case and order),
+    then the body; warcio reads the record and its digests check."""
+    raw = (b"HTTP/1.1 200 Fine\r\nx-b:1\r\nX-Name: caf\xe9\r\nContent-Type: text/html\r\n"
+           b"Set-Cookie: a=1\r\nset-cookie: b=2\r\n\r\n")
+    req = Request("http://h1.example/", meta={RESPONSE_HEAD: raw})
+    body = b"<html>caf\xc3\xa9</html>"
+    ex = Exchange.capture(req, HtmlResponse(req.url, body=body, request=req), time.time(), time.time())
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
+    w.write(ex)
+    w.close()
+    (name,) = [p for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
+    recs = records(tmp_path / name)  # digests checked by warcio
+    assert [r[0] for r in recs] == ["warcinfo", "response", "request"]
+    assert recs[1][3] == body
+    with open(tmp_path / name, "rb") as f:
+        blocks = [parse_record(m.record)[1] for m in scan(f)]
+    assert blocks[1] == raw + body
+    assert blocks[2] == ex.request_head
+
+
+def test_index_made_while_writing_is_the_index_read_from_the_file(tmp_path):
+    """The CDXJ lines written with a file (made from the exchange, as the
+    records are serialised) are the lines an index of the finished file has
+    (cdxj.index_file reads every record back): responses, revisits of both
+    profiles, a record without Content-Type, a rebuilt head, a file rotated
+    in the middle of a batch."""
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=4000)
+    orig = exchange("http://h1.example/orig.html", b"same" * 300)
+    batch = [(orig, None),
+             (exchange("http://h1.example/copy.html?b=2&a=%7e", orig.body),
+              {"url": orig.url, "date": warc_date(orig.started)}),
+             (exchange("http://h1.example/undated.html", orig.body), {"url": orig.url}),
+             (exchange("http://h1.example/same", b"", status=304),
+              {"url": "http://h1.example/same", "profile": NOT_MODIFIED_PROFILE}),
+             (exchange("http://h1.example/none", b"x", status=404, headers={"Server": "t"}), None)]
+    batch += [(exchange(f"http://h2.example/p{i}", os.urandom(900)), None) for i in range(8)]
+    assert w.write_many(batch) == [None] * len(batch)
+    w.close()
+    warcs = sorted(p for p in os.listdir(tmp_path) if p.endswith(".warc.gz"))
+    assert len(warcs) > 1
+    lines = 0
+    for name in warcs:
+        written = (tmp_path / name.replace(".warc.gz", ".cdxj")).read_text().splitlines()
+        with open(tmp_path / name, "rb") as f:
+            assert written == index_file(f, name)
+        lines += len(written)
+        records(tmp_path / name)  # every digest checks
+    assert lines == len(batch)
 
 
 def test_warcio_check_command_passes(tmp_path):
@@ -275,6 +327,39 @@ print(json.dumps({{"ok": ok, "errno": err, "again": again, "path": str(w.current
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
+
+
+@pytest.mark.faults
+def test_batch_past_the_file_limit_is_reported_exchange_by_exchange(tmp_path):
+    """Batches of exchanges written until RLIMIT_FSIZE refuses: every
+    exchange reported written has its records whole in the file, and none
+    reported failed has any."""
+    code = f"""
+import sys, resource, json
+sys.path.insert(0, {str(ROOT)!r})
+from tests.test_warc import exchange
+from crawlproj.stores.storage import LocalStorage
+from crawlproj.stores.warc import WarcWriter
+resource.setrlimit(resource.RLIMIT_FSIZE, (60000, 60000))
+w = WarcWriter(LocalStorage({str(tmp_path)!r}), "c1", "w1", max_size=1 << 40)
+results = []
+for b in range(20):
+    batch = [(exchange("http://h1.example/p%d-%d.html" % (b, i), bytes(range(256)) * 8 * (i + 1)), None)
+             for i in range(5)]
+    results += [None if e is None else e.errno for e in w.write_many(batch)]
+print(json.dumps({{"results": results, "path": str(w.current.path)}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    import errno
+    written = [i for i, e in enumerate(res["results"]) if e is None]
+    assert written and len(written) < len(res["results"])
+    assert set(res["results"][len(written):]) == {errno.EFBIG}  # nothing after the first failure
+    with open(res["path"], "rb") as f:
+        urls = [r.rec_headers.get_header("WARC-Target-URI")
+                for r in ArchiveIterator(f, check_digests="raise") if r.rec_type == "response"]
+    assert urls == [f"http://h1.example/p{i // 5}-{i % 5}.html" for i in written]
 
 
 @pytest.mark.faults

@@ -13,8 +13,11 @@ whose item never comes (the spider failed, or another spider) is written as
 a plain response after WARC_PENDING_TIMEOUT seconds, or at close.
 
 Writes run in one dedicated thread (a file is appended in order), so the
-reactor never waits for the disk; the page's request finishes only after its
-records are flushed to the file.
+reactor never waits for the disk, and in batches: what arrives while a batch
+is being serialised, compressed and written goes into the next one, one
+thread hand-off and one write() for the lot (group commit, as the
+Redis-backed stores write: crawlproj/groupcommit.py). The page's request
+finishes only after its records are in the file.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import reactor, task, threads
-from twisted.internet.defer import DeferredList, succeed
+from twisted.internet.defer import Deferred, DeferredList, succeed
 from twisted.python.threadpool import ThreadPool
 
 from crawlproj.due.contentseen import DUPLICATE_CAPTURED
@@ -93,6 +96,10 @@ class WarcPipeline:
         # final URL -> held 2xx exchanges awaiting their item (FIFO)
         self.pending: dict[str, deque] = defaultdict(deque)
         self._sweeper = None
+        # (exchange, revisit, deferred) waiting for the next batch; one batch
+        # out at a time (in the writer thread), so the file keeps their order
+        self._queue: list[tuple[Exchange, dict | None, Deferred]] = []
+        self._busy = False
         crawler.signals.connect(self._recorded, exchange_recorded)
         crawler.signals.connect(self._item_gone, signals.item_dropped)
         crawler.signals.connect(self._item_gone, signals.item_error)
@@ -234,21 +241,50 @@ class WarcPipeline:
             while self.pending.get(url) and self.pending[url][0][1] < cutoff:
                 self._write(self._take(url))
 
-    def _write(self, exchange: Exchange, revisit: dict | None = None):
+    def _write(self, exchange: Exchange, revisit: dict | None = None) -> Deferred:
+        """Fires once the exchange's records are in the file (or failed)."""
         if self.pool is None:
             return succeed(None)
-        d = threads.deferToThreadPool(reactor, self.pool, self.writer.write, exchange, revisit)
-
-        def ok(_):
-            self.stats.inc_value("warc/revisits" if revisit else "warc/responses")
-
-        def failed(failure):
-            if failure.check(OSError):
-                self.guard.fail(STORE, self.storage.spool, failure.value, [exchange.request])
-            else:
-                logger.error("WARC record for %s not written: %s", exchange.url,
-                             failure.getTraceback())
-                self.stats.inc_value("warc/errors")
-
-        d.addCallbacks(ok, failed)
+        d = Deferred()
+        self._queue.append((exchange, revisit, d))
+        if not self._busy:
+            self._busy = True
+            # next reactor turn: whatever this turn records joins the batch
+            reactor.callLater(0, self._flush)
         return d
+
+    def _flush(self) -> None:
+        batch, self._queue = self._queue, []
+        if not batch or self.pool is None:
+            self._busy = False
+            for _, _, d in batch:
+                d.callback(None)
+            return
+        w = threads.deferToThreadPool(reactor, self.pool, self.writer.write_many,
+                                      [(e, r) for e, r, _ in batch])
+        w.addCallbacks(self._written, self._batch_failed, callbackArgs=(batch,),
+                       errbackArgs=(batch,))
+
+    def _written(self, errors, batch) -> None:
+        self.stats.inc_value("warc/batches")
+        for (exchange, revisit, d), error in zip(batch, errors):
+            if error is None:
+                self.stats.inc_value("warc/revisits" if revisit else "warc/responses")
+            else:
+                self.guard.fail(STORE, self.storage.spool, error, [exchange.request])
+            d.callback(None)
+        self._next()
+
+    def _batch_failed(self, failure, batch) -> None:
+        logger.error("WARC records for %d responses not written: %s", len(batch),
+                     failure.getTraceback())
+        self.stats.inc_value("warc/errors", len(batch))
+        for _, _, d in batch:
+            d.callback(None)
+        self._next()
+
+    def _next(self) -> None:
+        if self._queue:
+            self._flush()
+        else:
+            self._busy = False

@@ -3,8 +3,15 @@
 Mercator §2 keeps every downloaded document in a content store; the web
 archiving world's form of it is WARC (ISO 28500, version 1.1), which pywb,
 warcio, the Wayback Machine, Common Crawl's tools, Spark and DuckDB
-extensions read. Records are built with warcio, each with a
-WARC-Payload-Digest (SHA-1, base32) and a WARC-Block-Digest.
+extensions read. Each record carries a WARC-Payload-Digest (SHA-1, base32)
+and a WARC-Block-Digest. Records are serialised here, straight from the
+exchange's bytes (:class:`Record`): the HTTP heads go in byte for byte as
+they were sent and received (warcio parses a head and writes it out again),
+and the CDXJ line is made from the same fields instead of reading the record
+back; building warcio's record objects and indexing them took about a fifth
+of the writer's CPU per page (docs/benchmarks.md, "Stores"). warcio writes
+the one ``warcinfo`` record of a file, and reads and checks every file in
+the tests.
 
 Files. ``<crawl>-<yyyymmddhhmmssfff>-<serial>-<pid>~<host>~<rand>.warc.gz``,
 after the IIPC / Heritrix convention prefix-timestamp-serial-crawlhost, so
@@ -14,18 +21,21 @@ and holds an exclusive flock; it is closed when it passes WARC_MAX_SIZE or
 the crawl stops, and only then renamed (published) to ``*.warc.gz``, next to
 its CDXJ index ``*.cdxj``.
 
-Crashes. Each record is serialised in memory and written with one write()
-and flushed, so a worker killed with kill -9 leaves at most one partial
-record at the end of its ``.open`` file. At start, :func:`recover` looks at
-every ``.open`` file no live writer holds a lock on: the complete records are
-kept and the partial tail is cut off (Heritrix leaves such files ``.open``
-for an operator; here the repair is automatic), then the file is published
-as usual; a file with no complete record is moved to ``damaged/``.
+Crashes. Records are serialised and compressed in memory and a batch of
+them written with unbuffered write() calls, so a worker killed with kill -9
+leaves at most one partial record at the end of its ``.open`` file. At
+start, :func:`recover` looks at every ``.open`` file no live writer holds a
+lock on: the complete records are kept and the partial tail is cut off
+(Heritrix leaves such files ``.open`` for an operator; here the repair is
+automatic), then the file is published as usual; a file with no complete
+record is moved to ``damaged/``.
 """
 
 from __future__ import annotations
 
+import base64
 import fcntl
+import hashlib
 import io
 import logging
 import os
@@ -37,10 +47,9 @@ import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
-from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
-from crawlproj.stores.cdxj import Member, index_file, line_for, scan
+from crawlproj.stores.cdxj import fields, index_file, make_line, scan
 from crawlproj.stores.common import safe_name
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.storage import LocalStorage, Storage
@@ -59,7 +68,9 @@ HEAD_REBUILT = "Crawlproj-HTTP-Head"
 # a 304 to a conditional GET (WARC 1.1 §6.7.2): the server said the page is unchanged
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
-_http_parser = StatusAndHeadersParser([], verify=False)
+HTTP_RESPONSE = "application/http; msgtype=response"
+HTTP_REQUEST = "application/http; msgtype=request"
+_END = b"\r\n\r\n"   # after a record's block (WARC 1.1 §4)
 
 
 def warc_date(epoch: float) -> str:
@@ -67,8 +78,64 @@ def warc_date(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _http_headers(head: bytes) -> StatusAndHeaders:
-    return _http_parser.parse(io.BytesIO(head))
+def _value(v: str) -> str:
+    """A header value on one line: a CR or LF (never in a URL Scrapy sends,
+    but a record must not be split by one) is percent-encoded."""
+    if "\r" in v or "\n" in v:
+        return v.replace("\r", "%0D").replace("\n", "%0A")
+    return v
+
+
+def sha1_digest(*parts: bytes) -> str:
+    """'sha1:' + base32 of the SHA-1 of the parts, one after the other."""
+    h = hashlib.sha1(parts[0])
+    for part in parts[1:]:
+        h.update(part)
+    return "sha1:" + base64.b32encode(h.digest()).decode("ascii")
+
+
+class Record:
+    """One WARC record, serialised: its header block and the parts of its
+    block (the HTTP head, and the body of a response), kept apart so that
+    the body is compressed where it lies, never copied into a record
+    buffer. index = (url, date, CDXJ fields) for a response or revisit
+    record (the lines pywb's indexer writes, cdxj.fields), None for others."""
+
+    __slots__ = ("head", "parts", "index")
+
+    def __init__(self, rec_type: str, headers: list[tuple[str, str]], content_type: str,
+                 parts: tuple[bytes, ...], index: tuple[str, str, dict] | None = None):
+        length = sum(len(p) for p in parts)
+        lines = [f"WARC/1.1\r\nWARC-Type: {rec_type}\r\n"]
+        lines.extend(f"{k}: {_value(v)}\r\n" for k, v in headers)
+        lines.append(f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n")
+        self.head = "".join(lines).encode("utf-8")
+        self.parts = parts
+        self.index = index
+
+    def member(self) -> bytes:
+        """The record as one gzip member (WARC 1.1 Annex D: record-at-a-time
+        compression, so a reader can seek to any record). Level 6, zlib's
+        default: warcio's own writer uses 9, which costs about twice the CPU
+        per page for about 1% smaller files."""
+        c = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        out = [c.compress(self.head)]
+        out.extend(c.compress(p) for p in self.parts)
+        out.append(c.compress(_END))
+        out.append(c.flush())
+        return b"".join(out)
+
+
+def _index_fields(rec_type: str, url: str, payload_digest: str | None, head: bytes) -> dict:
+    headers = {"warc-type": rec_type, "warc-target-uri": url}
+    if payload_digest:
+        headers["warc-payload-digest"] = payload_digest
+    return fields(headers, head)
+
+
+def _random_id() -> str:
+    """The WARC-Record-ID of a record nothing refers to by name (RFC 4122 §4.4)."""
+    return f"<urn:uuid:{uuid.uuid4()}>"
 
 
 class WarcFile:
@@ -91,28 +158,20 @@ class WarcFile:
         self.cdxj: list[str] = []
         self.broken = False
         try:
-            self.append([WARCWriter(None, gzip=True, warc_version="1.1")
-                         .create_warcinfo_record(self.name, info)])
+            raw = io.BytesIO()
+            WARCWriter(raw, gzip=False, warc_version="1.1").write_record(
+                WARCWriter(None, warc_version="1.1").create_warcinfo_record(self.name, info))
+            self.append([(_gzip_member(raw.getvalue()), None)])
         except BaseException:
             self.f.close()
             path.unlink(missing_ok=True)
             raise
 
-    def append(self, records) -> None:
-        """Write records (one gzip member each) with one write(); on failure cut
-        the file back to where it was, so it never holds part of a record.
-        The index lines are made from the records as written (cdxj.line_for)."""
-        members = []
-        parts = []
-        size = 0
-        for record in records:
-            raw = io.BytesIO()
-            WARCWriter(raw, gzip=False, warc_version="1.1").write_record(record)
-            member = _gzip_member(raw.getvalue())
-            members.append((size, len(member), raw.getvalue()))
-            parts.append(member)
-            size += len(member)
-        data = b"".join(parts)
+    def append(self, members: list[tuple[bytes, tuple | None]]) -> None:
+        """Write gzip members (one record each, with its index entry or None)
+        with one write(); on failure cut the file back to where it was, so it
+        never holds part of a record."""
+        data = b"".join(m for m, _ in members)
         try:
             view = memoryview(data)
             while view:
@@ -125,10 +184,12 @@ class WarcFile:
             except OSError:
                 pass  # the next start's recover() cuts the partial record
             raise
-        for start, length, record in members:
-            line = line_for(Member(self.size + start, length, record), self.name)
-            if line is not None:
-                self.cdxj.append(line)
+        offset = self.size
+        for member, index in members:
+            if index is not None:
+                url, date, values = index
+                self.cdxj.append(make_line(url, date, values, len(member), offset, self.name))
+            offset += len(member)
         self.size += len(data)
         self.records += len(members)
 
@@ -148,10 +209,6 @@ class WarcFile:
 
 
 def _gzip_member(data: bytes) -> bytes:
-    """One record as one gzip member (WARC 1.1 Annex D: record-at-a-time
-    compression, so a reader can seek to any record). Level 6, zlib's
-    default: warcio's own writer uses 9, which costs about twice the CPU per
-    page for about 1% smaller files."""
     c = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS | 16)
     return c.compress(data) + c.flush()
 
@@ -225,48 +282,99 @@ class WarcWriter:
         and time alone, without asking the worker that wrote it."""
         return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{self.crawl_id} {date} {url}')}>"
 
-    def write(self, ex: Exchange, revisit_of: dict | None = None) -> None:
-        """Write one exchange; revisit_of = {"url", "date"?, "profile"?} writes
-        a revisit record (headers only): for a duplicate found by the
-        content-seen test, date is the WARC-Date of the response record of url
-        that holds the payload (the content-seen test's capture), which the
-        revisit names with WARC-Refers-To-Date and WARC-Refers-To; with
-        profile NOT_MODIFIED_PROFILE, for a 304 to a conditional GET."""
-        wf = self.open()
+    def records(self, ex: Exchange, revisit_of: dict | None = None) -> tuple[Record, Record]:
+        """The (response or revisit, request) records of one exchange;
+        revisit_of = {"url", "date"?, "profile"?} makes the first a revisit
+        record (headers only): for a duplicate found by the content-seen
+        test, date is the WARC-Date of the response record of url that holds
+        the payload (the content-seen test's capture), which the revisit
+        names with WARC-Refers-To-Date and WARC-Refers-To; with profile
+        NOT_MODIFIED_PROFILE, for a 304 to a conditional GET.
+
+        Digests: the payload's SHA-1 is the exchange's own (computed once per
+        body, shared with the crawl log and page metadata); the block digest
+        hashes the head and goes on over the body in the same hash object."""
         date = warc_date(ex.started)
-        builder = WARCWriter(None, warc_version="1.1")
-        resp_headers = {"WARC-Date": date, "WARC-Payload-Digest": ex.payload_digest}
-        if ex.ip:
-            resp_headers["WARC-IP-Address"] = ex.ip
-        if ex.head_rebuilt:
-            resp_headers[HEAD_REBUILT] = "rebuilt"
-        http = _http_headers(ex.response_head)
+        head = ex.response_head
+        payload = ex.payload_digest
         if revisit_of:
-            resp_headers["WARC-Profile"] = revisit_of.get("profile", REVISIT_PROFILE)
-            if resp_headers["WARC-Profile"] == NOT_MODIFIED_PROFILE:
-                del resp_headers["WARC-Payload-Digest"]  # a 304 has no payload
-            resp_headers["WARC-Refers-To-Target-URI"] = revisit_of["url"]
+            profile = revisit_of.get("profile", REVISIT_PROFILE)
+            rec_type, rec_id = "revisit", _random_id()
+            headers = [("WARC-Record-ID", rec_id), ("WARC-Date", date),
+                       ("WARC-Target-URI", ex.url)]
+            if profile == NOT_MODIFIED_PROFILE:
+                payload = None  # a 304 has no payload
+            else:
+                headers.append(("WARC-Payload-Digest", payload))
+            headers.append(("WARC-Profile", profile))
+            headers.append(("WARC-Refers-To-Target-URI", revisit_of["url"]))
             if revisit_of.get("date"):
-                resp_headers["WARC-Refers-To-Date"] = revisit_of["date"]
-                resp_headers["WARC-Refers-To"] = self.record_id(revisit_of["url"], revisit_of["date"])
-            resp = builder.create_warc_record(ex.url, "revisit", http_headers=http,
-                                              warc_headers_dict=resp_headers)
+                headers.append(("WARC-Refers-To-Date", revisit_of["date"]))
+                headers.append(("WARC-Refers-To", self.record_id(revisit_of["url"],
+                                                                 revisit_of["date"])))
+            parts = (head,)
         else:
-            resp_headers["WARC-Record-ID"] = self.record_id(ex.url, date)
-            resp = builder.create_warc_record(ex.url, "response", payload=io.BytesIO(ex.body),
-                                              length=len(ex.body), http_headers=http,
-                                              warc_headers_dict=resp_headers)
-        req = builder.create_warc_record(
-            ex.url, "request", http_headers=_http_headers(ex.request_head),
-            warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To":
-                               resp.rec_headers.get_header("WARC-Record-ID")})
+            rec_type, rec_id = "response", self.record_id(ex.url, date)
+            headers = [("WARC-Record-ID", rec_id), ("WARC-Date", date),
+                       ("WARC-Target-URI", ex.url), ("WARC-Payload-Digest", payload)]
+            parts = (head, ex.body)
+        if ex.ip:
+            headers.append(("WARC-IP-Address", ex.ip))
+        if ex.head_rebuilt:
+            headers.append((HEAD_REBUILT, "rebuilt"))
+        headers.append(("WARC-Block-Digest", sha1_digest(*parts)))
+        resp = Record(rec_type, headers, HTTP_RESPONSE, parts,
+                      (ex.url, date, _index_fields(rec_type, ex.url, payload, head)))
+        req = Record("request", [("WARC-Record-ID", _random_id()), ("WARC-Date", date),
+                                 ("WARC-Target-URI", ex.url), ("WARC-Concurrent-To", rec_id),
+                                 ("WARC-Block-Digest", sha1_digest(ex.request_head))],
+                     HTTP_REQUEST, (ex.request_head,))
+        return resp, req
+
+    def write(self, ex: Exchange, revisit_of: dict | None = None) -> None:
+        """Write one exchange (see records()); raises OSError."""
+        error = self.write_many([(ex, revisit_of)])[0]
+        if error is not None:
+            raise error
+
+    def write_many(self, items: list[tuple[Exchange, dict | None]]) -> list[OSError | None]:
+        """Write exchanges in order, each (exchange, revisit_of) as its
+        record pair, with one write() per file; returns, for each, None
+        (written) or the OSError that kept it out of the file. A file is
+        rotated once it passes max_size, so it holds at most one exchange's
+        records past it."""
+        out: list[OSError | None] = []
+        members: list[tuple[bytes, tuple | None]] = []
+        pending = 0   # exchanges in members, not yet written
+        size = 0
         try:
-            wf.append([resp, req])
+            wf = self.open()
+            for ex, revisit_of in items:
+                for record in self.records(ex, revisit_of):
+                    member = record.member()
+                    members.append((member, record.index))
+                    size += len(member)
+                pending += 1
+                if wf.size + size >= self.max_size:
+                    self._append(wf, members)
+                    out.extend([None] * pending)
+                    members, pending, size = [], 0, 0
+                    self.rotate()
+                    if len(out) < len(items):
+                        wf = self.open()
+            if members:
+                self._append(wf, members)
+                out.extend([None] * pending)
+        except OSError as exc:
+            out.extend([exc] * (len(items) - len(out)))
+        return out
+
+    def _append(self, wf: WarcFile, members) -> None:
+        try:
+            wf.append(members)
         except OSError as exc:
             self.failed = exc
             raise
-        if wf.size >= self.max_size:
-            self.rotate()
 
     def rotate(self) -> None:
         wf, self.current = self.current, None
