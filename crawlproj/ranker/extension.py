@@ -58,7 +58,8 @@ class RankerCadence:
         """Is a run due, the crawl having leased ``leased`` URLs so far?"""
         now = time.monotonic() if now is None else now
         grown = leased - self.last_leased
-        return now - self.last_run >= self.interval or bool(
+        # compared as a sum: ``now - last_run`` can round below the interval
+        return now >= self.last_run + self.interval or bool(
             (self.every_pages and grown >= self.every_pages)
             or (self.growth and grown > 0 and grown >= self.growth * self.last_leased))
 
