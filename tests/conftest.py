@@ -8,6 +8,10 @@ redis_server_factory   make(**spawn_server options) -> a private RedisServer,
                        stopped after the test (e.g. requirepass, cluster mode)
 embedded_data_dir      a CRAWL_DATA_DIR whose embedded server, if a test (or a
                        subprocess) starts one, is stopped after the test
+
+SERVER_TESTS_ONLY=1 keeps only the tests that use one of these servers (or
+test_cluster's): .ci/run's passes with another server first on PATH test the
+servers, and the rest (parsers, the simulated web, settings) would only repeat.
 """
 
 from __future__ import annotations
@@ -21,6 +25,16 @@ import pytest
 import redis
 
 from crawlproj.embedded import EmbeddedRedis, _pid_alive, _wait_exit, free_port, spawn_server
+
+SERVER_FIXTURES = {"redis_server", "redis_server_factory", "embedded_data_dir", "cluster_url"}
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("SERVER_TESTS_ONLY"):
+        return
+    uses = [bool(SERVER_FIXTURES & set(getattr(it, "fixturenames", ()))) for it in items]
+    config.hook.pytest_deselected(items=[it for it, u in zip(items, uses) if not u])
+    items[:] = [it for it, u in zip(items, uses) if u]
 
 
 class RedisServer:
