@@ -12,10 +12,18 @@ stale first.
 One SQLite file beside the tantivy index; only the indexer writes it (WAL,
 so the query server reads PageRank while it writes). Pages are keyed by the
 64-bit id of their index key (ids.id64, the DUE's kind of fingerprint): a
-link is two integers and its text, so the ~15 links of a page are rows of
-small, cheaply ordered B-trees however long the URLs; the key itself is kept
-once, in `docs`, for the pages that are indexed. The indexer records a whole
-batch of pages at once.
+link is two integers and its text; the key itself is kept once, in `docs`,
+for the pages that are indexed, with the ids of the page's own link targets
+(what a recrawl of the page takes back).
+
+Links are read by target but written by source, ~15 a page to targets all
+over the id space: inserted one by one into a B-tree ordered by target, each
+lands on a page of its own, and every commit rewrites thousands of pages.
+So the store is a two-level log-structured merge tree (O'Neil et al., "The
+Log-Structured Merge-Tree", 1996): a batch's links are appended to `recent`,
+and when `recent` has grown to a share of `anchors` (MERGE_SHARE) it is
+merged into `anchors` in target order, one sequential pass. A lookup by
+target reads both.
 """
 
 from __future__ import annotations
@@ -35,18 +43,19 @@ FILE = "anchors.sqlite3"
 MAX_ANCHORS = 200
 # PRAGMA user_version of the tables below: a store of another layout is
 # refused with the way out (`scrapy index --rebuild`) rather than misread
-SCHEMA_VERSION = 2
-# SQLite's page cache for the writer (KiB): the link B-trees of 100,000 pages
-# are ~100 MB, and inserts land all over them
+SCHEMA_VERSION = 3
+# SQLite's page cache for the writer (KiB)
 WRITER_CACHE_KIB = 65536
 # ids per IN (...) list: under SQLite's default limit of bound parameters
 CHUNK = 500
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS docs(id INTEGER PRIMARY KEY, key TEXT NOT NULL, fetched_at REAL);
+CREATE TABLE IF NOT EXISTS docs(id INTEGER PRIMARY KEY, key TEXT NOT NULL, fetched_at REAL,
+                                 targets BLOB);
 CREATE TABLE IF NOT EXISTS anchors(target INTEGER, source INTEGER, text TEXT,
                                    PRIMARY KEY(target, source)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS anchors_by_source ON anchors(source);
+CREATE TABLE IF NOT EXISTS recent(target INTEGER, source INTEGER, text TEXT);
+CREATE INDEX IF NOT EXISTS recent_by_target ON recent(target);
 CREATE TABLE IF NOT EXISTS stale(seq INTEGER PRIMARY KEY, id INTEGER UNIQUE);
 CREATE TABLE IF NOT EXISTS pagerank(id INTEGER PRIMARY KEY, score REAL);
 CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -67,6 +76,13 @@ def _chunks(items: list, n: int = CHUNK):
 
 
 class AnchorStore:
+    # `recent` is merged into `anchors` once it holds a 1/merge_share as many
+    # links, and at least merge_min: each merge rewrites about every page of
+    # `anchors` it reaches, so merging in proportion keeps a link's share of
+    # that work the same however large the store grows
+    merge_share = 8
+    merge_min = 50_000
+
     def __init__(self, directory: Path, readonly: bool = False):
         path = Path(directory) / FILE
         if readonly:
@@ -85,6 +101,7 @@ class AnchorStore:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         tables = db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
         self._ranks = (None, np.zeros(0, np.int64), np.zeros(0))  # (version, ids, scores)
+        self._sizes: list[int] | None = None  # links in (anchors, recent), counted when first needed
         if tables and version != SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"its tables are of layout {version}, this crawlproj reads "
                                         f"layout {SCHEMA_VERSION}")
@@ -119,26 +136,46 @@ class AnchorStore:
         than the pages recorded here, are stale (their anchor text changed).
         A new page has no earlier links to take back."""
         db = self.db
+        if self._sizes is None:
+            self._sizes = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # noqa: S608
+                           for t in ("anchors", "recent")]
         ids = [signed64(id64(key)) for key, _, _, _ in pages]
-        db.executemany("INSERT OR REPLACE INTO docs(id, key, fetched_at) VALUES (?, ?, ?)",
-                       [(i, key, fetched_at) for i, (key, fetched_at, _, _) in zip(ids, pages)])
         changed: set[int] = set()
-        rows = []
-        for source, (_, _, outlinks, new) in zip(ids, pages):
+        rows, docs, gone = [], [], []
+        for source, (key, fetched_at, outlinks, new) in zip(ids, pages):
             if not new:
-                changed.update(t for (t,) in db.execute("SELECT target FROM anchors WHERE source = ?",
-                                                        (source,)))
-                db.execute("DELETE FROM anchors WHERE source = ?", (source,))
+                old = db.execute("SELECT targets FROM docs WHERE id = ?", (source,)).fetchone()
+                if old and old[0]:
+                    targets = np.frombuffer(old[0], np.int64).tolist()
+                    changed.update(targets)
+                    gone.extend((t, source) for t in targets)
             texts: dict[int, list[str]] = {}
             for url, anchor in outlinks:
-                texts.setdefault(target_id(url), []).append(anchor.strip())
+                texts.setdefault(target_id(url), []).append(anchor)
             texts.pop(source, None)
-            rows.extend((t, source, " ".join(a for a in v if a)) for t, v in texts.items())
+            for t, v in texts.items():
+                rows.append((t, source, " ".join(filter(None, map(str.strip, v)))))
+            docs.append((source, key, fetched_at, np.fromiter(texts, np.int64, len(texts)).tobytes()))
             changed.update(texts)
-        db.executemany("INSERT INTO anchors(target, source, text) VALUES (?, ?, ?)", rows)
+        if gone:
+            self._sizes[0] -= db.executemany("DELETE FROM anchors WHERE target = ? AND source = ?", gone).rowcount
+            self._sizes[1] -= db.executemany("DELETE FROM recent WHERE target = ? AND source = ?", gone).rowcount
+        db.executemany("INSERT OR REPLACE INTO docs(id, key, fetched_at, targets) VALUES (?, ?, ?, ?)", docs)
+        db.executemany("INSERT INTO recent(target, source, text) VALUES (?, ?, ?)", rows)
+        self._sizes[1] += len(rows)
+        if self._sizes[1] >= max(self.merge_min, self._sizes[0] // self.merge_share):
+            self.merge()
         changed.difference_update(ids)
         db.executemany("INSERT OR IGNORE INTO stale(id) SELECT id FROM docs WHERE id = ?",
                        [(t,) for t in changed])
+
+    def merge(self) -> None:
+        """Move the recent links into `anchors`, in its own order (part of the
+        indexer's transaction: a crash undoes it with the batch)."""
+        self.db.execute("INSERT INTO anchors(target, source, text) "
+                        "SELECT target, source, text FROM recent ORDER BY target, source")
+        self.db.execute("DELETE FROM recent")
+        self._sizes = [self._sizes[0] + self._sizes[1], 0]
 
     def anchor_texts(self, keys: list[str]) -> dict[str, str]:
         """The anchor text of each of keys (at most MAX_ANCHORS links each)."""
@@ -147,7 +184,8 @@ class AnchorStore:
         for chunk in _chunks(list(by_id)):
             marks = ",".join("?" * len(chunk))
             for target, text in self.db.execute(
-                    f"SELECT target, text FROM anchors WHERE target IN ({marks})", chunk):  # noqa: S608
+                    f"SELECT target, text FROM anchors WHERE target IN ({marks}) "  # noqa: S608
+                    f"UNION ALL SELECT target, text FROM recent WHERE target IN ({marks})", chunk + chunk):
                 got = texts.setdefault(target, [])
                 if text and len(got) < MAX_ANCHORS:
                     got.append(text)
@@ -173,10 +211,11 @@ class AnchorStore:
         self.db.commit()
 
     def clear(self) -> None:
-        for table in ("docs", "anchors", "stale", "pagerank"):
+        for table in ("docs", "anchors", "recent", "stale", "pagerank"):
             self.db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
         self._new_ranking()
         self.db.commit()
+        self._sizes = [0, 0]
 
     def _new_ranking(self) -> None:
         """The pagerank table changed: readers load it again."""
@@ -187,7 +226,8 @@ class AnchorStore:
         """PageRank [Cho §2, IR(P), the ranker's computation] over every link
         of the indexed pages, unfetched targets included (the web's graph, not
         the crawl's); scores of indexed pages kept, on Cho's scale (mean 1)."""
-        links = np.array(self.db.execute("SELECT source, target FROM anchors").fetchall(),
+        links = np.array(self.db.execute("SELECT source, target FROM anchors UNION ALL "
+                                         "SELECT source, target FROM recent").fetchall(),
                          dtype=np.int64).reshape(-1, 2)
         docs = np.array([i for (i,) in self.db.execute("SELECT id FROM docs")], dtype=np.int64)
         nodes, inverse = np.unique(np.concatenate([links[:, 0], links[:, 1], docs]), return_inverse=True)
