@@ -104,6 +104,21 @@ def test_anchor_text_of_links_found_after_the_page_is_indexed(index):
     assert s.search("zephyrine").total == 0
 
 
+def test_links_between_pages_of_one_batch_count_at_once(index):
+    # the indexer hands a batch to tantivy before recording its links: the
+    # anchor text it writes must be what the links will be once recorded
+    indexer = Indexer(index, None)
+    indexer.write([doc("http://a.example/", "", "x", links=[("http://b.example/", "oldword")])])
+    indexer.write([doc("http://a.example/", "", "x", T0 + 1, links=[("http://b.example/", "newword")]),
+                   doc("http://b.example/", "", "y"),
+                   doc("http://c.example/", "", "z", links=[("http://a.example/", "cword")])])
+    s = Searcher(index)
+    assert [h.url for h in s.search("anchors:newword").results] == ["http://b.example/"]
+    assert [h.url for h in s.search("anchors:cword").results] == ["http://a.example/"]
+    assert s.search("anchors:oldword").total == 0
+    assert not index.anchors.stale(10)
+
+
 def test_links_read_the_same_from_the_merged_and_the_recent_level(tmp_path):
     """The anchor store keeps links in two levels (anchors.py): what an
     indexer reads must not depend on which level a link sits in, and a page

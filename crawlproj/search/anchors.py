@@ -76,6 +76,14 @@ def target_id(url: str) -> int:
     return signed64(id64(document_key(url)))
 
 
+def link_texts(outlinks: list[tuple[str, str]]) -> dict[int, str]:
+    """A page's links as {target id: their anchor texts joined}."""
+    texts: dict[int, list[str]] = {}
+    for url, anchor in outlinks:
+        texts.setdefault(target_id(url), []).append(anchor)
+    return {t: " ".join(filter(None, map(str.strip, v))) for t, v in texts.items()}
+
+
 def _chunks(items: list, n: int = CHUNK):
     for i in range(0, len(items), n):
         yield items[i:i + n]
@@ -142,9 +150,9 @@ class AnchorStore:
                 f"SELECT id, fetched_at FROM docs WHERE id IN ({marks})", chunk))  # noqa: S608
         return out
 
-    def record(self, pages: list[tuple[str, float, list[tuple[str, str]], bool]]) -> None:
-        """Pages are (re)indexed, each (key, fetched_at, [(target URL, anchor),
-        ...], new): their fetch times, and their links in place of the ones
+    def record(self, pages: list[tuple[str, float, dict[int, str], bool]]) -> None:
+        """Pages are (re)indexed, each (key, fetched_at, link_texts(its
+        links), new): their fetch times, and their links in place of the ones
         their earlier versions had; the indexed pages those point to, other
         than the pages recorded here, are stale (their anchor text changed).
         A new page has no earlier links to take back."""
@@ -155,21 +163,17 @@ class AnchorStore:
         ids = [signed64(id64(key)) for key, _, _, _ in pages]
         changed: set[int] = set()
         rows, docs, gone = [], [], []
-        for source, (key, fetched_at, outlinks, new) in zip(ids, pages):
+        for source, (key, fetched_at, links, new) in zip(ids, pages):
             if not new:
                 old = db.execute("SELECT targets FROM docs WHERE id = ?", (source,)).fetchone()
                 if old and old[0]:
                     targets = np.frombuffer(old[0], np.int64).tolist()
                     changed.update(targets)
                     gone.extend((t, source) for t in targets)
-            texts: dict[int, list[str]] = {}
-            for url, anchor in outlinks:
-                texts.setdefault(target_id(url), []).append(anchor)
-            texts.pop(source, None)
-            for t, v in texts.items():
-                rows.append((t, source, " ".join(filter(None, map(str.strip, v)))))
-            docs.append((source, key, fetched_at, np.fromiter(texts, np.int64, len(texts)).tobytes()))
-            changed.update(texts)
+            targets = [t for t in links if t != source]
+            rows.extend((t, source, links[t]) for t in targets)
+            docs.append((source, key, fetched_at, np.array(targets, np.int64).tobytes()))
+            changed.update(targets)
         if gone:
             self._sizes[0] -= db.executemany("DELETE FROM anchors WHERE target = ? AND source = ?", gone).rowcount
             self._sizes[1] -= db.executemany("DELETE FROM recent WHERE target = ? AND source = ?", gone).rowcount
@@ -190,18 +194,29 @@ class AnchorStore:
         self.db.execute("DELETE FROM recent")
         self._sizes = [self._sizes[0] + self._sizes[1], 0]
 
-    def anchor_texts(self, keys: list[str]) -> dict[str, str]:
-        """The anchor text of each of keys (at most MAX_ANCHORS links each)."""
+    def anchor_texts(self, keys: list[str], pending: dict[str, dict[int, str]] | None = None) -> dict[str, str]:
+        """The anchor text of each of keys (at most MAX_ANCHORS links each).
+        pending: pages about to be recorded, {key: link_texts(its links)}:
+        the text as it will be once they are, their links in place of their
+        earlier versions' (what lets the indexer hand a batch to tantivy
+        before recording its links)."""
         by_id = {signed64(id64(k)): k for k in keys}
+        replaced = {signed64(id64(k)): links for k, links in (pending or {}).items()}
         texts: dict[int, list[str]] = {}
         for chunk in _chunks(list(by_id)):
             marks = ",".join("?" * len(chunk))
-            for target, text in self.db.execute(
-                    f"SELECT target, text FROM anchors WHERE target IN ({marks}) "  # noqa: S608
-                    f"UNION ALL SELECT target, text FROM recent WHERE target IN ({marks})", chunk + chunk):
+            for target, source, text in self.db.execute(
+                    f"SELECT target, source, text FROM anchors WHERE target IN ({marks}) "  # noqa: S608
+                    f"UNION ALL SELECT target, source, text FROM recent WHERE target IN ({marks})", chunk + chunk):
                 got = texts.setdefault(target, [])
-                if text and len(got) < MAX_ANCHORS:
+                if text and source not in replaced and len(got) < MAX_ANCHORS:
                     got.append(text)
+        for source, links in replaced.items():
+            for target, text in links.items():
+                if text and target in by_id and target != source:
+                    got = texts.setdefault(target, [])
+                    if len(got) < MAX_ANCHORS:
+                        got.append(text)
         return {by_id[t]: " ".join(v) for t, v in texts.items()}
 
     def anchor_text(self, key: str) -> str:
