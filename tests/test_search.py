@@ -104,6 +104,58 @@ def test_anchor_text_of_links_found_after_the_page_is_indexed(index):
     assert s.search("zephyrine").total == 0
 
 
+def test_links_between_pages_of_one_batch_count_at_once(index):
+    # the indexer hands a batch to tantivy before recording its links: the
+    # anchor text it writes must be what the links will be once recorded
+    indexer = Indexer(index, None)
+    indexer.write([doc("http://a.example/", "", "x", links=[("http://b.example/", "oldword")])])
+    indexer.write([doc("http://a.example/", "", "x", T0 + 1, links=[("http://b.example/", "newword")]),
+                   doc("http://b.example/", "", "y"),
+                   doc("http://c.example/", "", "z", links=[("http://a.example/", "cword")])])
+    s = Searcher(index)
+    assert [h.url for h in s.search("anchors:newword").results] == ["http://b.example/"]
+    assert [h.url for h in s.search("anchors:cword").results] == ["http://a.example/"]
+    assert s.search("anchors:oldword").total == 0
+    assert not index.anchors.stale(10)
+
+
+def test_links_read_the_same_from_the_merged_and_the_recent_level(tmp_path):
+    """The anchor store keeps links in two levels (anchors.py): what an
+    indexer reads must not depend on which level a link sits in, and a page
+    fetched again takes its old links back from either."""
+    docs = web_documents(pages=200, hosts=5)
+    # a page's new version: half its links, and one to a page it did not link to
+    again = [Document(d.url, d.title, d.text, T0 + 1000, d.outlinks[: len(d.outlinks) // 2]
+                      + [(docs[(i * 7 + 3) % len(docs)].url, "zebrawood")])
+             for i, d in enumerate(docs[:60])]
+    seen = {}
+    for name, merge_min in (("merged", 1), ("recent", 10**9)):
+        ix = PageIndex(tmp_path / name, write=True)
+        ix.anchors.merge_min = merge_min
+        indexer = Indexer(ix, None, batch=50)
+        for i in range(0, len(docs), 50):
+            indexer.write(docs[i:i + 50])
+        indexer.write(again[:30])
+        indexer.write(again[30:])
+        while ix.anchors.stale(1):
+            indexer.write([])
+        indexer.maybe_rank(force=True)
+        db = ix.anchors.db
+        levels = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("anchors", "recent")]
+        keys = [d.key for d in docs]
+        texts = ix.anchors.anchor_texts(keys)
+        s = Searcher(ix)
+        seen[name] = (levels, {k: sorted(t.split()) for k, t in texts.items()},
+                      sorted(h.url for h in s.search("anchors:zebrawood", n=100, per_host=0).results),
+                      [round(ix.anchors.pagerank_of(k), 9) for k in keys])
+        ix.close()
+    (merged_levels, *merged), (recent_levels, *recent) = seen["merged"], seen["recent"]
+    assert merged_levels[0] > 0 and recent_levels == [0, sum(merged_levels)]
+    assert merged == recent
+    # the new links' targets, found by the new anchor text alone
+    assert merged[1] == sorted({docs[(i * 7 + 3) % len(docs)].url for i in range(60)})
+
+
 def test_pagerank_orders_pages_of_equal_text(index):
     indexer = Indexer(index, None)
     pages = [doc("http://pop.example/", "", "quince orchard"), doc("http://lone.example/", "", "quince orchard")]

@@ -8,6 +8,7 @@ by any worker, replaces its earlier version instead of adding a second one.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 
 import msgpack
 
@@ -33,16 +34,26 @@ class Document:
     # [(target URL, anchor text), ...]: where this page's links point
     outlinks: list = field(default_factory=list)
 
+    @cached_property
+    def _key_host(self) -> tuple[str, str]:
+        try:
+            key = canonicalize(self.url)
+        except (InvalidURL, ValueError):
+            try:
+                return self.url, host_of(self.url)
+            except (InvalidURL, ValueError):
+                return self.url, ""
+        # a canonical URL is scheme://host/...: its host is the URL's host_of,
+        # read off without parsing the URL a second time
+        return key, key.split("/", 3)[2]
+
     @property
     def key(self) -> str:
-        return document_key(self.url)
+        return self._key_host[0]
 
     @property
     def host(self) -> str:
-        try:
-            return host_of(self.url)
-        except (InvalidURL, ValueError):
-            return ""
+        return self._key_host[1]
 
     def pack(self) -> bytes:
         return msgpack.packb(asdict(self), use_bin_type=True)

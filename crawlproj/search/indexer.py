@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from crawlproj.ranker.loop import RankerLock
+from crawlproj.search.anchors import link_texts
 from crawlproj.search.document import Document
 from crawlproj.search.handover import HandOver
 from crawlproj.search.index import PageIndex
@@ -72,11 +73,14 @@ class Indexer:
         before = anchors.fetched_at(list(latest))
         fresh = {key: doc for key, doc in latest.items()
                  if key not in before or doc.fetched_at >= before[key]}
-        anchors.record([(key, doc.fetched_at, doc.outlinks, key not in before) for key, doc in fresh.items()])
-        # read after every page of the batch is recorded: links between them count
-        texts = anchors.anchor_texts(list(fresh))
+        links = {key: link_texts(doc.outlinks) for key, doc in fresh.items()}
+        # the batch's anchor text as it will be once its links are recorded
+        # (links between its pages count): tantivy's thread indexes the pages
+        # while this one writes the links
+        texts = anchors.anchor_texts(list(fresh), pending=links)
         for key, doc in fresh.items():
             self.index.put(doc, texts.get(key, ""), new=key not in before)
+        anchors.record([(key, doc.fetched_at, links[key], key not in before) for key, doc in fresh.items()])
         anchors.forget(list(fresh))
         budget = self.refresh if not docs else min(self.refresh, max(1, int(len(docs) * self.refresh_share)))
         stale = anchors.stale(budget)
