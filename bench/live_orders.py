@@ -1305,7 +1305,11 @@ def main(argv=None) -> int:
             race_rows.append({"config": str(c), "order": o, "measure": key, "verdict": verdict,
                               "virtual_ahead_first_tenth": ahead,
                               **{f"live_{t + 1}": round(float(mine[t]), 2) for t in range(10)},
-                              **{f"bfs_{t + 1}": round(float(base[t]), 2) for t in range(10)}})
+                              **{f"bfs_{t + 1}": round(float(base[t]), 2) for t in range(10)},
+                              **{f"virtual_{t + 1}": round(float(virt_m[base_order(o)][key][t]), 2)
+                                 for t in range(10)},
+                              **{f"bfs_virtual_{t + 1}": round(float(virt_m["bfs"][key][t]), 2)
+                                 for t in range(10)}})
             verdicts.append((o, f"{c} race", verdict, key))
     say()
     say("Why hot pages (top by PageRank) came after the first tenth, per live crawl:")
