@@ -56,7 +56,10 @@ ahead at the first tenth where the virtual crawler is ahead; backlinks likewise
 by in-degree (OUT/races.csv); and per crawl why hot pages came after the first
 tenth: discovered late, or discovered and then waiting behind their own host's
 other URLs (how many, how many of them less important), the largest hosts'
-fetches in the first tenth and time between fetches, the ranker's runs.
+fetches in the first tenth and time between fetches, the ranker's runs; and
+each backlinks crawl judged by its own key (backlink_waits: the fetches a late
+hot page's host made while it waited that IB' would not have made, with the
+virtual backlinks and bfs crawls judged alike as calibration).
 
 Diagnostics (they explain a difference, they do not change a verdict):
 sequence agreement (identical order? Spearman rho of positions, mean position
