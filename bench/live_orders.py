@@ -56,7 +56,10 @@ ahead at the first tenth where the virtual crawler is ahead; backlinks likewise
 by in-degree (OUT/races.csv); and per crawl why hot pages came after the first
 tenth: discovered late, or discovered and then waiting behind their own host's
 other URLs (how many, how many of them less important), the largest hosts'
-fetches in the first tenth and time between fetches, the ranker's runs.
+fetches in the first tenth and time between fetches, the ranker's runs; and
+each backlinks crawl judged by its own key (backlink_waits: the fetches a late
+hot page's host made while it waited that IB' would not have made, with the
+virtual backlinks and bfs crawls judged alike as calibration).
 
 Diagnostics (they explain a difference, they do not change a verdict):
 sequence agreement (identical order? Spearman rho of positions, mean position
@@ -578,6 +581,73 @@ def diagnose(seq: np.ndarray, times: np.ndarray, graph, ev, hot: np.ndarray) -> 
             "share_less_important_between": float(np.mean(worse_share)) if worse_share else float("nan"),
             "late_on_hosts_over_5pct": int(sum(1 for z in host_size if z > 0.05 * graph.n)),
             "big_hosts": cycles, "crawl_seconds": float(times[-1]) if len(times) else 0.0}
+
+
+def backlink_waits(seq: np.ndarray, graph, hot: np.ndarray) -> list[dict]:
+    """Judge a backlinks crawl by its own key: for each hot page fetched after the
+    first tenth, every fetch of its host while it waited (found, not yet fetched),
+    with both pages' IB' (links from pages fetched earlier in the log) at that
+    fetch. 'ahead' = more links seen, or as many and found earlier (the order's tie
+    rule, Cho §3 with discovery ties); 'tie_later' = as many and found later;
+    'fewer' = fewer links seen. tie_later and fewer are fetches the order would not
+    have made: a defect of the order or the frontier, unless the links that decide
+    were found within the last few fetches (the worker parses a page after its
+    fetch ends, and leases up to FRONTIER_PREFETCH ahead)."""
+    n = len(seq)
+    tenth = max(1, n // 10)
+    pos = np.full(graph.n, -1, dtype=np.int64)
+    pos[seq] = np.arange(n)
+    hosts = graph.hosts if graph.hosts is not None else np.zeros(graph.n, dtype=np.int32)
+    adj = graph.adjacency
+    late = [int(v) for v in np.flatnonzero(hot & (pos >= tenth))]
+    out = {v: {"page": v, "pos": int(pos[v]), "found": -1, "seen_found": 0, "seen_fetched": 0,
+               "ahead": 0, "tie_later": 0, "fewer": 0, "fewer_by_1": 0} for v in late}
+    seen = np.zeros(graph.n, dtype=np.int64)
+    found = np.full(graph.n, -1, dtype=np.int64)
+    by_host: dict[int, list[int]] = {}
+    for v in late:
+        by_host.setdefault(int(hosts[v]), []).append(v)
+    for i, u in enumerate(seq):
+        for v in by_host.get(int(hosts[u]), ()):
+            if v == u:
+                out[v]["seen_fetched"] = int(seen[v])
+            elif 0 <= found[v] and i < pos[v]:
+                if seen[u] > seen[v] or (seen[u] == seen[v] and found[u] <= found[v]):
+                    out[v]["ahead"] += 1
+                elif seen[u] == seen[v]:
+                    out[v]["tie_later"] += 1
+                else:
+                    out[v]["fewer"] += 1
+                    out[v]["fewer_by_1"] += int(seen[v] - seen[u] == 1)
+        kids = np.unique(adj.indices[adj.indptr[u]:adj.indptr[u + 1]])
+        kids = kids[kids != u]
+        seen[kids] += 1
+        new = kids[found[kids] < 0]
+        found[new] = i
+        for v in new:
+            if int(v) in out:
+                out[int(v)]["found"] = i
+                out[int(v)]["seen_found"] = 1
+    return [out[v] for v in late]
+
+
+def backlink_wait_lines(waits: list[dict], graph, ev, limit: int = 8) -> list[str]:
+    if not waits:
+        return ["no hot page (top by in-degree) after the first tenth"]
+    tot = {k: sum(w[k] for w in waits) for k in ("ahead", "tie_later", "fewer", "fewer_by_1")}
+    out = [f"{len(waits)} hot pages (top by in-degree) after the first tenth; while they waited "
+           f"their hosts made {tot['ahead']:,} fetches the order puts ahead of them (more links "
+           f"seen, or as many and found earlier), {tot['tie_later']:,} of as many links found "
+           f"later, {tot['fewer']:,} of fewer links ({tot['fewer_by_1']:,} of them by one link)"]
+    worst = sorted(waits, key=lambda w: (-(w["tie_later"] + w["fewer"]), -w["pos"]))[:limit]
+    for w in sorted(worst, key=lambda w: w["pos"]):
+        v = w["page"]
+        name = graph.urls[v] if graph.urls else str(v)
+        out.append(f"  {name} (IB {int(ev.ib[v])}): found at fetch {w['found']}, fetched at "
+                   f"{w['pos']}, links seen {w['seen_found']} -> {w['seen_fetched']}; its host "
+                   f"meanwhile {w['ahead']} ahead / {w['tie_later']} tie found later / "
+                   f"{w['fewer']} fewer")
+    return out
 
 
 def diagnosis_lines(d: dict, ranker: list) -> list[str]:
@@ -1238,7 +1308,11 @@ def main(argv=None) -> int:
             race_rows.append({"config": str(c), "order": o, "measure": key, "verdict": verdict,
                               "virtual_ahead_first_tenth": ahead,
                               **{f"live_{t + 1}": round(float(mine[t]), 2) for t in range(10)},
-                              **{f"bfs_{t + 1}": round(float(base[t]), 2) for t in range(10)}})
+                              **{f"bfs_{t + 1}": round(float(base[t]), 2) for t in range(10)},
+                              **{f"virtual_{t + 1}": round(float(virt_m[base_order(o)][key][t]), 2)
+                                 for t in range(10)},
+                              **{f"bfs_virtual_{t + 1}": round(float(virt_m["bfs"][key][t]), 2)
+                                 for t in range(10)}})
             verdicts.append((o, f"{c} race", verdict, key))
     say()
     say("Why hot pages (top by PageRank) came after the first tenth, per live crawl:")
@@ -1247,6 +1321,20 @@ def main(argv=None) -> int:
         if len(seq) and base_order(o) != "random":
             d = diagnose(seq, run["times"], graph, ev, ev.hot_ir)
             for i, line in enumerate(diagnosis_lines(d, run.get("ranker_log", []))):
+                say(f"  {(o + ' ' + str(c)) if i == 0 else '':<22}{line}")
+    backlink_runs = [(o, c, run) for (o, c), run in live_runs.items()
+                     if base_order(o) == "backlinks" and len(run.get("order_ids", []))]
+    if backlink_runs:
+        say()
+        say("backlinks judged by its own key, per live crawl (links seen = links from pages "
+            "fetched earlier in the request log):")
+        if "backlinks" in virt and "bfs" in virt:  # the judge's calibration: exact order, and not
+            for o in ("backlinks", "bfs"):
+                line = backlink_wait_lines(backlink_waits(virt[o], graph, ev.hot_ib), graph, ev)[0]
+                say(f"  {o + ' virtual':<22}{line}")
+        for o, c, run in backlink_runs:
+            waits = backlink_waits(run["order_ids"], graph, ev.hot_ib)
+            for i, line in enumerate(backlink_wait_lines(waits, graph, ev)):
                 say(f"  {(o + ' ' + str(c)) if i == 0 else '':<22}{line}")
 
     # Which virtual order is each live crawl nearest to? (discrimination)

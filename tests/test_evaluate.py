@@ -241,6 +241,23 @@ def test_read_edge_list_tsv_gz_with_header(tmp_path):
     assert read_graph(str(p), keep_self_loops=True).m == 4
 
 
+def test_a_pages_links_are_discovered_in_the_order_the_page_has_them(tmp_path):
+    # Page 0 lists 3 before 1 and 2 (3 twice, and itself): the simulated web serves
+    # them so, a live crawl discovers them so, and ties go by discovery in every
+    # order; a graph sorted by page id would crawl 1 first.
+    from crawlproj.simweb import SimWeb
+    p = tmp_path / "g.tsv"
+    p.write_text("0\t3\n0\t1\n0\t3\n0\t0\n0\t2\n1\t4\n")
+    g = read_graph(str(p))
+    assert g.successors(0).tolist() == [3, 1, 2] and g.m == 4
+    offsets, targets = SimWeb.from_graph(str(p)).edges()
+    served = list(dict.fromkeys(t for t in targets[offsets[0]:offsets[1]] if t != 0))
+    assert g.successors(0).tolist() == served
+    assert crawl(g, "bfs") == [0, 3, 1, 2, 4]
+    assert crawl(g, "backlinks") == [0, 3, 1, 2, 4]
+    assert metrics.backlinks(g).tolist() == [0, 1, 1, 1, 1]
+
+
 def test_read_errors_name_the_line(tmp_path):
     p = tmp_path / "bad.tsv"
     p.write_text("# header\n0\t1\n1\tx\n")
