@@ -25,8 +25,8 @@ Lua heap (garbage of the last calls, a fixed cost of the server, not of the
 URLs) is reported apart: Redis 8 counts it in used_memory, 7.0 and Valkey not.
 
 * exact new / exact base: crawlproj's RedisDupeFilter.urls_seen (Scrapy's
-  DUPEFILTER_CLASS), batches of 10,000 URLs (canonicalise, fingerprint, one
-  script call), DUE_MODE=exact;
+  DUPEFILTER_CLASS), batches of 10,000 URLs (canonicalise, fingerprint,
+  script calls in one round trip), DUE_MODE=exact; with the server's CPU time per URL;
 * bloom new: the same, DUE_MODE=bloom, DUE_BLOOM_CAPACITY=N, 1e-7 (--bloom-sizes);
 * scrapy-redis: scrapy_redis.dupefilter.RFPDupeFilter's set, its own
   request_fingerprint of each URL, loaded with SADD of 10,000 members per
@@ -89,9 +89,12 @@ def child(kind: str, port: int, n: int, crawl: str) -> dict:
         from crawlproj.keyspace import Keyspace
         config = DueConfig(mode=kind, capacity=n, error_rate=1e-7)
         df = RedisDupeFilter(URLSeen(r, Keyspace.open(r, crawl, 1), config))
+        pid = int(r.info("server")["process_id"])
+        cpu0 = proc_cpu(pid)
         for i in range(0, n, BATCH):
             seen = df.urls_seen([url(j) for j in range(i, min(i + BATCH, n))])
             assert kind == "bloom" or not any(seen)
+        out["server_cpu_us_per_url"] = (proc_cpu(pid) - cpu0) / n * 1e6
     elif kind == "scrapy-redis":
         from types import SimpleNamespace
 
