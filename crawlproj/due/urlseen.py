@@ -72,8 +72,9 @@ class DueConfig:
                                    # most (None: 1024 for 64-bit intsets, 48 for 128-bit
                                    # listpacks); lowered to the server's limit / 2.5 where
                                    # the crawl runs (URLSeen.fitted_load)
-    capacity: int = 10_000_000     # bloom: URLs of the whole crawl the first layer holds
-    error_rate: float = 1e-7       # bloom: false-positive rate up to the capacity
+    capacity: int | None = None    # bloom: URLs of the whole crawl the first layer holds;
+                                   # None: a growing filter (crawlproj.due.bloom)
+    error_rate: float = 1e-7       # bloom: false-positive rate (up to the capacity if set)
     strip_params: tuple = field(default=STRIP_PARAMS)
     strip_prefixes: tuple = field(default=STRIP_PREFIXES)
 
@@ -99,13 +100,14 @@ class DueConfig:
         # unset: derived (the bucket load from the bits, in __post_init__) or
         # the built-in lists of crawlproj.due.canonical
         load = settings.get("DUE_BUCKET_LOAD")
+        capacity = settings.get("DUE_BLOOM_CAPACITY")
         params = settings.get("DUE_STRIP_PARAMS")
         prefixes = settings.get("DUE_STRIP_PARAM_PREFIXES")
         return cls(
             mode=str(settings.get("DUE_MODE")).strip().lower(),
             bits=settings.getint("DUE_FINGERPRINT_BITS"),
             load=None if load is None else settings.getint("DUE_BUCKET_LOAD"),
-            capacity=settings.getint("DUE_BLOOM_CAPACITY"),
+            capacity=None if capacity is None else settings.getint("DUE_BLOOM_CAPACITY"),
             error_rate=settings.getfloat("DUE_BLOOM_ERROR_RATE"),
             strip_params=STRIP_PARAMS if params is None
             else tuple(settings.getlist("DUE_STRIP_PARAMS")),
@@ -188,8 +190,7 @@ class URLSeen:
         if c.mode == "exact":
             fields["load"] = self.fitted_load()
         else:
-            per_partition = -(-c.capacity // self.keyspace.partitions)
-            fields["spec"] = bloom.spec(per_partition, c.error_rate)
+            fields["spec"] = bloom.spec(c.capacity, c.error_rate, self.keyspace.partitions)
         pipe = self.redis.pipeline(transaction=False)
         for p in range(self.keyspace.partitions):
             for k, v in fields.items():
