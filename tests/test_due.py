@@ -22,7 +22,7 @@ from crawlproj.due import bloom
 from crawlproj.due.canonical import InvalidURL
 from crawlproj.due.dupefilter import RedisDupeFilter
 from crawlproj.due.fingerprint import fingerprint, url_fingerprint
-from crawlproj.due.urlseen import CALL_SIZE, DueConfig, URLSeen
+from crawlproj.due.urlseen import CALL_SIZE, DueConfig, DueConfigError, URLSeen
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
@@ -382,6 +382,19 @@ def test_settings_reach_the_frontier(redis_url):
     c = f.due.config
     assert (c.mode, c.capacity, c.strip_params, c.bits) == ("bloom", 1000, ("a", "b"), 128)
     assert c.strip_prefixes == ("utm_",)
+
+
+def test_whole_number_settings_without_a_default_are_refused_in_one_line():
+    """DUE_BLOOM_CAPACITY and DUE_BUCKET_LOAD default to None, so the settings
+    table checks no kind for them: the DUE does."""
+    for name in ("DUE_BLOOM_CAPACITY", "DUE_BUCKET_LOAD"):
+        crawler = get_crawler(WebSpider, {"DUE_MODE": "bloom", name: "abc"})
+        with pytest.raises(DueConfigError, match=f"^{name} must be a whole number or None, "
+                                                 f"not 'abc'$"):
+            DueConfig.from_settings(crawler.settings)
+        crawler = get_crawler(WebSpider, {"DUE_MODE": "bloom", name: "2000"})
+        assert 2000 in (DueConfig.from_settings(crawler.settings).capacity,
+                        DueConfig.from_settings(crawler.settings).load)
 
 
 def test_a_partition_without_its_configuration_fails_loudly(redis_url):

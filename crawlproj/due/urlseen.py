@@ -99,15 +99,13 @@ class DueConfig:
     def from_settings(cls, settings) -> DueConfig:
         # unset: derived (the bucket load from the bits, in __post_init__) or
         # the built-in lists of crawlproj.due.canonical
-        load = settings.get("DUE_BUCKET_LOAD")
-        capacity = settings.get("DUE_BLOOM_CAPACITY")
         params = settings.get("DUE_STRIP_PARAMS")
         prefixes = settings.get("DUE_STRIP_PARAM_PREFIXES")
         return cls(
             mode=str(settings.get("DUE_MODE")).strip().lower(),
             bits=settings.getint("DUE_FINGERPRINT_BITS"),
-            load=None if load is None else settings.getint("DUE_BUCKET_LOAD"),
-            capacity=None if capacity is None else settings.getint("DUE_BLOOM_CAPACITY"),
+            load=_whole_or_none(settings, "DUE_BUCKET_LOAD"),
+            capacity=_whole_or_none(settings, "DUE_BLOOM_CAPACITY"),
             error_rate=settings.getfloat("DUE_BLOOM_ERROR_RATE"),
             strip_params=STRIP_PARAMS if params is None
             else tuple(settings.getlist("DUE_STRIP_PARAMS")),
@@ -122,6 +120,18 @@ class DueConfig:
     def from_json(cls, text: str | bytes) -> DueConfig:
         d = json.loads(text)
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+def _whole_or_none(settings, name: str) -> int | None:
+    """A setting whose default is None (so the settings table checks no kind)
+    read as a whole number; another value is refused in one line."""
+    if settings.get(name) is None:
+        return None
+    try:
+        return settings.getint(name)
+    except (TypeError, ValueError):
+        raise DueConfigError(f"{name} must be a whole number or None, "
+                             f"not {settings.get(name)!r}") from None
 
 
 class URLSeen:
