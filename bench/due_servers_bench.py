@@ -312,7 +312,8 @@ def measure(server: Server, tree: Path, kind: str, n: int, contender: str) -> di
         from crawlproj.keyspace import Keyspace
         ks = Keyspace(crawl, 1)
         usage, enc, sizes = server.r.memory_usage(ks.due(0), samples=0), {}, []
-        for pattern in (ks.seen_pattern(0), ks.bloom_pattern(0, 0)):
+        layers = int(server.r.hget(ks.due(0), "nl") or 0)
+        for pattern in [ks.seen_pattern(0)] + [ks.bloom_pattern(0, j) for j in range(layers)]:
             u, e, s = due_keys_usage(server.r, pattern)
             usage += u
             enc.update(e)
