@@ -192,10 +192,9 @@ def bloom_rate(r, due) -> float:
     table = [tuple(int(x) for x in layer.split(",")) for layer in spec.decode().split(";")]
     total = 0.0
     for j in range(int(started or 0)):
-        k, blocks = table[j][0], table[j][1]
-        fills = []
-        for b in range(-(-blocks // bloom.BLOCKS_PER_BITMAP)):
-            data = r.get(f"{due.keyspace.prefix(0)}bloom:{j}:{b}")
+        k, fills = table[j][0], []
+        for key in r.scan_iter(due.keyspace.bloom_pattern(0, j)):
+            data = r.get(key)
             step = bloom.BLOCK_BITS // 8
             fills += [int.from_bytes(data[o:o + step], "big").bit_count() / bloom.BLOCK_BITS
                       for o in range(0, len(data), step)]
