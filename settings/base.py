@@ -257,8 +257,8 @@ DUE_BUCKET_LOAD = None
 # stays below twice DUE_BLOOM_ERROR_RATE (scalable Bloom filters). None: the
 # filter grows from a first layer of 2^19 URLs, each layer twice the last at
 # 0.8 x its rate, so the rate stays below DUE_BLOOM_ERROR_RATE at every size;
-# 4.8 to 11.4 bytes per URL from 1M to 2 billion URLs at 1e-7, one probe
-# per layer (5 at 10M URLs). Set it when the crawl's size is known.
+# its bits 4.8 to 11.4 bytes per URL from 1M to 2 billion URLs at 1e-7, one
+# probe per layer (5 at 10M URLs). Set it when the crawl's size is known.
 DUE_BLOOM_CAPACITY = None
 DUE_BLOOM_ERROR_RATE = 1e-7
 # Query parameters, and path parameters (/item.jsp;jsessionid=...), removed
