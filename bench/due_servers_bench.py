@@ -25,9 +25,14 @@ Lua heap (garbage of the last calls, a fixed cost of the server, not of the
 URLs) is reported apart: Redis 8 counts it in used_memory, 7.0 and Valkey not.
 
 * exact new / exact base: crawlproj's RedisDupeFilter.urls_seen (Scrapy's
-  DUPEFILTER_CLASS), batches of 10,000 URLs (canonicalise, fingerprint, one
-  script call), DUE_MODE=exact;
+  DUPEFILTER_CLASS), batches of 10,000 URLs (canonicalise, fingerprint,
+  script calls in one round trip), DUE_MODE=exact; with the server's CPU time per URL;
 * bloom new: the same, DUE_MODE=bloom, DUE_BLOOM_CAPACITY=N, 1e-7 (--bloom-sizes);
+* bloom default new / bloom default base: DUE_MODE=bloom at 1e-7 with the
+  tree's default DUE_BLOOM_CAPACITY (this tree: a growing filter); for every
+  bloom contender also the rate a new URL meets, read from the filter's blocks
+  (every layer started), and 100,000 seen and 100,000 new URLs tested (test
+  only): checks per second, the server's CPU per check, false positives;
 * scrapy-redis: scrapy_redis.dupefilter.RFPDupeFilter's set, its own
   request_fingerprint of each URL, loaded with SADD of 10,000 members per
   command (what request_seen() makes of the same URLs);
@@ -62,7 +67,10 @@ ROOT = Path(__file__).resolve().parent.parent
 BATCH = 10_000
 #: name -> (child kind, tree): the sizes' contenders, in the order they run
 CONTENDERS = {"exact new": ("exact", "new"), "exact base": ("exact", "base"),
-              "scrapy-redis": ("scrapy-redis", "new"), "bloom new": ("bloom", "new")}
+              "scrapy-redis": ("scrapy-redis", "new"), "bloom new": ("bloom", "new"),
+              "bloom default new": ("bloom-default", "new"),
+              "bloom default base": ("bloom-default", "base")}
+PROBES = 100_000  # bloom: URLs tested again (seen) and never inserted (new), test only
 SECTIONS = ["news", "sport", "blog", "shop", "wiki", "forum", "docs", "about",
             "products", "category/books", "category/music", "archive/2019", "archive/2020",
             "people", "events", "search"]
@@ -83,15 +91,27 @@ def child(kind: str, port: int, n: int, crawl: str) -> dict:
     import crawlproj
     out = {"code": str(Path(crawlproj.__file__).resolve().parent.parent)}
     t0 = time.perf_counter()
-    if kind in ("exact", "bloom"):
+    if kind in ("exact", "bloom", "bloom-default"):
         from crawlproj.due.dupefilter import RedisDupeFilter
         from crawlproj.due.urlseen import DueConfig, URLSeen
         from crawlproj.keyspace import Keyspace
-        config = DueConfig(mode=kind, capacity=n, error_rate=1e-7)
+        if kind == "bloom-default":  # the tree's own default capacity
+            config = DueConfig(mode="bloom", error_rate=1e-7)
+        else:
+            config = DueConfig(mode=kind, capacity=n, error_rate=1e-7)
         df = RedisDupeFilter(URLSeen(r, Keyspace.open(r, crawl, 1), config))
+        pid = int(r.info("server")["process_id"])
+        cpu0 = proc_cpu(pid)
         for i in range(0, n, BATCH):
             seen = df.urls_seen([url(j) for j in range(i, min(i + BATCH, n))])
-            assert kind == "bloom" or not any(seen)
+            assert kind != "exact" or not any(seen)
+        out["server_cpu_us_per_url"] = (proc_cpu(pid) - cpu0) / n * 1e6
+        out["seconds"] = time.perf_counter() - t0
+        if kind != "exact":
+            out.update(bloom_costs(df, pid, n))
+            out["rate_from_filter"] = bloom_rate(r, df.due)
+        out["urls_per_s"] = n / out["seconds"]
+        return out
     elif kind == "scrapy-redis":
         from types import SimpleNamespace
 
@@ -139,6 +159,47 @@ def child(kind: str, port: int, n: int, crawl: str) -> dict:
     out["seconds"] = time.perf_counter() - t0
     out["urls_per_s"] = n / out["seconds"]
     return out
+
+
+def bloom_costs(df, pid: int, n: int) -> dict:
+    """Seen and new URLs tested (test only) after the fill: checks per second
+    and the server's CPU per check. A seen URL is found in the layer that holds
+    it, the newest first; a new one is probed in every layer."""
+    out = {}
+    for name, start in (("seen", 0), ("new", n)):
+        urls = [url(j) for j in range(start, start + min(PROBES, n))]
+        cpu0, t0 = proc_cpu(pid), time.perf_counter()
+        answers = []
+        for i in range(0, len(urls), BATCH):
+            answers += df.urls_seen(urls[i:i + BATCH], mark=False)
+        wall = time.perf_counter() - t0
+        out[f"{name}_checks_per_s"] = round(len(urls) / wall)
+        out[f"server_cpu_us_per_{name}_check"] = round((proc_cpu(pid) - cpu0) / len(urls) * 1e6,
+                                                       2)
+        if name == "seen":
+            assert all(answers)
+        else:
+            out["probed_false_positives"] = sum(answers)
+    return out
+
+
+def bloom_rate(r, due) -> float:
+    """The rate a new URL meets, read from the filter: a false positive in any
+    layer, mean(fill^k) over a layer's blocks (crawlproj.due.bloom.measured_rate)."""
+    from crawlproj.due import bloom
+    key = due.keyspace.due(0)
+    spec, started = r.hmget(key, "spec", "nl")
+    table = [tuple(int(x) for x in layer.split(",")) for layer in spec.decode().split(";")]
+    total = 0.0
+    for j in range(int(started or 0)):
+        k, fills = table[j][0], []
+        for key in r.scan_iter(due.keyspace.bloom_pattern(0, j)):
+            data = r.get(key)
+            step = bloom.BLOCK_BITS // 8
+            fills += [int.from_bytes(data[o:o + step], "big").bit_count() / bloom.BLOCK_BITS
+                      for o in range(0, len(data), step)]
+        total += bloom.measured_rate(fills, k)
+    return total
 
 
 def proc_cpu(pid: int) -> float:
@@ -235,6 +296,12 @@ def measure(server: Server, tree: Path, kind: str, n: int, contender: str) -> di
     for cpu in ("server_cpu_us_per_url", "client_cpu_us_per_url"):
         if cpu in res:
             row[cpu] = round(res[cpu], 2)
+    for field in ("seen_checks_per_s", "server_cpu_us_per_seen_check", "new_checks_per_s",
+                  "server_cpu_us_per_new_check", "probed_false_positives"):
+        if field in res:
+            row[field] = res[field]
+    if "rate_from_filter" in res:
+        row["rate_from_filter"] = float(f"{res['rate_from_filter']:.3g}")
     after = server.used()
     row["used_memory_per_url"] = round((after[0] - before[0]) / n, 2)
     row["lua_heap_per_url"] = round((after[1] - before[1]) / n, 2)
@@ -244,7 +311,8 @@ def measure(server: Server, tree: Path, kind: str, n: int, contender: str) -> di
         from crawlproj.keyspace import Keyspace
         ks = Keyspace(crawl, 1)
         usage, enc, sizes = server.r.memory_usage(ks.due(0), samples=0), {}, []
-        for pattern in (ks.seen_pattern(0), ks.bloom_pattern(0, 0)):
+        layers = int(server.r.hget(ks.due(0), "nl") or 0)
+        for pattern in [ks.seen_pattern(0)] + [ks.bloom_pattern(0, j) for j in range(layers)]:
             u, e, s = due_keys_usage(server.r, pattern)
             usage += u
             enc.update(e)
@@ -308,7 +376,8 @@ def main(argv=None):
             try:
                 for n in [int(s) for s in args.sizes.split(",") if s]:
                     for contender in wanted:
-                        if contender == "bloom new" and str(n) not in args.bloom_sizes.split(","):
+                        if (contender.startswith("bloom")
+                                and str(n) not in args.bloom_sizes.split(",")):
                             continue
                         kind, tree = CONTENDERS[contender]
                         rows.append(measure(server, base_tree if tree == "base" else ROOT,

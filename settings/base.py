@@ -254,8 +254,12 @@ DUE_BUCKET_LOAD = None
 # Bloom mode: URLs of the whole crawl the filter is sized for (allocated at the
 # start: ~4.3 bytes each at 1e-7), and its false-positive rate. Past the
 # capacity the filter adds layers twice as large at half the rate, so the rate
-# stays below twice DUE_BLOOM_ERROR_RATE (scalable Bloom filters).
-DUE_BLOOM_CAPACITY = 10_000_000
+# stays below twice DUE_BLOOM_ERROR_RATE (scalable Bloom filters). None: the
+# filter grows from a first layer of 2^19 URLs, each layer twice the last at
+# 0.8 x its rate, so the rate stays below DUE_BLOOM_ERROR_RATE at every size;
+# its bits 4.8 to 11.4 bytes per URL from 1M to 2 billion URLs at 1e-7, one
+# probe per layer (5 at 10M URLs). Set it when the crawl's size is known.
+DUE_BLOOM_CAPACITY = None
 DUE_BLOOM_ERROR_RATE = 1e-7
 # Query parameters, and path parameters (/item.jsp;jsessionid=...), removed
 # from URLs before fingerprinting: they name a session or a campaign, not a

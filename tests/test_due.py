@@ -22,7 +22,7 @@ from crawlproj.due import bloom
 from crawlproj.due.canonical import InvalidURL
 from crawlproj.due.dupefilter import RedisDupeFilter
 from crawlproj.due.fingerprint import fingerprint, url_fingerprint
-from crawlproj.due.urlseen import DueConfig, URLSeen
+from crawlproj.due.urlseen import CALL_SIZE, DueConfig, DueConfigError, URLSeen
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
@@ -243,6 +243,29 @@ def test_a_fitted_table_survives_a_killed_server(redis_server_factory):
     assert seen_bytes_per_fp(due, len(fps))[1] == {b"intset"}
 
 
+def lua_heap(r) -> int:
+    """The scripts' Lua heap in bytes, as INFO reports it (Redis 7.4+ also
+    counts it in used_memory)."""
+    return int(r.info("memory")["used_memory_lua"])
+
+
+def test_a_batch_check_leaves_no_garbage_in_the_scripts_heap(redis_url):
+    """What a check's calls allocate is freed by the calls themselves; only the
+    last call's ARGV, which Redis holds until the next script runs, is left
+    beside what the scripts keep."""
+    r = redis.Redis.from_url(redis_url)
+    due = seen_of(r, partitions=1)
+    fps = random_fps(200_000, seed=14)
+    assert all(due.check({0: fps})[0])  # 100 calls, one round trip
+    at_rest = lua_heap(r)
+    r.eval("collectgarbage('collect')", 0)  # a new ARGV: the last one is garbage too
+    kept = lua_heap(r)
+    # one call's ARGV: 2,000 strings of 20 digits, about 80 bytes each with
+    # their slots (calls of 10,000, or without the collection, leave 390 KB
+    # to 1.8 MB here)
+    assert at_rest - kept <= CALL_SIZE * 100, (at_rest, kept)
+
+
 # -- bloom mode --------------------------------------------------------------------
 
 def test_bloom_mode_has_no_false_negatives_and_its_configured_rate(redis_url):
@@ -272,6 +295,48 @@ def test_bloom_mode_adds_layers_past_its_capacity(redis_url):
     assert rate < 2e-3 * 1.5, rate  # below twice the configured rate
 
 
+def test_a_growing_bloom_filter_keeps_its_configured_rate_across_layers(redis_url):
+    """DUE_BLOOM_CAPACITY unset: layers twice as large as the last, whose rates
+    add up to less than the configured one, however many are started. The
+    layer table is the growing filter's own, from a first layer of 16,384 URLs
+    instead of 2^19, so that a test fills three layers."""
+    r = redis.Redis.from_url(redis_url)
+    rate = 1e-2
+    table = [bloom.growing_layer(16_384, rate, j) for j in range(bloom.MAX_LAYERS)]
+    ks = Keyspace.open(r, "t", 1)
+    r.hset(ks.due(0), mapping={"mode": "bloom", "bits": 64, "spec": bloom.spec_of(table)})
+    due = URLSeen(r, ks, DueConfig(mode="bloom", error_rate=rate))
+    assert due.config.capacity is None
+    n = 16_384 * 7  # three layers full
+    fps = random_fps(n + 100_000, seed=5)
+    inserted, probes = fps[:n], fps[n:]
+    assert sum(due.check({0: inserted})[0]) > n * 0.98  # (false positives on the way in)
+    assert due.stats()["layers"] == 3
+    assert not any(due.check({0: inserted})[0])
+    fp_rate = sum(not x for x in due.check({0: probes}, mark=False)[0]) / len(probes)
+    # expected 0.2 + 0.16 + 0.128 of 1e-2 = 0.0049 (+-0.0002); a table whose
+    # first layer had the whole rate (the sized filter's: 1 + 1/2 + 1/4 of it)
+    # gives 0.0175
+    assert fp_rate < rate * 0.6, fp_rate
+    assert sum(x.rate for x in table) < rate
+
+
+def test_the_growing_bloom_filter_is_the_default_and_its_memory_per_url():
+    assert DueConfig(mode="bloom").capacity is None
+    grow, sized = bloom.layers(None, 1e-7), bloom.layers(10_000_000, 1e-7)
+    assert grow[0].cap == bloom.FIRST_LAYER and sized[0].cap == 10_000_000
+    assert bloom.layers(None, 1e-7, partitions=4)[0].cap == bloom.FIRST_LAYER // 4
+    # from 1M to 2 billion URLs, just before and just after each layer starts
+    held, sizes = 0, []
+    for x in grow:
+        if held >= 1_000_000 and held < 2e9:
+            sizes += [held, held + 1]
+        held += x.cap
+    per_url = [bloom.bytes_per_url(grow, n) for n in sizes]
+    assert 4.5 < min(per_url) and max(per_url) < 11.5, (min(per_url), max(per_url))
+    assert bloom.bytes_per_url(sized, 10_000_000) < 4.5 < 40 < bloom.bytes_per_url(sized, 10**6)
+
+
 def test_bloom_sizing():
     c, k = bloom.sizing(1e-7)
     assert c / 8 <= 4.5 and 20 <= k <= 25
@@ -282,6 +347,8 @@ def test_bloom_sizing():
         bloom.layers(10, 1.5)
     with pytest.raises(ValueError, match="DUE_BLOOM_CAPACITY"):
         bloom.layers(0, 0.01)
+    with pytest.raises(ValueError, match="DUE_BLOOM_CAPACITY"):
+        bloom.layers(True, 0.01)
 
 
 # -- configuration -----------------------------------------------------------------
@@ -315,6 +382,19 @@ def test_settings_reach_the_frontier(redis_url):
     c = f.due.config
     assert (c.mode, c.capacity, c.strip_params, c.bits) == ("bloom", 1000, ("a", "b"), 128)
     assert c.strip_prefixes == ("utm_",)
+
+
+def test_whole_number_settings_without_a_default_are_refused_in_one_line():
+    """DUE_BLOOM_CAPACITY and DUE_BUCKET_LOAD default to None, so the settings
+    table checks no kind for them: the DUE does."""
+    for name in ("DUE_BLOOM_CAPACITY", "DUE_BUCKET_LOAD"):
+        crawler = get_crawler(WebSpider, {"DUE_MODE": "bloom", name: "abc"})
+        with pytest.raises(DueConfigError, match=f"^{name} must be a whole number or None, "
+                                                 f"not 'abc'$"):
+            DueConfig.from_settings(crawler.settings)
+        crawler = get_crawler(WebSpider, {"DUE_MODE": "bloom", name: "2000"})
+        assert 2000 in (DueConfig.from_settings(crawler.settings).capacity,
+                        DueConfig.from_settings(crawler.settings).load)
 
 
 def test_a_partition_without_its_configuration_fails_loudly(redis_url):

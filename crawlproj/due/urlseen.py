@@ -50,6 +50,12 @@ _BLOOM_WORDS = -(-(4 + 2 * bloom.MAX_K) // 16)
 # bucket of the linear hash table within the limit (they hold up to ~2 x load).
 DEFAULT_LIMITS = {"set-max-intset-entries": 512, "set-max-listpack-entries": 128}
 HEADROOM = 2.5
+# Fingerprints per script call of URLSeen.check. Redis keeps a call's ARGV in
+# the scripts' heap until the next call, and Redis 7.4+ counts that heap in
+# used_memory: about 80 bytes per fingerprint of the last call (0.24 bytes
+# per URL at 1M URLs with 2,000, 1.03 with 10,000: docs/due.md). The calls
+# all go in one pipelined round trip, so smaller calls cost no round trips.
+CALL_SIZE = 2_000
 
 
 class DueConfigError(CrawlprojError, ValueError):
@@ -66,8 +72,9 @@ class DueConfig:
                                    # most (None: 1024 for 64-bit intsets, 48 for 128-bit
                                    # listpacks); lowered to the server's limit / 2.5 where
                                    # the crawl runs (URLSeen.fitted_load)
-    capacity: int = 10_000_000     # bloom: URLs of the whole crawl the first layer holds
-    error_rate: float = 1e-7       # bloom: false-positive rate up to the capacity
+    capacity: int | None = None    # bloom: URLs of the whole crawl the first layer holds;
+                                   # None: a growing filter (crawlproj.due.bloom)
+    error_rate: float = 1e-7       # bloom: false-positive rate (up to the capacity if set)
     strip_params: tuple = field(default=STRIP_PARAMS)
     strip_prefixes: tuple = field(default=STRIP_PREFIXES)
 
@@ -92,14 +99,13 @@ class DueConfig:
     def from_settings(cls, settings) -> DueConfig:
         # unset: derived (the bucket load from the bits, in __post_init__) or
         # the built-in lists of crawlproj.due.canonical
-        load = settings.get("DUE_BUCKET_LOAD")
         params = settings.get("DUE_STRIP_PARAMS")
         prefixes = settings.get("DUE_STRIP_PARAM_PREFIXES")
         return cls(
             mode=str(settings.get("DUE_MODE")).strip().lower(),
             bits=settings.getint("DUE_FINGERPRINT_BITS"),
-            load=None if load is None else settings.getint("DUE_BUCKET_LOAD"),
-            capacity=settings.getint("DUE_BLOOM_CAPACITY"),
+            load=_whole_or_none(settings, "DUE_BUCKET_LOAD"),
+            capacity=_whole_or_none(settings, "DUE_BLOOM_CAPACITY"),
             error_rate=settings.getfloat("DUE_BLOOM_ERROR_RATE"),
             strip_params=STRIP_PARAMS if params is None
             else tuple(settings.getlist("DUE_STRIP_PARAMS")),
@@ -114,6 +120,18 @@ class DueConfig:
     def from_json(cls, text: str | bytes) -> DueConfig:
         d = json.loads(text)
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+def _whole_or_none(settings, name: str) -> int | None:
+    """A setting whose default is None (so the settings table checks no kind)
+    read as a whole number; another value is refused in one line."""
+    if settings.get(name) is None:
+        return None
+    try:
+        return settings.getint(name)
+    except (TypeError, ValueError):
+        raise DueConfigError(f"{name} must be a whole number or None, "
+                             f"not {settings.get(name)!r}") from None
 
 
 class URLSeen:
@@ -182,8 +200,7 @@ class URLSeen:
         if c.mode == "exact":
             fields["load"] = self.fitted_load()
         else:
-            per_partition = -(-c.capacity // self.keyspace.partitions)
-            fields["spec"] = bloom.spec(per_partition, c.error_rate)
+            fields["spec"] = bloom.spec(c.capacity, c.error_rate, self.keyspace.partitions)
         pipe = self.redis.pipeline(transaction=False)
         for p in range(self.keyspace.partitions):
             for k, v in fields.items():
@@ -281,7 +298,7 @@ class URLSeen:
     # -- batched checks ----------------------------------------------------
 
     def check(self, batches: dict[int, Iterable[int]], mark: bool = True,
-              max_per_call: int = 10_000) -> dict[int, list[bool]]:
+              max_per_call: int = CALL_SIZE) -> dict[int, list[bool]]:
         """{partition: [fingerprint, ...]} -> {partition: [is new, ...]}.
 
         With mark (test-and-set) the URLs are seen afterwards; a fingerprint
