@@ -84,6 +84,11 @@ class LinkStorePipeline:
         if moved:
             self.stats.inc_value("stores/links/segments")
             self.stats.inc_value("stores/links/compacted_pages", moved)
+            # Pages appended while this segment was written may already fill
+            # another: compact again until the working set is below a segment,
+            # so that it stays bounded when compaction lags behind the crawl
+            # (and the pages of a short crawl reach their segments at close).
+            self._maybe_compact([p])
 
     def _compact_failed(self, failure, p):
         self._compacting.discard(p)
@@ -96,5 +101,5 @@ class LinkStorePipeline:
     async def close_spider(self, spider=None):
         if self.batch is not None:
             await maybe_deferred_to_future(self.batch.close())
-        for d in list(self._running):
-            await maybe_deferred_to_future(d)
+        while self._running:  # a compaction may start the next one
+            await maybe_deferred_to_future(self._running[0])
