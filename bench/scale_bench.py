@@ -283,6 +283,13 @@ def crawl_phase(a, out: list) -> bytes | None:
 
 # -- phase: structures built alone -----------------------------------------------------
 
+def spread_fp(i: int) -> int:
+    """The i-th of distinct signed 64-bit fingerprints spread over the range
+    (Fibonacci hashing), as the DUE's mmh3 fingerprints are."""
+    x = (i * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    return x - (1 << 64) if x >> 63 else x
+
+
 def used(r) -> int:
     time.sleep(0.2)  # lazy frees of the last flush
     return int(r.info("memory")["used_memory"])
@@ -318,7 +325,7 @@ def alone_phase(a, out: list, pm_value: bytes | None) -> None:
             before = used(r)
             key = keyspace.pagemeta(0, 0)
             for i in range(0, n, 5000):
-                r.hset(key, mapping={fp_bytes((j * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF): value
+                r.hset(key, mapping={fp_bytes(spread_fp(j)): value
                                      for j in range(i, min(n, i + 5000))})
             delta = used(r) - before
             emit(out, {"phase": "alone", "structure": "page metadata", "pages": pages,
@@ -333,7 +340,7 @@ def alone_phase(a, out: list, pm_value: bytes | None) -> None:
         before = used(r)
         pipe = r.pipeline(transaction=False)
         for i, u in enumerate(urls):
-            pipe.set(keyspace.content((i * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF), u, nx=True)
+            pipe.set(keyspace.content(spread_fp(i)), u, nx=True)
             if len(pipe) >= 5000:
                 pipe.execute()
         pipe.execute()
@@ -345,19 +352,52 @@ def alone_phase(a, out: list, pm_value: bytes | None) -> None:
 
 # -- phase: the frontier workload, many clients, one server or a cluster ---------------------
 
-def fitted_partitions(n_primaries: int, crawl_id: str = "scale") -> tuple[int, float]:
-    """Keyspace.fitted_partitions for n primaries with even slot ranges,
-    without a cluster: (the count, the busiest primary's share)."""
+def slot_spread(n_primaries: int, crawl_id: str, count: int) -> Counter:
+    """Partitions per primary of a cluster whose n primaries hold even slot
+    ranges (as start_cluster makes them)."""
     per = SLOTS // n_primaries
+    ks = Keyspace(crawl_id, count)
+    return Counter(min(key_slot(ks.prefix(p).encode()) // per, n_primaries - 1)
+                   for p in range(count))
+
+
+def fitted_partitions(n_primaries: int, crawl_id: str = "scale") -> dict:
+    """What Keyspace.fitted_partitions gives a crawl on n primaries with even
+    slot ranges, computed without a cluster (its rule: of 2n to 4n - 1, the
+    count whose busiest primary holds the smallest share, a count that leaves
+    a primary without a partition ranking last): the count, the primaries it
+    uses, and the busiest one's share of the partitions."""
     best = None
     for count in range(2 * n_primaries, 4 * n_primaries):
-        ks = Keyspace(crawl_id, count)
-        on = Counter(min(key_slot(ks.prefix(p).encode()) // per, n_primaries - 1)
-                     for p in range(count))
+        on = slot_spread(n_primaries, crawl_id, count)
         share = max(on.values()) / count if len(on) == n_primaries else 1.0
         if best is None or share < best[1]:
-            best = (count, share)
-    return best
+            best = (count, share, on)
+    count, _, on = best
+    return {"partitions": count, "primaries_used": len(on),
+            "busiest_primary_partition_share": round(max(on.values()) / count, 4)}
+
+
+def spread_at(n_primaries: int, count: int, crawl_ids: int = 200) -> dict:
+    """A fixed partition count over many crawl ids: how often every primary
+    gets a partition, and the busiest primary's mean share."""
+    spreads = [slot_spread(n_primaries, f"crawl{i}", count) for i in range(crawl_ids)]
+    return {"partitions": count,
+            "all_primaries_used": round(sum(len(on) == n_primaries for on in spreads) / crawl_ids, 3),
+            "busiest_share_mean": round(mean([max(on.values()) / count for on in spreads]), 4)}
+
+
+def fitted_spread(n_primaries: int, crawl_ids: int = 200) -> dict:
+    """fitted_partitions over many crawl ids: how often every primary gets a
+    partition, and the busiest primary's share (mean, worst)."""
+    fits = [fitted_partitions(n_primaries, f"crawl{i}") for i in range(crawl_ids)]
+    shares = [f["busiest_primary_partition_share"] for f in fits]
+    return {"crawl_ids": crawl_ids,
+            "all_primaries_used": round(sum(f["primaries_used"] == n_primaries for f in fits)
+                                        / crawl_ids, 3),
+            "primaries_used_mean": round(mean([f["primaries_used"] for f in fits]), 2),
+            "busiest_share_mean": round(mean(shares), 4), "busiest_share_worst": max(shares),
+            "even_share": round(1 / n_primaries, 4)}
 
 
 def busiest_share(hosts: Counter, keyspace: Keyspace, n_primaries: int) -> float:
@@ -511,7 +551,7 @@ def frontier_phase(a, out: list) -> None:
             rc = redis.cluster.RedisCluster.from_url(cluster_url)
             partitions = Keyspace.fitted_partitions(rc, "scale")  # as a crawl's first worker
             rc.close()
-            computed, node_share = fitted_partitions(len(nodes))
+            computed = fitted_partitions(len(nodes))["partitions"]
             if computed != partitions:
                 raise RuntimeError(f"fitted_partitions computed {computed}, the cluster {partitions}")
             single_url = f"redis://127.0.0.1:{single.connection_pool.connection_kwargs['port']}/0"
@@ -526,16 +566,17 @@ def frontier_phase(a, out: list) -> None:
                     partitions=partitions, nodes=[n.client() for n in nodes],
                     client=lambda: redis.cluster.RedisCluster.from_url(cluster_url)),
             }
-            spread = {f"{n} primaries": dict(zip(("partitions", "busiest_primary_partition_share"),
-                                                  fitted_partitions(n)))
-                      for n in (3, 16)}
+            spread = {}
             for n in (3, 16):
-                count = spread[f"{n} primaries"]["partitions"]
-                spread[f"{n} primaries"]["busiest_primary_url_share_this_web"] = round(
-                    busiest_share(hosts, Keyspace("scale", count), n), 3)
+                fit = fitted_partitions(n)
+                fit["busiest_primary_url_share_this_web"] = round(
+                    busiest_share(hosts, Keyspace("scale", fit["partitions"]), n), 3)
+                fit["over_crawl_ids"] = fitted_spread(n)
+                fit["fixed_counts"] = [spread_at(n, c) for c in (4 * n, 8 * n, 16 * n)]
+                spread[f"{n} primaries"] = fit
             emit(out, {"phase": "frontier", "urls": len(entries), "hosts": len(hosts),
                        "biggest_host_share": round(hosts.most_common(1)[0][1] / len(entries), 3),
-                       "cluster_partitions": partitions, "busiest_primary_partition_share": node_share,
+                       "cluster_partitions": partitions,
                        "spread": spread, "server": single.info("server").get("server_name", "redis")})
             for rnd in range(a.frontier_repeat):
                 for clients in [int(x) for x in a.clients.split(",")]:
@@ -590,7 +631,7 @@ def project(rows: list) -> dict:
         out["cluster_cpu_per_op_over_single"] = round(overhead, 2)
         out["3 primaries"] = capacity(us_page * overhead, 3, worker, (1 / 3) / busiest)
         out["3 primaries"]["busiest_share"] = round(busiest, 3)
-        share16 = head["spread"]["16 primaries"]["busiest_primary_partition_share"]
+        share16 = head["spread"]["16 primaries"]["over_crawl_ids"]["busiest_share_mean"]
         out["16 primaries"] = capacity(us_page * overhead, 16, worker, (1 / 16) / share16)
         out["16 primaries"]["busiest_share"] = round(share16, 3)
     return out

@@ -83,7 +83,7 @@ def test_the_projection_takes_the_default_stack_and_the_clusters_measured_overhe
         {"phase": "crawl", "config": "cp1", "pages_per_s": 300.0, "server": {"us_per_page": 20.0}},
         {"phase": "crawl", "config": "full1", "pages_per_s": 100.0, "server": {"us_per_page": 40.0}},
         {"phase": "crawl", "config": "full1", "pages_per_s": 140.0, "server": {"us_per_page": 60.0}},
-        {"phase": "frontier", "spread": {"16 primaries": {"busiest_primary_partition_share": 0.125}}},
+        {"phase": "frontier", "spread": {"16 primaries": {"over_crawl_ids": {"busiest_share_mean": 0.125}}}},
         frontier("single-1", 6.0, 14.0, [1.0]),
         frontier("cluster3-9", 9.0, 21.0, [0.4, 0.3, 0.3]),
     ]
