@@ -61,13 +61,12 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# crawl_bench extracts the code under test (--src) and puts it first on sys.path
-from crawl_bench import CONFIGS, SRC, SRC_DESC, Bench, config, flush_sync, loadavg, scratch_server
-
-sys.path.insert(1, str(SRC))
-
 import redis
 import redis.cluster
+
+# crawl_bench extracts the code under test (--src) and puts it first on sys.path,
+# before crawlproj is imported
+from crawl_bench import CONFIGS, SRC_DESC, Bench, config, flush_sync, loadavg, scrapy_stats, scratch_server
 from redis.crc import key_slot
 
 from crawlproj.keyspace import Keyspace
@@ -254,6 +253,14 @@ def crawl_phase(a, out: list) -> bytes | None:
                 mem = memory_by_structure(bench.r, keyspace)
                 counts = crawl_counts(bench.r, keyspace)
                 pages = max(res["pages"], 1)
+                st = Counter()
+                for i in range(c["workers"]):
+                    st.update({k: v for k, v in scrapy_stats(
+                        (Path(res["dir"]) / f"worker{i}.log").read_text(errors="replace")).items()
+                        if isinstance(v, (int, float))})
+                # links the spider followed: dropped in the worker as sent lately,
+                # or handed to the scheduler (which sends the new ones to Redis)
+                links = st["frontier/recent_links_dropped"] + st["frontier/enqueue_requests"]
                 row = {"phase": "crawl", "round": rnd + 1, "config": name, "load_avg_before": load,
                        "load_avg_after": loadavg(), "pages": res["pages"],
                        "pages_per_s": res["pages_per_s"],
@@ -264,6 +271,10 @@ def crawl_phase(a, out: list) -> bytes | None:
                        "client_commands_per_page": res["redis"]["client_commands_per_page"],
                        "round_trips_per_page": res["redis"]["round_trips_per_page"],
                        "counts": counts,
+                       "followed_links_per_page": round(links / pages, 2),
+                       "links_dropped_in_worker_per_page": round(
+                           st["frontier/recent_links_dropped"] / pages, 2),
+                       "frontier_script_calls_per_page": round(st["frontier/redis_commands"] / pages, 3),
                        "new_urls_per_page": round(counts["URLs seen"] / pages, 3),
                        "duplicates_reaching_redis_per_page": round(counts["duplicates"] / pages, 3),
                        "used_memory_delta": bench.r.info("memory")["used_memory"] - used0,
