@@ -309,6 +309,7 @@ def used(r) -> int:
 def alone_phase(a, out: list, pm_value: bytes | None) -> None:
     from due_bench import due_for, fill_due
 
+    from crawlproj.due import bloom
     from crawlproj.stores.pagemeta import fp_bytes
 
     with scratch_server(aof=False, prefix="scale-bench-alone-") as (r, _):
@@ -322,7 +323,14 @@ def alone_phase(a, out: list, pm_value: bytes | None) -> None:
             due = due_for(r, "alone", **cfg)
             took = fill_due(due, a.due_urls)
             delta = used(r) - before
-            emit(out, {"phase": "alone", "structure": name, "urls": a.due_urls,
+            row = {}
+            if cfg["mode"] == "bloom":  # the layer table's bitmaps, computed: a crawl of
+                # n URLs, its capacity (if sized) set to n
+                row["computed_bytes_per_url"] = {
+                    f"{n:.0e}": round(bloom.bytes_per_url(bloom.layers(
+                        n if "capacity" in cfg else None, cfg["error_rate"]), n), 2)
+                    for n in (a.due_urls, 10 ** 9)}
+            emit(out, {"phase": "alone", "structure": name, "urls": a.due_urls, **row,
                        "bytes_per_url": round(delta / a.due_urls, 2),
                        "server_cpu_us_per_new_url": round(1e6 * (server_cpu(r) - cpu0) / a.due_urls, 2),
                        "seconds": round(took["seconds"], 1), "load_avg": loadavg()})
