@@ -573,6 +573,7 @@ def frontier_phase(a, out: list) -> None:
             computed = fitted_partitions(len(nodes))["partitions"]
             if computed != partitions:
                 raise RuntimeError(f"fitted_partitions computed {computed}, the cluster {partitions}")
+            p16 = fitted_partitions(16)["partitions"]
             single_url = f"redis://127.0.0.1:{single.connection_pool.connection_kwargs['port']}/0"
             setups = {
                 "single-1": dict(name="single-1", url=single_url, cluster=False, partitions=1,
@@ -580,6 +581,11 @@ def frontier_phase(a, out: list) -> None:
                 f"single-{partitions}": dict(name=f"single-{partitions}", url=single_url,
                                              cluster=False, partitions=partitions, nodes=[single],
                                              client=lambda: redis.Redis.from_url(single_url)),
+                # the partitions a crawl gets on 16 primaries, on one server: the
+                # cost of splitting the work that finely, measured
+                f"single-{p16}": dict(name=f"single-{p16}", url=single_url, cluster=False,
+                                      partitions=p16, nodes=[single],
+                                      client=lambda: redis.Redis.from_url(single_url)),
                 f"cluster3-{partitions}": dict(
                     name=f"cluster3-{partitions}", url=cluster_url, cluster=True,
                     partitions=partitions, nodes=[n.client() for n in nodes],
@@ -628,8 +634,9 @@ def project(rows: list) -> dict:
     """Scale on paper from one invocation's rows: the server's CPU per page of
     the default stack (full1) carried by one core, by the 3-node cluster as
     measured (its CPU per operation against one server's, and its busiest
-    node's share), and by 16 primaries (the same per-operation overhead; the
-    busiest primary's share of the partitions, hosts assumed many and even)."""
+    node's share), and by 16 primaries (the
+    busiest primary's share of the partitions over many crawl ids, hosts
+    assumed many and even; the finer split's cost measured on one server)."""
     crawls = [r for r in rows if r.get("phase") == "crawl" and "server" in r]
     full = [r for r in crawls if r["config"].startswith("full")] or crawls
     if not full:
@@ -640,19 +647,31 @@ def project(rows: list) -> dict:
            "one core": capacity(us_page, 1, worker)}
     runs = [r for r in rows if r.get("phase") == "frontier" and "enqueue" in r and r["clients"] == 1]
     head = next((r for r in rows if r.get("phase") == "frontier" and "spread" in r), None)
-    single = [r for r in runs if r["setup"] == "single-1"]
-    cluster = [r for r in runs if r["setup"].startswith("cluster")]
-    if single and cluster and head:
-        def per_op(r):  # server CPU per enqueued URL plus per lease
-            return r["enqueue"]["server_cpu_us_per_url"] + r["lease_release"]["server_cpu_us_per_lease"]
-        overhead = mean([per_op(r) for r in cluster]) / mean([per_op(r) for r in single])
-        busiest = mean([max(r["enqueue"]["per_server_share"]) for r in cluster])
-        out["cluster_cpu_per_op_over_single"] = round(overhead, 2)
-        out["3 primaries"] = capacity(us_page * overhead, 3, worker, (1 / 3) / busiest)
+
+    def per_op(setup):  # server CPU per enqueued URL plus per lease, all servers
+        got = [r["enqueue"]["server_cpu_us_per_url"] + r["lease_release"]["server_cpu_us_per_lease"]
+               for r in runs if r["setup"] == setup]
+        return mean(got)
+
+    cluster = next((r for r in runs if r["setup"].startswith("cluster")), None)
+    if cluster and head and per_op("single-1"):
+        p3 = cluster["partitions"]
+        p16 = head["spread"]["16 primaries"]["partitions"]
+        base = per_op("single-1")
+        overhead3 = per_op(cluster["setup"]) / base
+        busiest = mean([max(r["enqueue"]["per_server_share"]) for r in runs
+                        if r["setup"] == cluster["setup"]])
+        out["cluster_cpu_per_op_over_single"] = round(overhead3, 2)
+        out["3 primaries"] = capacity(us_page * overhead3, 3, worker, (1 / 3) / busiest)
         out["3 primaries"]["busiest_share"] = round(busiest, 3)
+        # 16 primaries: the finer split measured on one server, times what the
+        # cluster's client and network added to the 3-node split
+        cluster_factor = per_op(cluster["setup"]) / per_op(f"single-{p3}")
+        overhead16 = per_op(f"single-{p16}") / base * cluster_factor
         share16 = head["spread"]["16 primaries"]["over_crawl_ids"]["busiest_share_mean"]
-        out["16 primaries"] = capacity(us_page * overhead, 16, worker, (1 / 16) / share16)
-        out["16 primaries"]["busiest_share"] = round(share16, 3)
+        out["16 primaries"] = capacity(us_page * overhead16, 16, worker, (1 / 16) / share16)
+        out["16 primaries"].update(busiest_share=round(share16, 3),
+                                   cpu_per_op_over_single=round(overhead16, 2))
     return out
 
 

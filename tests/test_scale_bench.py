@@ -74,23 +74,30 @@ def test_capacity_is_cores_over_cpu_per_page_shared_by_the_busiest_core(scale_be
 
 
 def test_the_projection_takes_the_default_stack_and_the_clusters_measured_overhead(scale_bench):
-    def frontier(setup, enq, lease, shares):
-        return {"phase": "frontier", "setup": setup, "clients": 1,
-                "enqueue": {"server_cpu_us_per_url": enq, "per_server_share": shares},
+    def frontier(setup, partitions, enq, lease, shares=(1.0,)):
+        return {"phase": "frontier", "setup": setup, "partitions": partitions, "clients": 1,
+                "enqueue": {"server_cpu_us_per_url": enq, "per_server_share": list(shares)},
                 "lease_release": {"server_cpu_us_per_lease": lease}}
 
     rows = [
         {"phase": "crawl", "config": "cp1", "pages_per_s": 300.0, "server": {"us_per_page": 20.0}},
         {"phase": "crawl", "config": "full1", "pages_per_s": 100.0, "server": {"us_per_page": 40.0}},
         {"phase": "crawl", "config": "full1", "pages_per_s": 140.0, "server": {"us_per_page": 60.0}},
-        {"phase": "frontier", "spread": {"16 primaries": {"over_crawl_ids": {"busiest_share_mean": 0.125}}}},
-        frontier("single-1", 6.0, 14.0, [1.0]),
-        frontier("cluster3-9", 9.0, 21.0, [0.4, 0.3, 0.3]),
+        {"phase": "frontier", "spread": {"16 primaries": {
+            "partitions": 32, "over_crawl_ids": {"busiest_share_mean": 0.125}}}},
+        frontier("single-1", 1, 6.0, 14.0),
+        frontier("single-9", 9, 7.0, 17.0),       # 1.2x single-1
+        frontier("single-32", 32, 9.0, 21.0),     # 1.5x single-1
+        frontier("cluster3-9", 9, 9.0, 21.0, (0.4, 0.3, 0.3)),  # 1.5x single-1, 1.25x single-9
+        frontier("cluster3-9", 9, 99.0, 99.0, (0.9, 0.1, 0.0)) | {"clients": 8},  # not 1 client
     ]
     got = scale_bench.project(rows)
     assert (got["us_per_page"], got["pages_per_worker_s"]) == (50.0, 120.0)
     assert got["one core"] == {"pages_per_s": 20000, "workers": 166.7}
     assert got["cluster_cpu_per_op_over_single"] == 1.5
-    # 75 us a page; three cores at (1/3)/0.4 of their sum; 16 at (1/16)/0.125
+    # 75 us a page on three cores, the busiest at 0.4 of the work
     assert got["3 primaries"]["pages_per_s"] == round(3 * (1 / 3) / 0.4 * 1e6 / 75)
-    assert got["16 primaries"]["pages_per_s"] == round(16 * (1 / 16) / 0.125 * 1e6 / 75)
+    # 16: 1.5 (32 partitions) x 1.25 (the cluster over one server) = 1.875 x 50 us,
+    # the busiest primary at 0.125
+    assert got["16 primaries"]["cpu_per_op_over_single"] == 1.88
+    assert got["16 primaries"]["pages_per_s"] == round(16 * (1 / 16) / 0.125 * 1e6 / (50 * 1.875))
