@@ -642,7 +642,7 @@ def project(rows: list) -> dict:
     if not full:
         return {}
     us_page = mean([r["server"]["us_per_page"] for r in full])
-    worker = mean([r["pages_per_s"] for r in full])
+    worker = mean([r["pages_per_s"] / len(r["worker_cpu_s"]) for r in full])  # per worker
     out = {"us_per_page": round(us_page, 1), "pages_per_worker_s": round(worker, 1),
            "one core": capacity(us_page, 1, worker)}
     runs = [r for r in rows if r.get("phase") == "frontier" and "enqueue" in r and r["clients"] == 1]

@@ -80,9 +80,12 @@ def test_the_projection_takes_the_default_stack_and_the_clusters_measured_overhe
                 "lease_release": {"server_cpu_us_per_lease": lease}}
 
     rows = [
-        {"phase": "crawl", "config": "cp1", "pages_per_s": 300.0, "server": {"us_per_page": 20.0}},
-        {"phase": "crawl", "config": "full1", "pages_per_s": 100.0, "server": {"us_per_page": 40.0}},
-        {"phase": "crawl", "config": "full1", "pages_per_s": 140.0, "server": {"us_per_page": 60.0}},
+        {"phase": "crawl", "config": "cp1", "pages_per_s": 300.0, "worker_cpu_s": [9.0],
+         "server": {"us_per_page": 20.0}},
+        {"phase": "crawl", "config": "full1", "pages_per_s": 100.0, "worker_cpu_s": [9.0],
+         "server": {"us_per_page": 40.0}},
+        {"phase": "crawl", "config": "full2", "pages_per_s": 280.0, "worker_cpu_s": [9.0, 9.0],
+         "server": {"us_per_page": 60.0}},  # two workers: 140 pages/s each
         {"phase": "frontier", "spread": {"16 primaries": {
             "partitions": 32, "over_crawl_ids": {"busiest_share_mean": 0.125}}}},
         frontier("single-1", 1, 6.0, 14.0),
