@@ -285,6 +285,9 @@ def worker_figures(res: dict, bench, b: dict, workers: int, first: float, last: 
         "redis_used_memory_peak_mib": round(res["redis"]["used_memory_peak_sampled"] / 2**20, 1),
         "simweb_core_pct": round(100 * web_cpu / span, 2),
         "redis_round_trips_per_page": round(sum(sends) / pages, 3),
+        # the whole run's (start-up and idle polls too) server CPU per round trip
+        "redis_us_per_round_trip": round(1e6 * res["cpu_s"]["redis"] / sum(sends), 1)
+        if sum(sends) else None,
         "each_worker_round_trips_per_response": spread(
             [round(s / n, 3) if n else None for s, n in zip(sends, responses)]),
         "redis_client_commands_per_page": res["redis"]["client_commands_per_page"],
