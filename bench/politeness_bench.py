@@ -296,6 +296,9 @@ def worker_figures(res: dict, bench, b: dict, workers: int, first: float, last: 
 
 def summary_line(name: str, r: dict) -> str:
     b, w = r["bound"], r["workers"]
+
+    def spread(x):
+        return f"{x['median']} ({x['min']}-{x['max']})" if x else "-"
     return (f"{name:<14} {b['pages']:>6} pages {b['pages_per_s']:>6.1f} p/s | bound {b['politeness_bound_pages_per_s']}"
             f" steady {b['steady']['pages_per_s']}/{b['steady']['bound_pages_per_s']}"
             f" ({b['steady']['seconds']} s) | of work-bound {b['achieved_over_bound']}"
@@ -303,7 +306,8 @@ def summary_line(name: str, r: dict) -> str:
             f" | redis {w['redis_core_pct']}% {w['redis_us_per_page']} us/p"
             f" rt/p {w['redis_round_trips_per_page']} | cpu {w['worker_cpu_ms_per_page_in_crawl']}"
             f" ms/p, {w['cores_used_in_crawl']} cores, wait/run {w['reactor_runqueue_wait_over_run']}"
-            f" | rss peak {w['rss_peak_mib']} end {w['rss_end_mib']} | {w['limit']}"
+            f" | MiB rss peak {spread(w['rss_peak_mib'])} end {spread(w['rss_end_mib'])}"
+            f" anon {spread(w['anon_end_mib'])} | {w['limit']}"
             f" | load {r['run']['load_avg_before']} -> {r['load_avg_after']}")
 
 
