@@ -299,7 +299,8 @@ def summary_line(name: str, r: dict) -> str:
 
     def spread(x):
         return f"{x['median']} ({x['min']}-{x['max']})" if x else "-"
-    return (f"{name:<14} {b['pages']:>6} pages {b['pages_per_s']:>6.1f} p/s | bound {b['politeness_bound_pages_per_s']}"
+    return (f"{name:<14} {b['pages']:>6} pages (missing {r['run']['missing']})"
+            f" {b['pages_per_s']:>6.1f} p/s | bound {b['politeness_bound_pages_per_s']}"
             f" steady {b['steady']['pages_per_s']}/{b['steady']['bound_pages_per_s']}"
             f" ({b['steady']['seconds']} s) | of work-bound {b['achieved_over_bound']}"
             f" | viol {b.get('politeness_violations')} ovl {b.get('overlaps')}"
@@ -343,6 +344,7 @@ def main() -> None:
     common = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": a.concurrency,
               "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0,
               "FRONTIER_DELAY_FACTOR": a.factor, "FRONTIER_MIN_DELAY": 0, "RETRY_TIMES": 0,
+              "CRAWL_SCOPE": "any", "DEPTH_LIMIT": 0,  # the whole simulated web (one domain a host)
               **STORES_OFF}
     for kv in a.set:
         k, _, v = kv.partition("=")
