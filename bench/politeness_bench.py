@@ -291,6 +291,10 @@ def worker_figures(res: dict, bench, b: dict, workers: int, first: float, last: 
         "each_worker_round_trips_per_response": spread(
             [round(s / n, 3) if n else None for s, n in zip(sends, responses)]),
         "redis_client_commands_per_page": res["redis"]["client_commands_per_page"],
+        # EVALSHA: the frontier's syncs; EVAL: heartbeats and the indexer's and
+        # ranker's lock ticks (every worker, each tick); GET/PTTL/SET: robots.txt
+        "redis_client_commands_per_page_by_command": {
+            k: round(v / pages, 3) for k, v in list(res["redis"]["client_by_command"].items())[:6]},
     }
 
 
