@@ -263,6 +263,8 @@ def worker_figures(res: dict, bench, b: dict, workers: int, first: float, last: 
         limit = "concurrency (workers x CONCURRENT_REQUESTS slots)"
     else:
         limit = "politeness (hosts with work)"
+    if run_s and wait_s >= run_s:
+        limit += "; CPU-contended (the reactors waited for a core longer than they ran)"
     return {
         "limit": limit,
         "cores_used_in_crawl": round(cores, 2),
