@@ -52,7 +52,13 @@ Measured per run:
   the same shim);
 * each worker's CPU seconds by thread name (/proc/PID/task/*/stat, sampled
   through the run): the reactor (the process's name), Twisted's pool threads,
-  the WARC writer, and threads no Python profiler sees (a native library's).
+  the WARC writer, and threads no Python profiler sees (a native library's);
+* each worker's memory: peak RSS (os.wait4's ru_maxrss) and, from
+  /proc/PID/status sampled every 0.25 s, RSS and its anonymous part (the
+  process's own heap: shared libraries are the file-backed rest) at the last
+  sample before the worker exited; and the CPU seconds of every worker, of
+  Redis and of the simulated web at each sample (Bench.last_cpu_samples), so
+  that a caller can take the CPU of a stretch of the run (cpu_between).
 
 The code under test is --src (default HEAD) extracted with git archive into a
 temporary directory, so that edits of the work tree during a run change
@@ -239,6 +245,36 @@ def proc_cpu(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def proc_memory(pid: int) -> tuple[int, int] | None:
+    """(VmRSS, RssAnon) of a live process in KiB, from /proc/PID/status."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            text = f.read()
+    except OSError:
+        return None
+    kib = {}
+    for line in text.splitlines():
+        if line.startswith(("VmRSS:", "RssAnon:")):
+            name, value = line.split(":", 1)
+            kib[name] = int(value.split()[0])
+    return kib.get("VmRSS", 0), kib.get("RssAnon", 0)
+
+
+def cpu_between(samples: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """CPU seconds spent between wall-clock times t0 and t1, from (time, CPU
+    seconds so far) samples, interpolated linearly between samples."""
+    def at(t):
+        if not samples:
+            return 0.0
+        if t <= samples[0][0]:
+            return samples[0][1]
+        for (ta, ca), (tb, cb) in zip(samples, samples[1:]):
+            if t <= tb:
+                return ca + (cb - ca) * (t - ta) / (tb - ta) if tb > ta else cb
+        return samples[-1][1]
+    return at(t1) - at(t0)
 
 
 def schedstat(pid: int) -> tuple[float, float] | None:
@@ -493,6 +529,8 @@ class Bench:
         mem_peak = 0
         sched = {}  # worker -> last (run, wait) of its main thread (the reactor)
         threads = {}  # worker -> {tid: (thread name, CPU seconds)}
+        memory = {}  # worker -> {"rss_peak_kib", "rss_end_kib", "anon_end_kib"}
+        cpu_samples = {"workers": {i: [] for i in range(len(procs))}, "redis": [], "simweb": []}
         sw_sched0, r_sched0 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
         deadline = time.monotonic() + timeout
         while len(rusage) < len(procs):
@@ -503,12 +541,21 @@ class Bench:
                 if st is not None:
                     sched[i] = st
                 thread_cpu(p.pid, threads.setdefault(i, {}))
+                mem = proc_memory(p.pid)
+                if mem is not None and mem[0]:  # alive, not a zombie waiting for wait4
+                    memory[i] = {"rss_end_kib": mem[0], "anon_end_kib": mem[1]}
+                    with contextlib.suppress(OSError):
+                        cpu_samples["workers"][i].append((time.time(), proc_cpu(p.pid)))
                 pid, status, ru = os.wait4(p.pid, os.WNOHANG)
                 if pid:
+                    memory.setdefault(i, {})["rss_peak_kib"] = ru.ru_maxrss
                     rusage[i] = (ru.ru_utime, ru.ru_stime)
                     codes[i] = os.waitstatus_to_exitcode(status)
                     p.returncode = codes[i]
                     ended[i] = time.perf_counter() - t0
+            now = time.time()
+            cpu_samples["redis"].append((now, proc_cpu(self.redis_proc.pid)))
+            cpu_samples["simweb"].append((now, proc_cpu(self.sw.pid)))
             try:
                 mem_peak = max(mem_peak, self.r.info("memory")["used_memory"])
             except redis.RedisError:
@@ -526,6 +573,8 @@ class Bench:
             except subprocess.TimeoutExpired:
                 s.kill()
         sw_sched1, r_sched1 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
+        self.last_cpu_samples = cpu_samples
+        self.last_memory = [memory.get(i, {}) for i in range(len(procs))]
         self.last_sched = {
             "workers_main_thread": [
                 {"run_s": round(sched[i][0], 2), "runqueue_wait_s": round(sched[i][1], 2),
@@ -546,9 +595,11 @@ class Bench:
         time.sleep(0.3)
         records = read_log_from(self.sw.log_path, offset)
         self.last_records = [r for r in records if r["t0"] >= wall0 - 1]
-        return self._figures(rid, name, workers, all_settings, rdir, records, wall, wall0,
-                             rusage, codes, ended, sw_cpu, r_cpu, self_cpu, cstats,
-                             mem_peak, mem_end, load_before, profile)
+        out = self._figures(rid, name, workers, all_settings, rdir, records, wall, wall0,
+                            rusage, codes, ended, sw_cpu, r_cpu, self_cpu, cstats,
+                            mem_peak, mem_end, load_before, profile)
+        out["workers_memory_kib"] = self.last_memory
+        return out
 
     def _figures(self, rid, name, workers, settings, rdir, records, wall, wall0, rusage,
                  codes, ended, sw_cpu, r_cpu, self_cpu, cstats, mem_peak, mem_end,
