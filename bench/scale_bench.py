@@ -382,17 +382,12 @@ def slot_spread(n_primaries: int, crawl_id: str, count: int) -> Counter:
 
 def fitted_partitions(n_primaries: int, crawl_id: str = "scale") -> dict:
     """What Keyspace.fitted_partitions gives a crawl on n primaries with even
-    slot ranges, computed without a cluster (its rule: of 2n to 4n - 1, the
-    count whose busiest primary holds the smallest share, a count that leaves
-    a primary without a partition ranking last): the count, the primaries it
+    slot ranges, computed without a cluster: the count, the primaries it
     uses, and the busiest one's share of the partitions."""
-    best = None
-    for count in range(2 * n_primaries, 4 * n_primaries):
-        on = slot_spread(n_primaries, crawl_id, count)
-        share = max(on.values()) / count if len(on) == n_primaries else 1.0
-        if best is None or share < best[1]:
-            best = (count, share, on)
-    count, _, on = best
+    per = SLOTS // n_primaries
+    count = Keyspace.fitted_count(crawl_id, set(range(n_primaries)),
+                                  lambda key: min(key_slot(key.encode()) // per, n_primaries - 1))
+    on = slot_spread(n_primaries, crawl_id, count)
     return {"partitions": count, "primaries_used": len(on),
             "busiest_primary_partition_share": round(max(on.values()) / count, 4)}
 

@@ -234,15 +234,21 @@ class Keyspace:
         """
         if not isinstance(redis, RedisCluster):
             return 1
-        primaries = {node.name for node in redis.get_primaries()}
+        return cls.fitted_count(crawl_id, {node.name for node in redis.get_primaries()},
+                                lambda key: redis.get_node_from_key(key).name)
+
+    @classmethod
+    def fitted_count(cls, crawl_id: str, primaries: set, primary_of) -> int:
+        """fitted_partitions' rule for primaries, primary_of(key) naming the
+        one that holds a key (so that it is computed, too, for a slot map no
+        cluster serves: bench/scale_bench.py)."""
         n = len(primaries)
         if n < 2:
             return 1
         best, best_share = 2 * n, None
         for count in range(2 * n, 4 * n):
             keyspace = cls(crawl_id, count)
-            held = Counter(redis.get_node_from_key(keyspace.prefix(p)).name
-                           for p in range(count))
+            held = Counter(primary_of(keyspace.prefix(p)) for p in range(count))
             share = max(held.values()) / count if set(held) == primaries else 1.0
             if best_share is None or share < best_share:
                 best, best_share = count, share

@@ -93,3 +93,15 @@ def stat(log: str, name: str) -> int:
         if line.startswith(f"'{name}':"):
             return int(line.split(":", 1)[1].strip().rstrip(",}"))
     return 0
+
+
+def wait_for(predicate, timeout=60.0, every=0.1) -> bool:
+    """Poll predicate() until it holds or timeout seconds pass (a bound on
+    the wait, not a claim about time: callers assert what they waited for)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)

@@ -328,10 +328,7 @@ def test_worker_stopped_past_its_leases_sends_no_robots_txt_for_them(redis_url, 
         middlewares = dict(base.DOWNLOADER_MIDDLEWARES, **{"tests.slowrobots.SlowRobotsMiddleware": 945})
         (stopped,) = workers.start(1, settings={"USER_AGENT": STALE_UA,
                                                 "DOWNLOADER_MIDDLEWARES": json.dumps(middlewares)})
-        deadline = time.monotonic() + 60
-        while "Frontier opened" not in workers.log(0):
-            assert time.monotonic() < deadline and stopped.poll() is None, workers.log(0)[-2000:]
-            time.sleep(0.1)
+        workers.wait_opened()
         time.sleep(slowrobots.DELAY / 2)  # it holds leases; their robots.txt requests wait
         Workers.signal(stopped, signal.SIGSTOP)
         try:

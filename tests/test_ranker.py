@@ -7,7 +7,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 
 import networkx as nx
 import pytest
@@ -24,7 +23,7 @@ from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.linkstore import LinkStore, encode_page
 from crawlproj.urls import host_of
-from tests.e2e import ROOT, Workers, stat
+from tests.e2e import ROOT, Workers, stat, wait_for
 
 
 def url(i: int) -> str:
@@ -127,15 +126,6 @@ def rank_process(redis_url, crawl_id, log_path, ttl="2"):
            "-s", f"RANKER_LOCK_TTL={ttl}", "-s", "LOG_LEVEL=INFO"]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=open(log_path, "wb"),
                             stderr=subprocess.STDOUT)
-
-
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.mark.faults

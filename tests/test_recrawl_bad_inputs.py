@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -29,6 +28,7 @@ from crawlproj.frontier import codec
 from crawlproj.keyspace import Keyspace
 from crawlproj.stores.warc import NOT_MODIFIED_PROFILE
 from crawlproj.urls import host_of
+from tests.e2e import wait_for
 from tests.loopback import QuietHandler, close, serve
 from tests.test_bad_inputs import one_line, scrapy
 
@@ -103,12 +103,13 @@ def test_bad_input_pages_are_handled_and_starve_no_other_page(redis_url, tmp_pat
             cmd += ["-s", f"{k}={v}"]
         with open(tmp_path / "worker.log", "wb") as log:
             worker = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-            deadline = time.monotonic() + 120
-            while min(Site.hits[p] for p in ("/static", "/etag-every", "/change-every",
-                                             "/future-lm", "/bad-lm", "/moved-here")) < 4:
-                assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, dict(Site.hits)
-                time.sleep(0.2)
+            def fetched_four_times():
+                return min(Site.hits[p] for p in ("/static", "/etag-every", "/change-every",
+                                                  "/future-lm", "/bad-lm", "/moved-here")) >= 4
+
+            wait_for(lambda: fetched_four_times() or worker.poll() is not None, timeout=120)
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
+            assert fetched_four_times(), dict(Site.hits)
             worker.send_signal(signal.SIGTERM)
             assert worker.wait(60) == 0
         text = (tmp_path / "worker.log").read_text()

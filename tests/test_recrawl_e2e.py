@@ -27,7 +27,7 @@ from crawlproj.recrawl.record import STORED
 from crawlproj.recrawl.state import RecrawlState
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
-from tests.e2e import ROOT, Workers, stat
+from tests.e2e import ROOT, Workers, stat, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -113,15 +113,16 @@ def test_kill_9_and_restart_lose_no_scheduled_recrawl(redis_url, tmp_path):
         # kill the victim while it holds one, stopped first so that it
         # releases nothing between the look and the kill
         r = redis.Redis.from_url(redis_url)
-        deadline = time.monotonic() + 60
-        while True:
-            assert time.monotonic() < deadline, "the victim never held a lease"
+        def stopped_holding_a_lease():
             Workers.signal(victim, signal.SIGSTOP)
             time.sleep(0.05)  # a write it sent before the stop is served
             if held(r, "rckill"):
-                break
+                return True
             Workers.signal(victim, signal.SIGCONT)
-            time.sleep(0.02)
+            return False
+
+        assert wait_for(stopped_holding_a_lease, timeout=60, every=0.02), \
+            "the victim never held a lease"
         Workers.signal(victim, signal.SIGKILL)
         victim.wait()
         records = sw.settle_log()
