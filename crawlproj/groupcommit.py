@@ -1,4 +1,5 @@
-"""Group commit of a worker's writes to Redis, off the reactor thread.
+"""Group commit of a worker's writes to Redis, off the reactor thread; and
+its kind for the per-page tests that must answer (GroupCall).
 
 Entries are added from the reactor thread; one write (a pipelined round trip)
 runs at a time in a worker thread, and whatever arrives meanwhile goes in the
@@ -39,6 +40,7 @@ from typing import Any
 import redis
 from twisted.internet import reactor, threads
 from twisted.internet.defer import Deferred, succeed
+from twisted.python.failure import Failure
 
 from crawlproj.redisconn import refusal
 
@@ -309,3 +311,47 @@ class GroupCommit:
         if not self._busy:
             self._write()
         return self._closed
+
+
+class GroupCall:
+    """call(arg) returns a Deferred of fn's answer for arg: fn(args) gives one
+    answer per arg, in a thread, one call at a time; what is asked while one
+    is out, or in the same reactor turn, goes in the next. The per-page
+    content-seen and near-duplicate tests ask Redis through this: a page
+    each, their thread hand-offs (waking a pool thread, which then waits for
+    the GIL) had cost more of the reactor's time than the tests themselves
+    (docs/benchmarks.md), and a batch is one pipelined round trip. A failed
+    call fails every page of its batch alike; each handles it as it would
+    its own."""
+
+    def __init__(self, fn: Callable[[list], list], max_batch: int = 256):
+        self.fn = fn
+        self.max_batch = max_batch
+        self._asked: list[tuple[Any, Deferred]] = []
+        self._busy = False
+        self._timer = None
+
+    def __call__(self, arg) -> Deferred:
+        d = Deferred()
+        self._asked.append((arg, d))
+        if not self._busy and self._timer is None:
+            self._timer = reactor.callLater(0, self._call)
+        return d
+
+    def _call(self) -> None:
+        self._timer = None
+        batch, self._asked = self._asked[:self.max_batch], self._asked[self.max_batch:]
+        self._busy = True
+        d = threads.deferToThread(self.fn, [arg for arg, _ in batch])
+        d.addBoth(self._answered, batch)
+
+    def _answered(self, answers, batch) -> None:
+        self._busy = False
+        if isinstance(answers, Failure):
+            for _, d in batch:
+                d.errback(answers)
+        else:
+            for (_, d), answer in zip(batch, answers, strict=True):
+                d.callback(answer)
+        if self._asked and self._timer is None:
+            self._call()

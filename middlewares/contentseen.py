@@ -5,8 +5,9 @@ shared content-seen sets (crawlproj.due.contentseen) before the spider sees it.
 A document already seen under another URL gets ``response.meta["duplicate_of"]``
 = that first URL (and ``meta[DUPLICATE_CAPTURED]`` = when its fetch started,
 for the revisit record that refers to it); the `web` spider then records the page with
-``item["duplicate_of"]`` and does not extract its links again. The test runs in
-a thread (redis-py is blocking; the reactor must not wait on Redis).
+``item["duplicate_of"]`` and does not extract its links again. The tests of
+the responses that arrive together run in a thread, in one round trip
+(GroupCall: redis-py is blocking; the reactor must not wait on Redis).
 
 Settings: CONTENTSEEN_ENABLED, CONTENTSEEN_NEAR, CONTENTSEEN_NEAR_THRESHOLD
 (settings/base.py). Stats: contentseen/unique, contentseen/duplicates,
@@ -22,9 +23,9 @@ import logging
 from scrapy.exceptions import NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.threads import deferToThread
 
 from crawlproj.due.contentseen import DUPLICATE_CAPTURED, ContentSeen, is_text
+from crawlproj.groupcommit import GroupCall
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
 from middlewares.record import T0
@@ -36,6 +37,7 @@ class ContentSeenMiddleware:
     def __init__(self, content_seen: ContentSeen, stats):
         self.content_seen = content_seen
         self.stats = stats
+        self._test = GroupCall(content_seen.test_many)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -54,8 +56,8 @@ class ContentSeenMiddleware:
             return response
         text = is_text(response.headers.get(b"Content-Type"))
         try:
-            verdict = await maybe_deferred_to_future(deferToThread(
-                self.content_seen.test, response.url, response.body, text, request.meta.get(T0)))
+            verdict = await maybe_deferred_to_future(self._test(
+                (response.url, response.body, text, request.meta.get(T0))))
         except Exception as exc:  # never lose a page to a Redis hiccup
             logger.error("content-seen test failed for %s: %s", response.url[:200], exc)
             self.stats.inc_value("contentseen/errors")

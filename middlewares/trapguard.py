@@ -14,7 +14,8 @@ one corner is still crawled everywhere else. The window lives in Redis: every
 worker's pages of a host go into one.
 
 It reads the text the `web` spider put in the page's item, which comes out of
-the spider before the page's links; the test runs in a thread (redis-py is
+the spider before the page's links; the tests of the pages that arrive
+together run in a thread, in one round trip (GroupCall: redis-py is
 blocking). The URL rules of the trap guard are the frontier's
 (crawlproj/traps/__init__.py).
 """
@@ -26,8 +27,8 @@ import logging
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.threads import deferToThread
 
+from crawlproj.groupcommit import GroupCall
 from crawlproj.items import PageItem
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
@@ -43,6 +44,7 @@ class NearDuplicateHostsMiddleware:
         self.budget = budget
         self.stats = stats
         self._logged: set[str] = set()
+        self._test = GroupCall(self._test_many)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -56,9 +58,11 @@ class NearDuplicateHostsMiddleware:
                          bits=s.getint("TRAPGUARD_NEAR_DUPLICATE_BITS"), budget=budget)
         return cls(near, budget, crawler.stats)
 
-    def _test(self, host: str, text: str):
-        fingerprint = simhash(text)
-        return None if fingerprint is None else self.near.test(host, fingerprint)
+    def _test_many(self, pages: list[tuple[str, str]]) -> list[Verdict | None]:
+        """In a thread: the verdicts of (host, text) pages (None: no words)."""
+        hashes = [(host, simhash(text)) for host, text in pages]
+        verdicts = iter(self.near.test_many([(h, fp) for h, fp in hashes if fp is not None]))
+        return [None if fp is None else next(verdicts) for _, fp in hashes]
 
     async def _verdict(self, response, item) -> Verdict | None:
         """The near-duplicate test of the page of item; None when not tested."""
@@ -66,7 +70,7 @@ class NearDuplicateHostsMiddleware:
             return None
         host = host_of(response.url)
         try:
-            verdict = await maybe_deferred_to_future(deferToThread(self._test, host, item["text"]))
+            verdict = await maybe_deferred_to_future(self._test((host, item["text"])))
         except Exception as exc:  # never lose a page's links to a Redis hiccup
             logger.error("near-duplicate test failed for %s: %s", response.url[:200], exc)
             self.stats.inc_value("trapguard/errors")

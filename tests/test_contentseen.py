@@ -68,6 +68,21 @@ def test_a_document_seen_under_another_url_names_the_first(redis_url):
     assert sum(any(r.scan_iter(ks.content_pattern(p))) for p in range(ks.partitions)) >= 2
 
 
+def test_one_batch_tests_its_documents_in_order_in_one_round_trip(redis_url):
+    """The middleware's GroupCall hands the responses that arrive together to
+    test_many: a copy in the same batch as its first URL is its duplicate."""
+    cs = content_seen(redis_url, partitions=4)
+    a, b = page(text(200, 11)), page(text(200, 12))
+    cs.test("http://old.ex/", b)
+    verdicts = cs.test_many([("http://a.ex/", a, True, 1.5), ("http://b.ex/", b, True, None),
+                             ("http://mirror.ex/", a.replace(b" ", b"\n "), True, 2.5),
+                             ("http://a.ex/", a, True, 3.0)])
+    assert [(v.duplicate_of, v.captured) for v in verdicts] == [
+        (None, None), ("http://old.ex/", None), ("http://a.ex/", 1.5), (None, None)]
+    assert [v.commands for v in verdicts] == [1, 1, 1, 1]
+    assert cs.test_many([]) == []
+
+
 def test_sketches_estimate_resemblance():
     base = text(400, 3)
     edited = list(base)

@@ -4,6 +4,7 @@ in the frontier's script (a real Redis server), near-duplicate pages per host.""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 import redis
@@ -172,6 +173,34 @@ def test_simhash_separates_different_pages_and_joins_templated_ones():
             for m in range(1, 24)]
     assert sum(near) >= 20
     assert simhash("") is None and simhash("...") is None
+
+
+def test_simhash_features_are_the_regular_expressions_words():
+    """simhash finds and hashes words in numpy: its features must be exactly
+    the distinct `\\w+` of the lower-cased text, in any script (emoji and
+    other characters beyond the BMP included)."""
+    rng = random.Random(11)
+    chars = "abc XYZ_9,.-\u00a0\u2014\u00e9\u4e2d\u0661\u00b2\U0001F600\U00020000\u200b\t'\u00df"
+    for _ in range(3000):
+        t = "".join(rng.choice(chars) for _ in range(rng.randrange(0, 25)))
+        words = sorted(set(re.findall(r"\w+", t.lower())))
+        # the same words in another order, joined by other non-word characters
+        assert simhash(t) == simhash(" ; ".join(reversed(words)) or "."), t
+        if words:  # one word more changes the features
+            assert simhash(t) != simhash(t + " zzz9") or len(words) > 20
+
+
+def test_a_batch_of_pages_goes_through_the_window_in_order(redis_url):
+    r = redis.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "t", 2)
+    hashes = [simhash(calendar(m)) for m in range(12)]
+    one_by_one = [NearHosts(r, Keyspace.open(r, "t1", 2)).test("cal.ex", h) for h in hashes]
+    near = NearHosts(r, ks)
+    batched = near.test_many([("cal.ex", h) for h in hashes[:6]] + [("news.ex", hashes[0])])
+    batched += near.test_many([("cal.ex", h) for h in hashes[6:]])
+    assert batched[6] == (False, 0)
+    assert batched[:6] + batched[7:] == one_by_one
+    assert near.test_many([]) == []
 
 
 def test_a_host_is_flagged_by_its_recent_near_duplicates_across_workers(redis_url):

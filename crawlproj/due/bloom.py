@@ -121,16 +121,23 @@ def _layer(cap: int, rate: float) -> Layer:
     return Layer(k, blocks, cap, c, rate)
 
 
-def layers(capacity: int | None, error_rate: float, partitions: int = 1) -> list[Layer]:
-    """The layers one partition's filter may use (up to MAX_LAYERS, while k <=
-    MAX_K), of a crawl whose filter is sized for `capacity` URLs (None:
-    growing), spread over `partitions` partitions."""
+def check(capacity: int | None, error_rate: float) -> None:
+    """ValueError unless capacity and error_rate can size a filter (without
+    sizing it: that takes half a second, which a worker in exact mode
+    should not pay at every start)."""
     if not (capacity is None or (isinstance(capacity, int) and not isinstance(capacity, bool)
                                  and capacity >= 1)):
         raise ValueError(f"DUE_BLOOM_CAPACITY must be a positive integer or None, "
                          f"not {capacity!r}")
     if not (isinstance(error_rate, float) and 1e-12 <= error_rate < 1):
         raise ValueError(f"DUE_BLOOM_ERROR_RATE must be in [1e-12, 1), not {error_rate!r}")
+
+
+def layers(capacity: int | None, error_rate: float, partitions: int = 1) -> list[Layer]:
+    """The layers one partition's filter may use (up to MAX_LAYERS, while k <=
+    MAX_K), of a crawl whose filter is sized for `capacity` URLs (None:
+    growing), spread over `partitions` partitions."""
+    check(capacity, error_rate)
     if capacity is None:
         first = -(-FIRST_LAYER // partitions)
         make = partial(growing_layer, first, error_rate)

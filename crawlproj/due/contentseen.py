@@ -58,13 +58,13 @@ def is_text(content_type: bytes | str | None) -> bool:
     return bool(content_type) and bool(_TEXT.match(content_type.strip().lower()))
 
 
-_TAG_SPACE = re.compile(rb" ?([<>]) ?")
-
-
 def normalise(body: bytes) -> bytes:
     """Runs of ASCII whitespace collapsed into one space, and none kept next to
-    < or >: re-indented or re-wrapped markup is the same document."""
-    return _TAG_SPACE.sub(rb"\1", b" ".join(body.split()))
+    < or >: re-indented or re-wrapped markup is the same document. (Once runs
+    are single spaces, four replaces drop those spaces: a regular expression
+    doing the same took five times as long, tried at every space.)"""
+    return (b" ".join(body.split()).replace(b" <", b"<").replace(b"< ", b"<")
+            .replace(b" >", b">").replace(b"> ", b">"))
 
 
 def content_fingerprint(body: bytes, text: bool = True) -> int:
@@ -157,13 +157,41 @@ class ContentSeen:
     def test(self, url: str, body: bytes, text: bool = True, started: float | None = None) -> Verdict:
         """Record url's document, fetched from `started` on; say whether
         another URL had it first, and when that one's fetch started."""
+        return self.test_many([(url, body, text, started)])[0]
+
+    def test_many(self, docs: list[tuple[str, bytes, bool, float | None]]) -> list[Verdict]:
+        """test() of each (url, body, text, started), the exact tests of all
+        in one pipelined round trip (near mode: a round trip each)."""
+        if self.near:
+            return [self._test_near(*doc) for doc in docs]
+        pipe = self.redis.pipeline(transaction=False)
+        verdicts = []
+        for url, body, text, started in docs:
+            v = Verdict(content_fingerprint(body, text), commands=1, round_trips=1)
+            pipe.set(self.keyspace.content(v.fingerprint), capture_value(url, started), nx=True, get=True)
+            verdicts.append(v)
+        for (url, *_), v, reply in zip(docs, verdicts, pipe.execute(), strict=True):
+            self._first(v, url, reply)
+        return verdicts
+
+    @staticmethod
+    def _first(v: Verdict, url: str, reply: bytes | None) -> bool:
+        """Fill v from the exact test's reply (the first capture, or None);
+        True when another URL had the document first."""
+        first = parse_capture(reply.decode()) if reply is not None else None
+        if first is not None and first[0] != url:
+            v.duplicate_of, v.captured = first
+            return True
+        return False
+
+    def _test_near(self, url: str, body: bytes, text: bool, started: float | None) -> Verdict:
         fp = content_fingerprint(body, text)
         v = Verdict(fp)
         value = capture_value(url, started)
         pipe = self.redis.pipeline(transaction=False)
         pipe.set(self.keyspace.content(fp), value, nx=True, get=True)
         sk, doc = None, fp & 0xFFFFFFFFFFFFFFFF
-        if self.near and text:
+        if text:
             sk = sketch(words(body), self.bins, self.shingle)
             band_keys = bands(sk, self.rows)
             for b in band_keys:
@@ -171,11 +199,7 @@ class ContentSeen:
             pipe.set(self.keyspace.sketch(fp), array("I", sk).tobytes() + value.encode(), nx=True)
         replies = pipe.execute()
         v.commands, v.round_trips = len(replies), 1
-        first = parse_capture(replies[0].decode()) if replies[0] is not None else None
-        if first is not None and first[0] != url:
-            v.duplicate_of, v.captured = first
-            return v
-        if sk is None:
+        if self._first(v, url, replies[0]) or sk is None:
             return v
         candidates = {int(r) for r in replies[1:-1] if r is not None} - {doc}
         if not candidates:

@@ -91,7 +91,7 @@ class DueConfig:
             raise DueConfigError(f"DUE_BUCKET_LOAD must be an integer in [1, 2^20], "
                                  f"not {self.load!r}")
         try:
-            bloom.layers(self.capacity, self.error_rate)  # validates both
+            bloom.check(self.capacity, self.error_rate)
         except ValueError as exc:
             raise DueConfigError(str(exc)) from None
 
