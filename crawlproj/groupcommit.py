@@ -61,6 +61,50 @@ STALLED = 1.0
 REPLAY_WINDOW = 5.0
 
 
+def in_thread(fn: Callable, *args) -> Deferred:
+    """deferToThread, but the calls made in one reactor turn go to the thread
+    pool as one task and run there one after another: one hand-off for the
+    turn's Redis writes and tests instead of one each. A hand-off wakes a pool
+    thread, which then waits for the GIL, and wakes the reactor again with the
+    answer: at a few per page that had cost a worker more CPU than the round
+    trips themselves (docs/benchmarks.md). Turns do not wait for each other."""
+    global _turn
+    d = Deferred()
+    if _turn is None:
+        _turn = []
+        reactor.callLater(0, _hand_off)
+    _turn.append((fn, args, d))
+    return d
+
+
+_turn: list | None = None
+
+
+def _hand_off() -> None:
+    global _turn
+    calls, _turn = _turn, None
+    threads.deferToThread(_run_all, calls).addCallback(_deliver, calls)
+
+
+def _run_all(calls: list) -> list:
+    """In a pool thread: each call's result, or its Failure."""
+    out = []
+    for fn, args, _ in calls:
+        try:
+            out.append(fn(*args))
+        except BaseException:
+            out.append(Failure())
+    return out
+
+
+def _deliver(results: list, calls: list) -> None:
+    for result, (_, _, d) in zip(results, calls, strict=True):
+        if isinstance(result, Failure):
+            d.errback(result)
+        else:
+            d.callback(result)
+
+
 class GroupCommit:
     """write(payload) runs in a thread; prepare(entries) turns the entries
     taken for one write into its payload on the reactor thread (None: nothing
@@ -166,7 +210,7 @@ class GroupCommit:
             return
         self._busy = True
         self._write_started = time.monotonic()
-        d = threads.deferToThread(self._run, payload)
+        d = in_thread(self._run, payload)
         d.addCallbacks(self._done, self._failed, callbackArgs=(waiters, entries),
                        errbackArgs=(entries, waiters))
 
@@ -315,14 +359,11 @@ class GroupCommit:
 
 class GroupCall:
     """call(arg) returns a Deferred of fn's answer for arg: fn(args) gives one
-    answer per arg, in a thread, one call at a time; what is asked while one
-    is out, or in the same reactor turn, goes in the next. The per-page
-    content-seen and near-duplicate tests ask Redis through this: a page
-    each, their thread hand-offs (waking a pool thread, which then waits for
-    the GIL) had cost more of the reactor's time than the tests themselves
-    (docs/benchmarks.md), and a batch is one pipelined round trip. A failed
-    call fails every page of its batch alike; each handles it as it would
-    its own."""
+    answer per arg, in a thread (in_thread), one call at a time; what is
+    asked while one is out, or in the same reactor turn, goes in the next.
+    The per-page content-seen and near-duplicate tests ask Redis through
+    this, a batch in one pipelined round trip. A failed call fails every page
+    of its batch alike; each handles it as it would its own."""
 
     def __init__(self, fn: Callable[[list], list], max_batch: int = 256):
         self.fn = fn
@@ -342,7 +383,7 @@ class GroupCall:
         self._timer = None
         batch, self._asked = self._asked[:self.max_batch], self._asked[self.max_batch:]
         self._busy = True
-        d = threads.deferToThread(self.fn, [arg for arg, _ in batch])
+        d = in_thread(self.fn, [arg for arg, _ in batch])
         d.addBoth(self._answered, batch)
 
     def _answered(self, answers, batch) -> None:
