@@ -61,50 +61,6 @@ STALLED = 1.0
 REPLAY_WINDOW = 5.0
 
 
-def in_thread(fn: Callable, *args) -> Deferred:
-    """deferToThread, but the calls made in one reactor turn go to the thread
-    pool as one task and run there one after another: one hand-off for the
-    turn's Redis writes and tests instead of one each. A hand-off wakes a pool
-    thread, which then waits for the GIL, and wakes the reactor again with the
-    answer: at a few per page that had cost a worker more CPU than the round
-    trips themselves (docs/benchmarks.md). Turns do not wait for each other."""
-    global _turn
-    d = Deferred()
-    if _turn is None:
-        _turn = []
-        reactor.callLater(0, _hand_off)
-    _turn.append((fn, args, d))
-    return d
-
-
-_turn: list | None = None
-
-
-def _hand_off() -> None:
-    global _turn
-    calls, _turn = _turn, None
-    threads.deferToThread(_run_all, calls).addCallback(_deliver, calls)
-
-
-def _run_all(calls: list) -> list:
-    """In a pool thread: each call's result, or its Failure."""
-    out = []
-    for fn, args, _ in calls:
-        try:
-            out.append(fn(*args))
-        except BaseException:
-            out.append(Failure())
-    return out
-
-
-def _deliver(results: list, calls: list) -> None:
-    for result, (_, _, d) in zip(results, calls, strict=True):
-        if isinstance(result, Failure):
-            d.errback(result)
-        else:
-            d.callback(result)
-
-
 class GroupCommit:
     """write(payload) runs in a thread; prepare(entries) turns the entries
     taken for one write into its payload on the reactor thread (None: nothing
@@ -210,7 +166,7 @@ class GroupCommit:
             return
         self._busy = True
         self._write_started = time.monotonic()
-        d = in_thread(self._run, payload)
+        d = threads.deferToThread(self._run, payload)
         d.addCallbacks(self._done, self._failed, callbackArgs=(waiters, entries),
                        errbackArgs=(entries, waiters))
 
@@ -359,21 +315,37 @@ class GroupCommit:
 
 class GroupCall:
     """call(arg) returns a Deferred of fn's answer for arg: fn(args) gives one
-    answer per arg, in a thread (in_thread), one call at a time; what is
+    answer per arg, in a thread, one call at a time; what is
     asked while one is out, or in the same reactor turn, goes in the next.
     The per-page content-seen and near-duplicate tests ask Redis through
     this, a batch in one pipelined round trip. A failed call fails every page
-    of its batch alike; each handles it as it would its own."""
+    of its batch alike; each handles it as it would its own.
 
-    def __init__(self, fn: Callable[[list], list], max_batch: int = 256):
+    After a failure, calls fail at once, without asking, for retry_delay
+    seconds; then one call tries again (and those made while it is out fail
+    at once), until one gets through: a paused or unreachable
+    server answers each call with a socket timeout, and pages waiting out one
+    timeout per test kept a worker told to stop (Ctrl-C) for most of a
+    minute. The tests' callers let a page through untested: its links are
+    extracted, and the DUE still drops the URLs seen."""
+
+    def __init__(self, fn: Callable[[list], list], max_batch: int = 256,
+                 retry_delay: float = 1.0):
         self.fn = fn
         self.max_batch = max_batch
+        self.retry_delay = retry_delay
         self._asked: list[tuple[Any, Deferred]] = []
         self._busy = False
         self._timer = None
+        self._failure: Failure | None = None   # of the last call, while calls fail
+        self._failed_at = 0.0
 
     def __call__(self, arg) -> Deferred:
         d = Deferred()
+        if self._failure is not None and (
+                self._busy or time.monotonic() - self._failed_at < self.retry_delay):
+            d.errback(self._failure)
+            return d
         self._asked.append((arg, d))
         if not self._busy and self._timer is None:
             self._timer = reactor.callLater(0, self._call)
@@ -383,16 +355,19 @@ class GroupCall:
         self._timer = None
         batch, self._asked = self._asked[:self.max_batch], self._asked[self.max_batch:]
         self._busy = True
-        d = in_thread(self.fn, [arg for arg, _ in batch])
+        d = threads.deferToThread(self.fn, [arg for arg, _ in batch])
         d.addBoth(self._answered, batch)
 
     def _answered(self, answers, batch) -> None:
         self._busy = False
         if isinstance(answers, Failure):
+            self._failure, self._failed_at = answers, time.monotonic()
+            batch, self._asked = batch + self._asked, []
             for _, d in batch:
                 d.errback(answers)
-        else:
-            for (_, d), answer in zip(batch, answers, strict=True):
-                d.callback(answer)
+            return
+        self._failure = None
+        for (_, d), answer in zip(batch, answers, strict=True):
+            d.callback(answer)
         if self._asked and self._timer is None:
             self._call()

@@ -50,10 +50,14 @@ class LockedWork:
     async def closed(self, spider=None):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        if self.wait_at_close:
-            await maybe_deferred_to_future(threads.deferToThread(self._leave_when_idle))
-        elif not self._busy:
-            await maybe_deferred_to_future(threads.deferToThread(self.leave))
+        try:
+            if self.wait_at_close:
+                await maybe_deferred_to_future(threads.deferToThread(self._leave_when_idle))
+            elif not self._busy:
+                await maybe_deferred_to_future(threads.deferToThread(self.leave))
+        except Exception as exc:  # Redis out of reach at close: one line, the lock expires
+            logger.error("%s: could not finish at close: %s", self.name.capitalize(), exc)
+            self.stats.inc_value(f"{self.name}/errors")
 
     def _leave_when_idle(self):
         while self._busy:  # a tick's thread is working: let it end

@@ -58,6 +58,8 @@ logger = logging.getLogger(__name__)
 # (Pinkerton: "the most relevant documents are noted"), for telling whether
 # they improve, and for what is printed at the end.
 RESULTS = 10
+# The indexer's tick in a session (seconds): see Session.configure.
+REALTIME_INDEX_TICK = 0.1
 
 # English function words: they occur on nearly every page, so a link's or a
 # result's match on them says nothing about the query (a word's weight falls
@@ -158,6 +160,13 @@ class Session:
         _lay(settings, "FRONTIER_PRIORITIZER", "similarity")
         _lay(settings, "SIMILARITY_QUERY", session.search_text)
         _lay(settings, "CRAWL_ID", session.crawl_id)
+        # The session re-runs its query as the index grows ("as new documents
+        # are retrieved, they are added to the index, and the query is
+        # re-run"): a commit every INDEX_TICK seconds is the pace of that. A
+        # session of a few hundred pages wants it quick more than cheap (a
+        # crawl's commits are a second apart to spare tantivy's merges); -s
+        # INDEX_TICK still wins.
+        settings.set("INDEX_TICK", REALTIME_INDEX_TICK, priority="spider")
         return session
 
     def searcher(self, settings) -> Searcher:

@@ -70,7 +70,10 @@ class IndexerRunner:
                 return total
 
     def drain_and_release(self) -> None:
-        """Leaving: write what is waiting if this process is the indexer, rank, let go."""
+        """Leaving: write what is waiting if this process is the indexer, rank, let go.
+        When that fails (Redis out of reach), the lock is left to expire after
+        its TTL rather than released: a release would wait out one more
+        timeout."""
         try:
             if self.indexer is not None:
                 while True:
@@ -81,7 +84,7 @@ class IndexerRunner:
                     self.indexer.maybe_rank(force=True)
         finally:
             self._close()
-            self.lock.release()
+        self.lock.release()
 
     def _close(self) -> None:
         if self.indexer is not None:
