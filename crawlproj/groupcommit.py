@@ -315,19 +315,20 @@ class GroupCommit:
 
 class GroupCall:
     """call(arg) returns a Deferred of fn's answer for arg: fn(args) gives one
-    answer per arg, in a thread, one call at a time; what is
-    asked while one is out, or in the same reactor turn, goes in the next.
-    The per-page content-seen and near-duplicate tests ask Redis through
-    this, a batch in one pipelined round trip. A failed call fails every page
-    of its batch alike; each handles it as it would its own.
+    answer per arg, in a thread, one call at a time; what is asked while one
+    is out, or in the same reactor turn, goes in the next. The per-page
+    content-seen and near-duplicate tests ask Redis through this, a batch in
+    one pipelined round trip: a thread hand-off per page had cost the reactor
+    more than the tests themselves (docs/benchmarks.md). A failed call fails
+    every page of its batch alike; each handles it as it would its own.
 
     After a failure, calls fail at once, without asking, for retry_delay
     seconds; then one call tries again (and those made while it is out fail
-    at once), until one gets through: a paused or unreachable
-    server answers each call with a socket timeout, and pages waiting out one
-    timeout per test kept a worker told to stop (Ctrl-C) for most of a
-    minute. The tests' callers let a page through untested: its links are
-    extracted, and the DUE still drops the URLs seen."""
+    at once), until one gets through: a paused or unreachable server answers
+    each call with a socket timeout, and pages waiting out one timeout per
+    test kept a worker told to stop (Ctrl-C) for most of a minute. The tests'
+    callers let a page through untested: its links are extracted, and the DUE
+    still drops the URLs it has seen."""
 
     def __init__(self, fn: Callable[[list], list], max_batch: int = 256,
                  retry_delay: float = 1.0):

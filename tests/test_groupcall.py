@@ -1,0 +1,66 @@
+"""GroupCall (crawlproj/groupcommit.py) on a real reactor and thread pool, in a
+child process (a reactor starts once per process): the calls of one reactor
+turn share one call of fn; after a failure, calls fail at once, without
+reaching fn, until retry_delay has passed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = r"""
+import json, threading, time
+from twisted.internet import reactor
+from crawlproj.groupcommit import GroupCall
+
+calls, answers = [], []
+failing = threading.Event()
+
+def fn(args):  # in a pool thread
+    calls.append(list(args))
+    if failing.is_set():
+        raise ConnectionError("server out of reach")
+    return [a * 10 for a in args]
+
+gc = GroupCall(fn, retry_delay=0.5)
+
+def ask(tag, arg):
+    gc(arg).addCallbacks(lambda v: answers.append([tag, arg, v]),
+                         lambda f: answers.append([tag, arg, "failed"]))
+
+def turn1():  # three calls in one reactor turn: one call of fn
+    for a in (1, 2, 3):
+        ask("together", a)
+    reactor.callLater(0.3, turn2)
+
+def turn2():  # the server goes away: the batch fails, every page of it
+    failing.set()
+    ask("fails", 4)
+    ask("fails", 5)
+    reactor.callLater(0.2, turn3)
+
+def turn3():  # within retry_delay of the failure: failed without asking
+    ask("at once", 6)
+    reactor.callLater(0.6, turn4)
+
+def turn4():  # past retry_delay, the server back: asked again, answered
+    failing.clear()
+    ask("again", 7)
+    reactor.callLater(0.3, reactor.stop)
+
+reactor.callWhenRunning(turn1)
+reactor.run()
+print(json.dumps({"calls": calls, "answers": answers}))
+"""
+
+
+def test_one_call_per_turn_and_no_call_while_failing():
+    run = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["calls"] == [[1, 2, 3], [4, 5], [7]]
+    assert out["answers"] == [["together", 1, 10], ["together", 2, 20], ["together", 3, 30],
+                              ["fails", 4, "failed"], ["fails", 5, "failed"],
+                              ["at once", 6, "failed"], ["again", 7, 70]]
