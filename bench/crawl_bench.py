@@ -12,7 +12,8 @@ AOF on as the embedded default) serve every run. Each run is a real
 but for the scheduler:
 
     stock  SCHEDULER=scrapy.core.scheduler.Scheduler,
-           DUPEFILTER_CLASS=scrapy.dupefilters.RFPDupeFilter (in-memory)
+           DUPEFILTER_CLASS=scrapy.dupefilters.RFPDupeFilter (in-memory),
+           CONCURRENT_ITEMS=100 (Scrapy's default; the project sets 8)
     cp1    this project's frontier, one worker (FRONTIER_DELAY_FACTOR=0, MIN_DELAY=0)
     redis  scrapy_redis.scheduler.Scheduler + scrapy_redis.dupefilter.RFPDupeFilter
            (default PriorityQueue, pickle), REDIS_URL = the same server
@@ -394,6 +395,9 @@ CONFIGS = {
     "stock": dict(workers=1, settings={
         "SCHEDULER": "scrapy.core.scheduler.Scheduler",
         "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter",
+        # Scrapy's own default, not the project's 8 (settings/base.py):
+        # stock Scrapy as it comes; "stock+CONCURRENT_ITEMS=8" shows the other
+        "CONCURRENT_ITEMS": "100",
     }),
     "cp1": dict(workers=1, settings={}),
     "redis": dict(workers=1, settings={

@@ -503,6 +503,13 @@ MONITOR_INTERVAL = 5.0
 CONCURRENT_REQUESTS = 32
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 DOWNLOAD_DELAY = 0
+# Scrapy hands each response's output (from the `web` spider: one item, then
+# the page's links) to this many asyncio tasks, started and ended for every
+# response. At Scrapy's default of 100 that cost 0.7-1.4 ms of a worker's CPU
+# per page (of 7.5), at 2 and at 8 the same (docs/benchmarks.md). A
+# second task lets the links go on to the frontier while the item waits on
+# the stores.
+CONCURRENT_ITEMS = 8
 # Requests handed out by the frontier must not be dropped by Scrapy's
 # offsite filter on a redirect host change: scope is the spider's job.
 DOWNLOAD_TIMEOUT = 30
