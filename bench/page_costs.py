@@ -1,0 +1,91 @@
+"""What each per-page part of the default stack costs by itself: CPU per page
+of its own work, alone in one thread, over pages of the simulated web that
+bench/crawl_bench.py crawls.
+
+    .venv/bin/python bench/page_costs.py [--hosts 200 --pages 5000 --page-bytes 10000]
+        [--sample 200] [--rounds 3]
+
+Against a whole crawl's figures (crawl_bench.py: worker CPU per page with a
+part on and off) this says how much of a part's cost is its own work and how
+much is what it does to the rest of the worker (threads, hand-offs, the GIL).
+No Redis, no network: the parts' computations only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from crawlproj.due.contentseen import content_fingerprint  # noqa: E402
+from crawlproj.extract import extract_page  # noqa: E402
+from crawlproj.simweb.model import SimWeb  # noqa: E402
+from crawlproj.stores.warc import GZIP_LEVEL  # noqa: E402
+from crawlproj.traps.nearhost import simhash  # noqa: E402
+
+
+def gzip_member(level: int):
+    def run(body: bytes) -> bytes:
+        c = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        return c.compress(body) + c.flush()
+    return run
+
+
+def per_page_us(fn, inputs: list, rounds: int) -> float:
+    """Least CPU time per input over rounds (µs): the least is the part's own
+    cost, the others carry the machine's noise."""
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.process_time()
+        for x in inputs:
+            fn(x)
+        best = min(best, (time.process_time() - t) / len(inputs))
+    return best * 1e6
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--hosts", type=int, default=200)
+    p.add_argument("--pages", type=int, default=5000)
+    p.add_argument("--page-bytes", type=int, default=10000)
+    p.add_argument("--sample", type=int, default=200, help="HTML pages timed")
+    p.add_argument("--rounds", type=int, default=3)
+    a = p.parse_args()
+    web = SimWeb.from_spec({"seed": a.seed, "hosts": a.hosts, "pages": a.pages,
+                            "page_bytes": a.page_bytes})
+    step = max(1, a.pages // (4 * a.sample))
+    bodies = []
+    for node in range(0, a.pages, step):
+        body = web.render(node)
+        if body.lstrip()[:1] == b"<":
+            bodies.append(body)
+        if len(bodies) == a.sample:
+            break
+    texts = [extract_page(b, "http://h.example/p.html", "utf-8", content_type=b"text/html",
+                          max_text_chars=10 ** 6).text for b in bodies]
+    print(f"{len(bodies)} HTML pages, {sum(map(len, bodies)) / len(bodies):.0f} bytes, "
+          f"{sum(map(len, texts)) / len(texts):.0f} characters of text on average")
+    parts = [
+        ("link and text extraction (the spider, every configuration)",
+         lambda b: extract_page(b, "http://h.example/p.html", "utf-8",
+                                content_type=b"text/html", max_text_chars=10 ** 6), bodies),
+        ("trap guard: simhash of the text", simhash, texts),
+        ("content-seen: normalise + hash", content_fingerprint, bodies),
+        (f"WARC: gzip of the body, level {GZIP_LEVEL}", gzip_member(GZIP_LEVEL), bodies),
+        ("WARC: gzip of the body, level 1", gzip_member(1), bodies),
+        ("WARC: SHA-1 of the body", lambda b: hashlib.sha1(b).digest(), bodies),
+    ]
+    for name, fn, inputs in parts:
+        print(f"{per_page_us(fn, inputs, a.rounds):8.1f} µs  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
