@@ -505,8 +505,8 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 1
 DOWNLOAD_DELAY = 0
 # Scrapy hands each response's output (from the `web` spider: one item, then
 # the page's links) to this many asyncio tasks, started and ended for every
-# response. At Scrapy's default of 100 that cost 0.7-1.4 ms of a worker's CPU
-# per page (of 7.5), at 2 and at 8 the same (docs/benchmarks.md). A
+# response. Scrapy's default of 100 cost 0.7-1.4 ms of a worker's CPU per page
+# (of 7.5) more than 8 or 2, which measured alike (docs/benchmarks.md). A
 # second task lets the links go on to the frontier while the item waits on
 # the stores.
 CONCURRENT_ITEMS = 8
