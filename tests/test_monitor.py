@@ -43,6 +43,18 @@ def test_a_paused_crawl_hands_out_no_lease_and_a_resumed_one_does(redis_url):
     assert len(res.leased) == 2 and res.paused == 0
 
 
+def test_one_command_is_one_moment_in_every_partition_and_the_record(redis_url):
+    """A worker compares the stop's stamp with its own start (sync.py) and
+    the dashboard shows the record's: both must be the one time returned."""
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "ctl-many", 512)  # enough EVALs to cross a ms
+    for command, field in (("pause", b"pause"), ("stop", b"stop")):
+        at = control.control(r, ks, command)
+        stamps = {r.hget(ks.control(p), field) for p in range(ks.partitions)}
+        assert stamps == {str(at).encode()}
+        assert r.hget(ks.crawl_control, field) == str(at).encode()
+
+
 def test_a_pause_still_sends_expired_leases_back(redis_url):
     r = redis_lib.Redis.from_url(redis_url)
     f = _frontier(r, urls=2)

@@ -40,13 +40,17 @@ def _fields(command: str) -> tuple[str, ...]:
 
 def control(redis, keyspace: Keyspace, command: str) -> int:
     """Apply command to every partition of the crawl; returns the server ms
-    it was stamped with in the crawl's record."""
-    argv = _fields(command)
+    it was stamped with, in every partition and in the crawl's record alike
+    (the first partition's clock, read once)."""
+    field, *deleted = _fields(command)
+    at = int(redis.execute_command("EVAL", CONTROL_LUA, 1, keyspace.control(0),
+                                   field, "", *deleted))
     pipe = redis.pipeline(transaction=False)
-    for p in range(keyspace.partitions):
-        pipe.execute_command("EVAL", CONTROL_LUA, 1, keyspace.control(p), *argv)
-    pipe.execute_command("EVAL", CONTROL_LUA, 1, keyspace.crawl_control, *argv)
-    return int(pipe.execute()[-1])
+    for key in [keyspace.control(p) for p in range(1, keyspace.partitions)] + [
+            keyspace.crawl_control]:
+        pipe.execute_command("EVAL", CONTROL_LUA, 1, key, field, at, *deleted)
+    pipe.execute()
+    return at
 
 
 def state(redis, keyspace: Keyspace) -> dict:
