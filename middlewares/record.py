@@ -11,9 +11,10 @@ spider. Mercator §3 stores what was downloaded; Heritrix logs and archives
 every fetch the same way.
 
 Responses become :class:`~crawlproj.stores.exchange.Exchange` objects sent
-with the ``exchange_recorded`` signal; the response goes on only once every
-handler is done (the WARC record of a 404 is on disk before its request
-finishes). Attempts that got no response (DNS failure, refused connection,
+with the ``exchange_recorded`` signal; its handlers hold their writes for the
+response's URL (crawlproj/stores/pending.py) and the response goes on at
+once: the URL's lease ends once they are done (the WARC record of a 404 is
+on disk before its lease ends). Attempts that got no response (DNS failure, refused connection,
 timeout, a body over DOWNLOAD_MAXSIZE, robots.txt exclusion, which Scrapy
 raises from process_request) become :class:`FailedAttempt` objects sent with
 ``attempt_failed``. A response flagged ``dataloss`` (a body cut short, kept
@@ -100,7 +101,7 @@ class RecordMiddleware:
         request.meta[ex.SLOT] = self._take_slot()
         return None
 
-    async def process_response(self, request, response):
+    def process_response(self, request, response):
         now = time.time()
         started = request.meta.get(T0, now)
         if "dataloss" in (response.flags or []):
@@ -112,7 +113,7 @@ class RecordMiddleware:
         if slot is not None:
             heapq.heappush(self._free, slot)
         self.stats.inc_value("record/responses")
-        await self.signals.send_catch_log_async(signal=exchange_recorded, exchange=exchange)
+        self.signals.send_catch_log(signal=exchange_recorded, exchange=exchange)
         return response
 
     def process_exception(self, request, exception):

@@ -227,3 +227,35 @@ def test_a_lease_past_its_deadline_is_forgotten_without_a_release():
     book.forget(c)
     assert book.queued == 0 and book.next() is None
     assert [r.token for r in book.give_back()] == ["1"]
+
+
+def test_a_pages_lease_ends_only_once_its_stores_have_written_it(redis_url):
+    """The scheduler is done with a page when the engine is and its stores'
+    writes are (crawlproj/stores/pending.py): a write still under way keeps
+    the URL leased, so a worker that dies before it lands loses nothing."""
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+    from twisted.internet.defer import Deferred
+
+    from crawlproj.frontier.scheduler import FrontierScheduler
+    from crawlproj.spiders.web import WebSpider
+    from crawlproj.stores.pending import PendingWrites
+
+    crawler = get_crawler(WebSpider, {"REDIS_URL": redis_url, "CRAWL_ID": "held"})
+    scheduler = FrontierScheduler.from_crawler(crawler)
+    book = scheduler.book
+    book.add(leased(("a.example", "1"), ("b.example", "2")))
+    pages = []
+    for host in ("a.example", "b.example"):
+        lease = book.next()
+        request = Request(f"http://{host}/page")
+        scheduler._inflight[request] = lease
+        pages.append((request, lease))
+    write = Deferred()
+    PendingWrites.of(crawler).hold("http://a.example/page", write)
+    for request, _ in pages:
+        scheduler._done(request)
+    assert [book.holds(x) for _, x in pages] == [True, False]
+    write.callback(None)
+    assert [book.holds(x) for _, x in pages] == [False, False]
+    assert len(PendingWrites.of(crawler)) == 0

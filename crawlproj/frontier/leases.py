@@ -96,6 +96,10 @@ class LeaseBook:
             self._queue.append(lease)
         return []
 
+    def holds(self, lease: Lease) -> bool:
+        """Is lease still in this book (not done, given back or forgotten)?"""
+        return self._leases.get((lease.partition, lease.token)) is lease
+
     def renewed(self, partition: int, token: str, deadline: float) -> None:
         lease = self._leases.get((partition, token))
         if lease is not None and lease.deadline != -math.inf:

@@ -12,8 +12,9 @@ The life of a URL in one worker:
     sync leases host -> book: queued -> next_request hands it to the engine
     download ends (request_left_downloader) -> book: the host goes back with
       its politeness wait (sync), the URL stays leased, pending
-    engine done with the page's output (internals.on_request_done) -> book:
-      the URL's lease ends (sync), after the page's links
+    engine done with the page's output (internals.on_request_done), and the
+      stores' writes of the page done (stores/pending.py) -> book: the URL's
+      lease ends (sync), after the page's links
 A lease whose host has no robots rules yet carries its host's robots.txt
 download instead (middlewares/robots.py, meta ROBOTS_FOR names the page):
 its times and status count as the lease's download, and the page goes back
@@ -45,6 +46,7 @@ from crawlproj.recrawl.record import HELD, STORED
 from crawlproj.redisconn import embedded_restarter, get_redis
 from crawlproj.redisguard import RedisGuard
 from crawlproj.robots import ROBOTS_FOR
+from crawlproj.stores.pending import PendingWrites
 from crawlproj.traps import TrapGuard
 from crawlproj.urls import host_of
 
@@ -74,6 +76,8 @@ class FrontierScheduler:
         self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH")
         self.trap_guard = TrapGuard.from_settings(s)
         self.book = LeaseBook()
+        # the stores' writes of each page, which its lease waits for
+        self.pending = PendingWrites.of(crawler)
         prefetch = s.get("FRONTIER_PREFETCH")
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
@@ -320,7 +324,8 @@ class FrontierScheduler:
             self._wake()  # a transfer ended: room for the next
 
     def _done(self, request):
-        """The engine is done with request (its links are enqueued)."""
+        """The engine is done with request (its links are enqueued); its URL's
+        lease ends once the stores' writes of its page are done too."""
         lease = self._inflight.pop(request, None)
         if lease is None:
             return  # not the frontier's (robots.txt, a request from another path)
@@ -336,6 +341,17 @@ class FrontierScheduler:
             self.stats.inc_value("frontier/robots_returned")
             self.sync.ask()
             return
+        stored = self.pending.stored(request.url)
+        if stored is None:
+            self._end(request, lease)
+        else:
+            stored.addCallback(lambda _: self._end(request, lease))
+
+    def _end(self, request, lease) -> None:
+        """The page of request is done and stored: its URL's lease ends."""
+        if not self.book.holds(lease):
+            return  # given back meanwhile (the crawl closed), or forgotten
+        download = lease.download
         fate, wait_ms = self.politeness.host_fate(download)
         schedule = None
         if self.recrawl is not None:

@@ -4,7 +4,9 @@ Settings: LINKSTORE_ENABLED, LINKSTORE_SEGMENT_PAGES, LINKSTORE_DIR. The
 source of a page's links is the URL its content came from (item
 ["final_url"]); the targets are item["outlinks"], all of them, in scope or
 not (the graph the ranker sees is the web's, not the crawl's). Pages go to
-Redis by group commit (one RPUSH per partition per batch); a partition whose
+Redis by group commit (one RPUSH per partition per batch), each write held
+for the page's URL, whose lease waits for it (crawlproj/stores/pending.py);
+a partition whose
 working set passes LINKSTORE_SEGMENT_PAGES is compacted to a Parquet segment
 in a thread (stores/linkstore.py). A segment that cannot be written stops
 the crawl (nothing is lost: the pages stay in Redis).
@@ -24,6 +26,7 @@ from crawlproj.pipelines.guard import StoreGuard
 from crawlproj.redisconn import embedded_restarter, get_redis
 from crawlproj.redisguard import RedisGuard
 from crawlproj.stores.linkstore import LinkStore, encode_page
+from crawlproj.stores.pending import PendingWrites
 
 logger = logging.getLogger(__name__)
 STORE = "link store"
@@ -42,6 +45,7 @@ class LinkStorePipeline:
         self.batch: GroupCommit | None = None
         self._compacting: set[int] = set()
         self._running: list = []
+        self.held = PendingWrites.of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -57,7 +61,7 @@ class LinkStorePipeline:
                                  on_unreachable=embedded_restarter(s))
         RedisGuard.of(self.crawler).watch(self.batch)
 
-    async def process_item(self, item, spider=None):
+    def process_item(self, item, spider=None):
         if self.batch is None or not hasattr(item, "get") or item.get("outlinks") is None:
             return item
         source = item.get("final_url") or item.get("url")
@@ -65,7 +69,7 @@ class LinkStorePipeline:
                                    item.get("duplicate_of"))
         self.stats.inc_value("stores/links/pages")
         self.stats.inc_value("stores/links/edges", edges)
-        await maybe_deferred_to_future(self.batch.add_confirmed((self.store.partition_of(source), value)))
+        self.held.hold(source, self.batch.add_confirmed((self.store.partition_of(source), value)))
         return item
 
     def _maybe_compact(self, due: list[int]) -> None:

@@ -4,6 +4,8 @@ Settings: PAGEMETA_ENABLED, PAGEMETA_BUCKETS. Needs the record middleware:
 every response updates its URL's history (including redirects, 404s and
 robots.txt, so the fetch counts agree with what the servers saw), batched by
 group commit (one EVALSHA per partition per batch, see stores/pagemeta.py).
+The response goes on at once; the URL's lease waits for the write
+(crawlproj/stores/pending.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from crawlproj.pipelines.guard import warn_without_recorder
 from crawlproj.redisconn import embedded_restarter, get_redis
 from crawlproj.redisguard import RedisGuard
 from crawlproj.stores.pagemeta import PageMetaStore
+from crawlproj.stores.pending import PendingWrites
 from crawlproj.stores.signals import exchange_recorded
 
 
@@ -29,6 +32,7 @@ class PageMetaPipeline:
         self.buckets = s.getint("PAGEMETA_BUCKETS")
         self.store: PageMetaStore | None = None
         self.batch: GroupCommit | None = None
+        self.held = PendingWrites.of(crawler)
         crawler.signals.connect(self._recorded, exchange_recorded)
 
     @classmethod
@@ -47,11 +51,11 @@ class PageMetaPipeline:
     def _write(self, entries):
         return self.store.write(entries)
 
-    async def _recorded(self, exchange):
+    def _recorded(self, exchange):
         if self.batch is None:
             return
         self.crawler.stats.inc_value("stores/pagemeta/fetches")
-        await maybe_deferred_to_future(self.batch.add_confirmed(self.store.entry(exchange)))
+        self.held.hold(exchange.url, self.batch.add_confirmed(self.store.entry(exchange)))
 
     def process_item(self, item, spider=None):
         return item

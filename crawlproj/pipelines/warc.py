@@ -16,8 +16,10 @@ Writes run in one dedicated thread (a file is appended in order), so the
 reactor never waits for the disk, and in batches: what arrives while a batch
 is being serialised, compressed and written goes into the next one, one
 thread hand-off and one write() for the lot (group commit, as the
-Redis-backed stores write: crawlproj/groupcommit.py). The page's request
-finishes only after its records are in the file.
+Redis-backed stores write: crawlproj/groupcommit.py). Nothing on the page's
+path waits for them: each write is held for the page's URL
+(crawlproj/stores/pending.py), and its lease ends only once its records are
+in the file.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from crawlproj.due.contentseen import DUPLICATE_CAPTURED
 from crawlproj.pipelines.guard import FINISH_REASON, StoreGuard, warn_without_recorder
 from crawlproj.stores.common import warc_dir, worker_id
 from crawlproj.stores.exchange import Exchange
+from crawlproj.stores.pending import PendingWrites
 from crawlproj.stores.signals import exchange_recorded
 from crawlproj.stores.storage import make_storage
 from crawlproj.stores.warc import NOT_MODIFIED_PROFILE, WarcWriter, recover, warc_date
@@ -90,6 +93,7 @@ class WarcPipeline:
         self.pending_timeout = s.getfloat("WARC_PENDING_TIMEOUT")
         self.user_agent = s.get("USER_AGENT")
         self.guard = StoreGuard.of(crawler)
+        self.held = PendingWrites.of(crawler)
         self.writer: WarcWriter | None = None
         self.pool: ThreadPool | None = None
         self.pagemeta = None  # to check revisits (see _verified)
@@ -97,7 +101,8 @@ class WarcPipeline:
         self.pending: dict[str, deque] = defaultdict(deque)
         self._sweeper = None
         # (exchange, revisit, deferred) waiting for the next batch; one batch
-        # out at a time (in the writer thread), so the file keeps their order
+        # out at a time (in the writer thread), so the file keeps their order.
+        # A revisit is checked there (_verified), against page metadata.
         self._queue: list[tuple[Exchange, dict | None, Deferred]] = []
         self._busy = False
         crawler.signals.connect(self._recorded, exchange_recorded)
@@ -168,7 +173,7 @@ class WarcPipeline:
 
     # -- responses -----------------------------------------------------------------
 
-    async def _recorded(self, exchange: Exchange):
+    def _recorded(self, exchange: Exchange):
         if self.writer is None or self.pool is None:
             return
         if 200 <= exchange.status < 300 and not exchange.robots:
@@ -177,7 +182,7 @@ class WarcPipeline:
         revisit = None
         if exchange.status == 304:  # a conditional GET's answer: unchanged
             revisit = {"url": exchange.url, "profile": NOT_MODIFIED_PROFILE}
-        await maybe_deferred_to_future(self._write(exchange, revisit))
+        self.held.hold(exchange.url, self._write(exchange, revisit))
 
     def _take(self, url) -> Exchange | None:
         queue = self.pending.get(url)
@@ -188,52 +193,57 @@ class WarcPipeline:
             del self.pending[url]
         return exchange
 
-    async def process_item(self, item, spider=None):
+    def process_item(self, item, spider=None):
         exchange = self._take(item.get("final_url")) if hasattr(item, "get") else None
-        if exchange is not None:
-            target = duplicate_target(item.get("duplicate_of"))
-            revisit = _dated(exchange, target)
-            if target is not None and revisit is None:
-                self.stats.inc_value("warc/duplicates_stored_in_full")
-            if revisit is not None:
-                revisit = await self._verified(exchange, revisit)
-            await maybe_deferred_to_future(self._write(exchange, revisit))
+        if exchange is None:
+            return item
+        target = duplicate_target(item.get("duplicate_of"))
+        revisit = _dated(exchange, target)
+        if target is not None and revisit is None:
+            self.stats.inc_value("warc/duplicates_stored_in_full")
+        first = self.held.stored(revisit["url"]) if revisit is not None else None
+        if first is None:
+            written = self._write(exchange, revisit)
+        else:
+            # the first copy's page metadata, which the revisit is checked
+            # against, is on its way from this worker: write after it
+            written = first.addCallback(lambda _: self._write(exchange, revisit))
+        self.held.hold(exchange.url, written)
         return item
 
-    async def _verified(self, exchange: Exchange, revisit: dict) -> dict | None:
-        """The revisit target if its payload is this one's, else None.
+    def _verified(self, exchange: Exchange, revisit: dict | None) -> dict | None:
+        """In the writer thread: the revisit target if its payload is this
+        one's, else None (the page is stored in full).
 
         A revisit record of profile identical-payload-digest promises the
         same payload bytes as the record it refers to. The content-seen test
         may compare decoded bodies, or near-duplicates (CONTENTSEEN_NEAR), so
         the claim is checked against the page metadata of the first URL (its
-        last 2xx payload digest, written before its own content-seen test
-        ran). Without page metadata the content-seen test is trusted."""
-        if self.pagemeta is None:
+        last 2xx payload digest, written when its response came). Without
+        page metadata the content-seen test is trusted."""
+        if revisit is None or self.pagemeta is None or revisit.get("profile"):
             return revisit
         try:
-            meta = await maybe_deferred_to_future(
-                threads.deferToThread(self.pagemeta.get, revisit["url"]))
+            meta = self.pagemeta.get(revisit["url"])
         except Exception as exc:
             logger.warning("page metadata of %s unavailable (%s): %s stored in full",
                            revisit["url"], exc, exchange.url)
             return None
         if meta is None or meta.digest != exchange.digest64.hex():
-            self.stats.inc_value("warc/duplicates_stored_in_full")
             return None
         return revisit
 
-    async def _item_gone(self, item, response, spider=None, **kwargs):
+    def _item_gone(self, item, response, spider=None, **kwargs):
         exchange = self._take(getattr(response, "url", None))
         if exchange is not None:
             revisit = _dated(exchange, duplicate_target(item.get("duplicate_of"))
                              if hasattr(item, "get") else None)
-            await maybe_deferred_to_future(self._write(exchange, revisit))
+            self.held.hold(exchange.url, self._write(exchange, revisit))
 
-    async def _spider_error(self, failure, response, spider=None):
+    def _spider_error(self, failure, response, spider=None):
         exchange = self._take(getattr(response, "url", None))
         if exchange is not None:
-            await maybe_deferred_to_future(self._write(exchange))
+            self.held.hold(exchange.url, self._write(exchange))
 
     def _sweep(self):
         cutoff = time.monotonic() - self.pending_timeout
@@ -260,14 +270,23 @@ class WarcPipeline:
             for _, _, d in batch:
                 d.callback(None)
             return
-        w = threads.deferToThreadPool(reactor, self.pool, self.writer.write_many,
+        w = threads.deferToThreadPool(reactor, self.pool, self._write_batch,
                                       [(e, r) for e, r, _ in batch])
         w.addCallbacks(self._written, self._batch_failed, callbackArgs=(batch,),
                        errbackArgs=(batch,))
 
-    def _written(self, errors, batch) -> None:
+    def _write_batch(self, items: list[tuple[Exchange, dict | None]]) -> list:
+        """In the writer thread: the batch's revisits checked, its records
+        written; (error or None, revisit written) for each exchange."""
+        items = [(e, self._verified(e, r)) for e, r in items]
+        errors = self.writer.write_many(items)
+        return [(error, r) for error, (_, r) in zip(errors, items)]
+
+    def _written(self, results, batch) -> None:
         self.stats.inc_value("warc/batches")
-        for (exchange, revisit, d), error in zip(batch, errors):
+        for (exchange, asked, d), (error, revisit) in zip(batch, results):
+            if asked and not revisit:
+                self.stats.inc_value("warc/duplicates_stored_in_full")
             if error is None:
                 self.stats.inc_value("warc/revisits" if revisit else "warc/responses")
             else:

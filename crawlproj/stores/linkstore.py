@@ -41,6 +41,7 @@ import zlib
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import mmh3
@@ -62,6 +63,10 @@ EDGE_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("anchor", pa
 URL_SCHEMA = pa.schema([("id", pa.int64()), ("url", pa.string())])
 
 
+# A page's links name the same popular targets again and again (Mercator
+# §3.2's "cache of popular URLs", 2^16 entries there): a target's id is
+# remembered, not its canonical form computed anew for every link to it.
+@lru_cache(maxsize=1 << 16)
 def node_id(url: str) -> int:
     """A URL's node id: the DUE's fingerprint of its canonical form, the key
     the frontier, the ranker and page metadata share. A URL the canonicaliser

@@ -1,0 +1,61 @@
+"""The stores' writes of each page, which its URL's lease waits for.
+
+A URL leaves the frontier only once its page is stored [Mercator §3: a URL is
+removed from the frontier when its processing is done; here a worker that
+dies before that leaves it leased, and it goes back to its queue]. The
+stores do not hold the page for that: the WARC writer, the link store and
+page metadata each hold their write here, by the URL of the response it
+records, and go on; the frontier's scheduler ends the lease of a URL whose
+page the engine is done with once the writes held for that URL are done
+(crawlproj/frontier/scheduler.py). The response goes up to the spider, and
+the item through the pipelines, without waiting for a disk or a round trip:
+with each store awaiting its own write on the page's path, one worker's
+crawl of the benchmark web took a tenth more CPU (docs/benchmarks.md).
+
+A write's Deferred fires when it is done, or given up (a store that cannot
+write puts the page back in the frontier first, crawlproj/pipelines/guard.py).
+"""
+
+from __future__ import annotations
+
+from twisted.internet.defer import Deferred, DeferredList
+
+
+class PendingWrites:
+    def __init__(self):
+        self._pending: dict[str, list[Deferred]] = {}
+
+    @classmethod
+    def of(cls, crawler) -> PendingWrites:
+        """The crawler's one book of pending writes."""
+        pending = getattr(crawler, "_crawlproj_pending_writes", None)
+        if pending is None:
+            pending = crawler._crawlproj_pending_writes = cls()
+        return pending
+
+    def hold(self, url: str, write: Deferred) -> None:
+        """The page of url is not stored until write fires."""
+        if write.called:
+            return
+        self._pending.setdefault(url, []).append(write)
+        write.addBoth(self._settled, url, write)
+
+    def _settled(self, result, url: str, write: Deferred):
+        writes = self._pending.get(url)
+        if writes is not None:
+            writes.remove(write)
+            if not writes:
+                del self._pending[url]
+        return result
+
+    def __len__(self) -> int:
+        """URLs with writes under way."""
+        return len(self._pending)
+
+    def stored(self, url: str) -> Deferred | None:
+        """A Deferred that fires once every write held for url so far is
+        done; None when none is under way."""
+        writes = self._pending.get(url)
+        if not writes:
+            return None
+        return DeferredList(list(writes), consumeErrors=True)
