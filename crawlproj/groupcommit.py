@@ -106,8 +106,8 @@ class GroupCommit:
 
     def add_confirmed(self, entry) -> Deferred:
         """Write entry in this reactor turn's batch; the Deferred fires once it
-        is written (a page's request is finished only once its links and
-        metadata are stored)."""
+        is written (a page's lease ends only once its links and metadata are
+        stored: crawlproj/stores/pending.py)."""
         d = Deferred()
         self._entries.append(entry)
         self._waiters.append(d)

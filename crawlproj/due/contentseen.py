@@ -5,9 +5,8 @@ a set of the documents seen so far; a document already seen under another URL
 (mirrors, aliases, session URLs the canonicaliser could not recognise) is not
 processed again, so its links are not extracted a second time.
 
-Exact test: a 64-bit mmh3 fingerprint of the body, with runs of whitespace
-collapsed for text, and whitespace next to markup dropped (re-indented or
-re-wrapped HTML is the same document).
+Exact test: a 64-bit mmh3 fingerprint of the body, with its ASCII whitespace
+dropped for text (re-indented or re-wrapped HTML is the same document).
 Redis: ``SET <content key of fp> <capture> NX GET``, one command per page: it
 records the capture if the fingerprint is new and returns the first one if
 not. A capture is the URL, and with it when its fetch started (epoch seconds,
@@ -58,17 +57,20 @@ def is_text(content_type: bytes | str | None) -> bool:
     return bool(content_type) and bool(_TEXT.match(content_type.strip().lower()))
 
 
+_WHITESPACE = b" \t\n\r\x0b\x0c"
+
+
 def normalise(body: bytes) -> bytes:
-    """Runs of ASCII whitespace collapsed into one space, and none kept next to
-    < or >: re-indented or re-wrapped markup is the same document. (Once runs
-    are single spaces, four replaces drop those spaces: a regular expression
-    doing the same took five times as long, tried at every space.)"""
-    return (b" ".join(body.split()).replace(b" <", b"<").replace(b"< ", b"<")
-            .replace(b" >", b">").replace(b"> ", b">"))
+    """The body without its ASCII whitespace: re-indented or re-wrapped markup
+    is the same document. Two pages that differ only in where whitespace
+    splits their words would be taken for one; keeping one space per run
+    instead (split and join) took ten times as long: 144 against 15 µs a
+    10 KB page, most of the content-seen test's CPU."""
+    return body.translate(None, _WHITESPACE)
 
 
 def content_fingerprint(body: bytes, text: bool = True) -> int:
-    """Signed 64-bit fingerprint of a document, whitespace-normalised if text."""
+    """Signed 64-bit fingerprint of a document, its whitespace dropped if text."""
     return mmh3.hash64(normalise(body) if text else body, signed=True)[0]
 
 

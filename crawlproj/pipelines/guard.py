@@ -6,7 +6,7 @@ logs one error line naming the store, the path and the reason, and closes
 the spider with finish reason ``store_error`` (Scrapy's graceful close: the
 frontier gets back every URL this worker leased but did not fetch). Each
 page a store could not keep is put back in the frontier (dont_filter, so the
-URL-seen test does not drop it) before its request finishes; the next worker
+URL-seen test does not drop it) before its lease ends; the next worker
 fetches it again.
 """
 
