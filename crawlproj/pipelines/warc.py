@@ -104,6 +104,7 @@ class WarcPipeline:
         # out at a time (in the writer thread), so the file keeps their order.
         # A revisit is checked there (_verified), against page metadata.
         self._queue: list[tuple[Exchange, dict | None, Deferred]] = []
+        self._unwritten: set[Deferred] = set()  # writes handed over, not done
         self._busy = False
         crawler.signals.connect(self._recorded, exchange_recorded)
         crawler.signals.connect(self._item_gone, signals.item_dropped)
@@ -157,8 +158,13 @@ class WarcPipeline:
             self._sweeper.stop()
         held = [e for q in self.pending.values() for e, _ in q]
         self.pending.clear()
-        if held:
-            await maybe_deferred_to_future(DeferredList([self._write(e) for e in held]))
+        for exchange in held:
+            self._write(exchange)
+        # every record handed over is in the file before it closes (a revisit
+        # may still wait for its first copy's metadata, which the page
+        # metadata pipeline is writing as it closes)
+        while self._unwritten:
+            await maybe_deferred_to_future(DeferredList(list(self._unwritten)))
         if self.pool is not None:
             try:
                 await maybe_deferred_to_future(
@@ -207,7 +213,7 @@ class WarcPipeline:
         else:
             # the first copy's page metadata, which the revisit is checked
             # against, is on its way from this worker: write after it
-            written = first.addCallback(lambda _: self._write(exchange, revisit))
+            written = self._track(first.addCallback(lambda _: self._write(exchange, revisit)))
         self.held.hold(exchange.url, written)
         return item
 
@@ -251,11 +257,21 @@ class WarcPipeline:
             while self.pending.get(url) and self.pending[url][0][1] < cutoff:
                 self._write(self._take(url))
 
+    def _track(self, d: Deferred) -> Deferred:
+        """d is a write not done yet: the file is not closed before it is."""
+        self._unwritten.add(d)
+        d.addBoth(self._untrack, d)
+        return d
+
+    def _untrack(self, result, d: Deferred):
+        self._unwritten.discard(d)
+        return result
+
     def _write(self, exchange: Exchange, revisit: dict | None = None) -> Deferred:
         """Fires once the exchange's records are in the file (or failed)."""
         if self.pool is None:
             return succeed(None)
-        d = Deferred()
+        d = self._track(Deferred())
         self._queue.append((exchange, revisit, d))
         if not self._busy:
             self._busy = True
