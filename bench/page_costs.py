@@ -3,7 +3,13 @@ of its own work, alone in one thread, over pages of the simulated web that
 bench/crawl_bench.py crawls.
 
     .venv/bin/python bench/page_costs.py [--hosts 200 --pages 5000 --page-bytes 10000]
-        [--sample 200] [--rounds 3]
+        [--sample 200] [--rounds 3] [--html DIR]
+
+--html DIR takes the pages from the HTML files under DIR (up to --sample of
+them, in name order) instead of the simulated web, whose pages are drawn from
+one vocabulary and compress unlike real ones: what the gzip lines say of the
+WARC files' size. Each gzip line also gives the compressed size over the
+pages' size.
 
 Against a whole crawl's figures (crawl_bench.py: worker CPU per page with a
 part on and off) this says how much of a part's cost is its own work and how
@@ -58,17 +64,27 @@ def main() -> int:
     p.add_argument("--page-bytes", type=int, default=10000)
     p.add_argument("--sample", type=int, default=200, help="HTML pages timed")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--html", type=Path, help="a directory of HTML files to take the pages from")
     a = p.parse_args()
-    web = SimWeb.from_spec({"seed": a.seed, "hosts": a.hosts, "pages": a.pages,
-                            "page_bytes": a.page_bytes})
-    step = max(1, a.pages // (4 * a.sample))
     bodies = []
-    for node in range(0, a.pages, step):
-        body = web.render(node)
-        if body.lstrip()[:1] == b"<":
-            bodies.append(body)
-        if len(bodies) == a.sample:
-            break
+    if a.html is not None:
+        for path in sorted(a.html.rglob("*.htm*")):
+            if path.is_file():
+                bodies.append(path.read_bytes())
+            if len(bodies) == a.sample:
+                break
+        if not bodies:
+            p.error(f"no HTML file under {a.html}")
+    else:
+        web = SimWeb.from_spec({"seed": a.seed, "hosts": a.hosts, "pages": a.pages,
+                                "page_bytes": a.page_bytes})
+        step = max(1, a.pages // (4 * a.sample))
+        for node in range(0, a.pages, step):
+            body = web.render(node)
+            if body.lstrip()[:1] == b"<":
+                bodies.append(body)
+            if len(bodies) == a.sample:
+                break
     texts = [extract_page(b, "http://h.example/p.html", "utf-8", content_type=b"text/html",
                           max_text_chars=10 ** 6).text for b in bodies]
     print(f"{len(bodies)} HTML pages, {sum(map(len, bodies)) / len(bodies):.0f} bytes, "
@@ -85,8 +101,12 @@ def main() -> int:
         ("WARC: gzip of the body, zlib level 1", zlib_member(1), bodies),
         ("WARC: SHA-1 of the body", lambda b: hashlib.sha1(b).digest(), bodies),
     ]
+    size = sum(map(len, bodies))
     for name, fn, inputs in parts:
-        print(f"{per_page_us(fn, inputs, a.rounds):8.1f} µs  {name}")
+        ratio = ""
+        if name.startswith("WARC: gzip"):
+            ratio = f", {sum(len(fn(b)) for b in bodies) / size:.3f} of the size"
+        print(f"{per_page_us(fn, inputs, a.rounds):8.1f} µs  {name}{ratio}")
     return 0
 
 

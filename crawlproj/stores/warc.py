@@ -60,12 +60,12 @@ OPEN_SUFFIX = ".open"
 WARC_SUFFIX = ".warc.gz"
 CDXJ_SUFFIX = ".cdxj"
 # Records are compressed by ISA-L (Intel's deflate, through the isal package):
-# standard gzip members, which zlib, warcio and pywb read, at a tenth of
-# zlib's CPU at its default level 6 for files about a tenth larger (300 HTML
-# pages of 33 KB: ISA-L level 2 92 µs a page and 0.293 of the size, zlib
-# level 6 935 µs and 0.266, level 1 404 µs and 0.301; docs/benchmarks.md,
-# "Stores"). The record goes to the compressor in one piece: fed in parts,
-# ISA-L compresses each part on its own (0.48 of the size).
+# standard gzip members, which zlib, warcio and pywb read, for a sixth to a
+# tenth of zlib's CPU at its default level 6. The price is size on repetitive
+# markup: the benchmark web's pages alike (0.482 of their size against 0.480),
+# Rust's HTML documentation 0.126 against 0.097 (`bench/page_costs.py --html
+# DIR`; docs/stores.md). The record goes to the compressor in one piece: fed
+# in parts, ISA-L compresses each part on its own.
 GZIP_LEVEL = 2
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 # An extension field (WARC 1.1 §5: other named fields are allowed) on a
