@@ -14,6 +14,10 @@ crawl of the benchmark web took a tenth more CPU (docs/benchmarks.md).
 
 A write's Deferred fires when it is done, or given up (a store that cannot
 write puts the page back in the frontier first, crawlproj/pipelines/guard.py).
+A slow disk or Redis slows the crawl rather than filling memory: a page whose
+writes are under way keeps its lease, and the lease book counts it against
+the worker's prefetch (crawlproj/frontier/sync.py), so no new URL is leased
+in its place.
 """
 
 from __future__ import annotations
