@@ -14,12 +14,13 @@ Responses become :class:`~crawlproj.stores.exchange.Exchange` objects sent
 with the ``exchange_recorded`` signal; its handlers hold their writes for the
 response's URL (crawlproj/stores/pending.py) and the response goes on at
 once: the URL's lease ends once they are done (the WARC record of a 404 is
-on disk before its lease ends). Attempts that got no response (DNS failure, refused connection,
-timeout, a body over DOWNLOAD_MAXSIZE, robots.txt exclusion, which Scrapy
-raises from process_request) become :class:`FailedAttempt` objects sent with
-``attempt_failed``. A response flagged ``dataloss`` (a body cut short, kept
-only when DOWNLOAD_FAIL_ON_DATALOSS is off) is reported as a failed attempt
-and never stored: a store never holds half a body.
+on disk before its lease ends). Attempts that got no response (DNS failure,
+refused connection, timeout, a body over DOWNLOAD_MAXSIZE, robots.txt
+exclusion, which Scrapy raises from process_request) become
+:class:`FailedAttempt` objects sent with ``attempt_failed``. A response
+flagged ``dataloss`` (a body cut short, kept only when
+DOWNLOAD_FAIL_ON_DATALOSS is off) is reported as a failed attempt and never
+stored: a store never holds half a body.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ class FrontierScheduler:
         self.trap_guard = TrapGuard.from_settings(s)
         self.book = LeaseBook()
         # the stores' writes of each page, which its lease waits for
-        self.pending = PendingWrites.of(crawler)
+        self.writes = PendingWrites.of(crawler)
         prefetch = s.get("FRONTIER_PREFETCH")
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
@@ -341,7 +341,7 @@ class FrontierScheduler:
             self.stats.inc_value("frontier/robots_returned")
             self.sync.ask()
             return
-        stored = self.pending.stored(request.url)
+        stored = self.writes.stored(request.url)
         if stored is None:
             self._end(request, lease)
         else:

@@ -45,7 +45,7 @@ class LinkStorePipeline:
         self.batch: GroupCommit | None = None
         self._compacting: set[int] = set()
         self._running: list = []
-        self.held = PendingWrites.of(crawler)
+        self.writes = PendingWrites.of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -69,7 +69,7 @@ class LinkStorePipeline:
                                    item.get("duplicate_of"))
         self.stats.inc_value("stores/links/pages")
         self.stats.inc_value("stores/links/edges", edges)
-        self.held.hold(source, self.batch.add_confirmed((self.store.partition_of(source), value)))
+        self.writes.hold(source, self.batch.add_confirmed((self.store.partition_of(source), value)))
         return item
 
     def _maybe_compact(self, due: list[int]) -> None:

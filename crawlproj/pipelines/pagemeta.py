@@ -32,7 +32,7 @@ class PageMetaPipeline:
         self.buckets = s.getint("PAGEMETA_BUCKETS")
         self.store: PageMetaStore | None = None
         self.batch: GroupCommit | None = None
-        self.held = PendingWrites.of(crawler)
+        self.writes = PendingWrites.of(crawler)
         crawler.signals.connect(self._recorded, exchange_recorded)
 
     @classmethod
@@ -55,7 +55,7 @@ class PageMetaPipeline:
         if self.batch is None:
             return
         self.crawler.stats.inc_value("stores/pagemeta/fetches")
-        self.held.hold(exchange.url, self.batch.add_confirmed(self.store.entry(exchange)))
+        self.writes.hold(exchange.url, self.batch.add_confirmed(self.store.entry(exchange)))
 
     def process_item(self, item, spider=None):
         return item

@@ -93,7 +93,7 @@ class WarcPipeline:
         self.pending_timeout = s.getfloat("WARC_PENDING_TIMEOUT")
         self.user_agent = s.get("USER_AGENT")
         self.guard = StoreGuard.of(crawler)
-        self.held = PendingWrites.of(crawler)
+        self.writes = PendingWrites.of(crawler)
         self.writer: WarcWriter | None = None
         self.pool: ThreadPool | None = None
         self.pagemeta = None  # to check revisits (see _verified)
@@ -188,7 +188,7 @@ class WarcPipeline:
         revisit = None
         if exchange.status == 304:  # a conditional GET's answer: unchanged
             revisit = {"url": exchange.url, "profile": NOT_MODIFIED_PROFILE}
-        self.held.hold(exchange.url, self._write(exchange, revisit))
+        self.writes.hold(exchange.url, self._write(exchange, revisit))
 
     def _take(self, url) -> Exchange | None:
         queue = self.pending.get(url)
@@ -207,14 +207,14 @@ class WarcPipeline:
         revisit = _dated(exchange, target)
         if target is not None and revisit is None:
             self.stats.inc_value("warc/duplicates_stored_in_full")
-        first = self.held.stored(revisit["url"]) if revisit is not None else None
+        first = self.writes.stored(revisit["url"]) if revisit is not None else None
         if first is None:
             written = self._write(exchange, revisit)
         else:
             # the first copy's page metadata, which the revisit is checked
             # against, is on its way from this worker: write after it
             written = self._track(first.addCallback(lambda _: self._write(exchange, revisit)))
-        self.held.hold(exchange.url, written)
+        self.writes.hold(exchange.url, written)
         return item
 
     def _verified(self, exchange: Exchange, revisit: dict | None) -> dict | None:
@@ -244,12 +244,12 @@ class WarcPipeline:
         if exchange is not None:
             revisit = _dated(exchange, duplicate_target(item.get("duplicate_of"))
                              if hasattr(item, "get") else None)
-            self.held.hold(exchange.url, self._write(exchange, revisit))
+            self.writes.hold(exchange.url, self._write(exchange, revisit))
 
     def _spider_error(self, failure, response, spider=None):
         exchange = self._take(getattr(response, "url", None))
         if exchange is not None:
-            self.held.hold(exchange.url, self._write(exchange))
+            self.writes.hold(exchange.url, self._write(exchange))
 
     def _sweep(self):
         cutoff = time.monotonic() - self.pending_timeout
