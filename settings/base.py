@@ -442,13 +442,17 @@ INDEX_HANDOVER_DELAY = 0.1
 # holder dies). False on workers of other machines than the query server's:
 # the index lives on the indexer's disk (run `scrapy index` there).
 INDEX_WRITER = True
-# The indexer writes and commits what was handed over once a tick: a commit
-# makes a segment, and tantivy merges segments in threads of its own. At 0.1 s
-# those merges took a seventh of a worker's CPU; at 1.0 s a fifth of that, and
-# a page is still searchable within 2 s (docs/search.md).
+# The indexer writes what was handed over once a tick, and commits it at once
+# while the index is searched (a query in the last 30 s): a page is then
+# searchable within 2 s (docs/search.md). A commit makes a segment, and tantivy
+# merges segments in threads of its own: at a tick of 0.1 s those merges took
+# a seventh of a worker's CPU, at 1.0 s a fifth of that.
 INDEX_TICK = 1.0
 INDEX_LOCK_TTL = 10.0
-# Documents per commit at most; a commit ends every batch.
+# While nobody searches, a commit waits until this many seconds (or
+# INDEX_BATCH documents) are uncommitted: fewer, larger segments to merge.
+INDEX_IDLE_COMMIT = 10.0
+# Documents read off the hand-over list per write, and uncommitted at most.
 INDEX_BATCH = 1000
 # PageRank over the indexed pages' links is recomputed this often (seconds),
 # when pages were added since.

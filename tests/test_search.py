@@ -285,6 +285,85 @@ def test_documents_go_from_workers_to_one_index_through_redis(redis_url, tmp_pat
         index.close()
 
 
+def _texts(path, *words):
+    reader = Searcher(PageIndex(path))
+    return [[h.url for h in reader.search(w).results] for w in words]
+
+
+def test_an_unsearched_index_commits_late_and_a_query_makes_it_commit(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "idle")
+    handover = HandOver(r, ks)
+    path = tmp_path / "index"
+    index = PageIndex(path, write=True)
+    index.commit()  # an empty index a reader can open
+    try:
+        indexer = Indexer(index, HandOver(r, ks), batch=10, idle_commit=3600)
+        handover.push([doc("http://a.example/", "", "apricot").pack()])
+        assert indexer.step().written == 1
+        # written, not committed: nobody sees it yet, and it stays handed over
+        assert not index.searched_within(30)
+        assert handover.waiting() == 1
+        assert _texts(path, "apricot") == [[]]   # a query, which marks the index searched
+        assert index.searched_within(30)
+        handover.push([doc("http://b.example/", "", "blueberry").pack()])
+        indexer.step()
+        assert handover.waiting() == 0
+        assert _texts(path, "apricot", "blueberry") == [["http://a.example/"], ["http://b.example/"]]
+    finally:
+        index.close()
+
+
+def test_uncommitted_documents_are_written_again_by_the_next_indexer(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "lost")
+    handover = HandOver(r, ks)
+    path = tmp_path / "index"
+    index = PageIndex(path, write=True)
+    indexer = Indexer(index, HandOver(r, ks), batch=5, idle_commit=3600)
+    handover.push([doc(f"http://h.example/{i}", "", "walnut").pack() for i in range(2)])
+    indexer.step()
+    handover.push([doc("http://h.example/2", "", "walnut").pack()])
+    indexer.step()
+    assert indexer.uncommitted == 3
+    index.close()  # the lock lost, or the process gone, before a commit
+    index = PageIndex(path, write=True)
+    try:
+        Indexer(index, HandOver(r, ks), batch=10).step()
+        assert handover.waiting() == 0 and index.num_docs() == 3
+    finally:
+        index.close()
+
+
+def test_a_stale_refresh_never_writes_back_an_older_uncommitted_page(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "refresh")
+    handover = HandOver(r, ks)
+    index = PageIndex(tmp_path / "index", write=True)
+    try:
+        indexer = Indexer(index, HandOver(r, ks), batch=10, idle_commit=3600)
+        handover.push([doc("http://a.example/", "", "apricot", T0).pack()])
+        indexer.step(commit=True)
+        handover.push([doc("http://a.example/", "", "blueberry", T0 + 60).pack()])
+        indexer.step()
+        # a link to a.example makes it stale; the index's stored copy of it
+        # is the committed, older one
+        handover.push([doc("http://b.example/", "", "cherry", T0 + 61,
+                           links=[("http://a.example/", "zephyrine")]).pack()])
+        indexer.step()
+        indexer.step(commit=True)
+        s = Searcher(index)
+        assert [h.url for h in s.search("blueberry").results] == ["http://a.example/"]
+        assert s.search("apricot").total == 0
+        # once committed, the page is written again with the new anchor text
+        handover.push([doc("http://c.example/", "", "damson", T0 + 62).pack()])
+        indexer.step(commit=True)
+        assert [h.url for h in s.search("zephyrine").results] == ["http://a.example/"]
+        assert s.search("blueberry").total == 1
+    finally:
+        index.close()
+
+
 def test_the_indexer_lock_passes_on_when_its_holder_dies(redis_url, tmp_path):
     r = redis_lib.Redis.from_url(redis_url)
     ks = Keyspace.open(r, "lock")

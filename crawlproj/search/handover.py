@@ -1,8 +1,8 @@
 """Documents on their way from the workers to the one indexer, in Redis.
 
 Every worker pushes the documents of the pages it fetched onto one list of
-the crawl (Keyspace.index_queue); the indexer reads a batch from its head,
-writes it to the index, commits, and only then trims it off. An indexer that
+the crawl (Keyspace.index_queue); the indexer reads batches from its head,
+writes them to the index, commits, and only then trims them off. An indexer that
 dies between its commit and the trim leaves the batch to its successor, which
 writes it again: writing a document is an upsert by its key, so a batch
 written twice is in the index once.
@@ -21,9 +21,9 @@ class HandOver:
         if packed:
             self.redis.rpush(self.key, *packed)
 
-    def peek(self, n: int) -> list[bytes]:
-        """The indexer: the first n documents waiting, left in place."""
-        return self.redis.lrange(self.key, 0, n - 1)
+    def peek(self, n: int, after: int = 0) -> list[bytes]:
+        """The indexer: n documents after the first `after`, left in place."""
+        return self.redis.lrange(self.key, after, after + n - 1)
 
     def done(self, n: int) -> None:
         """The indexer: the first n documents are in the index."""

@@ -11,11 +11,16 @@ anchors are tokenized (Unicode words, lower-cased) with positions, so quoted
 phrases work. One process writes (tantivy's lock file in the directory, and
 the indexer's Redis lock before it); any number read, and see a commit within
 tantivy's reload poll (about 0.5 s).
+
+A reader's searches touch the file `searched` in the directory (at most every
+STAMP_EVERY seconds): the indexer commits every tick while the index is
+searched, and less often while it is not (crawlproj/search/indexer.py).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import tantivy
@@ -28,6 +33,8 @@ from crawlproj.stores.common import data_dir, safe_name
 
 SEARCH_FIELDS = ("title", "text", "anchors")
 TANTIVY_META = "meta.json"
+SEARCHED_STAMP = "searched"
+STAMP_EVERY = 5.0  # seconds between two touches of the stamp by one reader
 
 
 class IndexUnavailable(CrawlprojError):
@@ -66,6 +73,8 @@ class PageIndex:
         self.writer = None
         self._meta_stamp = None
         self._meta_path = str(self.directory / TANTIVY_META)
+        self._stamp_path = str(self.directory / SEARCHED_STAMP)
+        self._stamped = -STAMP_EVERY
         try:
             if write:
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -142,6 +151,13 @@ class PageIndex:
             self.writer = None
         self.anchors.close()
 
+    def searched_within(self, seconds: float) -> bool:
+        """Whether a reader searched the index in the last `seconds`."""
+        try:
+            return time.time() - os.stat(self._stamp_path).st_mtime < seconds
+        except OSError:
+            return False
+
     # -- reading --------------------------------------------------------------
 
     def searcher(self):
@@ -149,6 +165,7 @@ class PageIndex:
         reader that sees it changed reloads at once rather than at tantivy's
         next poll (up to 0.5 s later), which a page's 2 s to searchable needs."""
         if self.writer is None:
+            self._stamp()
             try:
                 stamp = os.stat(self._meta_path).st_mtime_ns
             except OSError:
@@ -157,6 +174,19 @@ class PageIndex:
                 self._meta_stamp = stamp
                 self.index.reload()
         return self.index.searcher()
+
+    def _stamp(self) -> None:
+        now = time.monotonic()
+        if now - self._stamped < STAMP_EVERY:
+            return
+        self._stamped = now
+        try:
+            try:
+                os.utime(self._stamp_path)
+            except FileNotFoundError:
+                open(self._stamp_path, "a").close()
+        except OSError:
+            pass  # a directory this reader may not write: the indexer keeps its idle pace
 
     def num_docs(self) -> int:
         return self.index.searcher().num_docs

@@ -8,8 +8,15 @@ taken over by another process once its TTL runs out. tantivy's own lock file
 in the index directory keeps a second writer out should two ever disagree.
 
 Pinkerton's WebCrawler committed its index "every few hundred documents" to
-protect it from crashes; here a commit ends every batch, and a batch is
-trimmed off the hand-over list only after it, so a crash loses nothing.
+protect it from crashes; here documents are trimmed off the hand-over list
+only once a commit holds them, so a crash loses nothing. While the index is
+searched (a reader touched its stamp in the last SEARCHED_WINDOW seconds) every
+tick commits, which keeps a page's time to searchable within 2 s; while
+nobody searches, a commit waits until INDEX_BATCH documents or
+INDEX_IDLE_COMMIT seconds are uncommitted. Each commit makes a segment, and
+tantivy's merges of many small segments cost several times the indexing
+itself (docs/search.md); Elasticsearch's search-idle shards skip their
+periodic refresh for the same reason.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ from crawlproj.search.handover import HandOver
 from crawlproj.search.index import PageIndex
 
 logger = logging.getLogger(__name__)
+
+# A query within this many seconds makes the index "searched" (the stamp's
+# mtime, crawlproj/search/index.py): every tick commits.
+SEARCHED_WINDOW = 30.0
 
 
 class IndexerLock(RankerLock):
@@ -44,10 +55,17 @@ class Batch:
 
 class Indexer:
     def __init__(self, index: PageIndex, handover: HandOver | None, batch: int = 1000,
-                 pagerank_interval: float = 60.0, damping: float = 0.9, refresh_share: float = 0.25):
+                 pagerank_interval: float = 60.0, damping: float = 0.9, refresh_share: float = 0.25,
+                 idle_commit: float = 0.0):
         self.index = index
         self.handover = handover
         self.batch = batch
+        self.idle_commit = idle_commit
+        # read off the hand-over list and written, not committed: trimmed off
+        # the list at the commit
+        self.uncommitted = 0
+        self._since = 0.0
+        self._written: set[str] = set()  # ... their keys
         # Stale pages written again per batch, as a share of the pages the batch
         # brings (of a full batch when it brings none): new pages first (they
         # are not searchable at all yet), and a small batch, which is what keeps
@@ -61,8 +79,14 @@ class Indexer:
         self._unranked = 0
 
     def write(self, docs: list[Document]) -> tuple[int, int]:
+        """put() and commit."""
+        done = self.put(docs)
+        self.commit()
+        return done
+
+    def put(self, docs: list[Document]) -> tuple[int, int]:
         """Write documents (the latest fetch of each key wins), then the stale
-        pages' new anchor text; commit. Returns (written, refreshed)."""
+        pages' new anchor text, uncommitted. Returns (written, refreshed)."""
         latest: dict[str, Document] = {}
         for doc in docs:
             key = doc.key
@@ -83,28 +107,46 @@ class Indexer:
         anchors.record([(key, doc.fetched_at, links[key], key not in before) for key, doc in fresh.items()])
         anchors.forget(list(fresh))
         budget = self.refresh if not docs else min(self.refresh, max(1, int(len(docs) * self.refresh_share)))
-        stale = anchors.stale(budget)
+        # a page written since the last commit stays stale until it: the
+        # index's stored copy, which a refresh writes again, is the older one
+        stale = [key for key in anchors.stale(budget) if key not in self._written]
         texts = anchors.anchor_texts(stale)
         refreshed = 0
         for key, doc in self.index.stored(stale).items():
             self.index.put(doc, texts.get(key, ""))
             refreshed += 1
         anchors.forget(stale)
-        self.index.commit()
+        self._written.update(fresh)
         self._unranked += len(fresh)
         return len(fresh), refreshed
 
-    def step(self) -> Batch:
-        """One batch from the hand-over list into the index."""
-        packed = self.handover.peek(self.batch)
+    def commit(self) -> None:
+        self.index.commit()
+        self._written.clear()
+        if self.uncommitted:
+            self.handover.done(self.uncommitted)
+            self.uncommitted = 0
+
+    def commit_due(self) -> bool:
+        return self.uncommitted >= self.batch or time.monotonic() - self._since >= self.idle_commit \
+            or self.index.searched_within(SEARCHED_WINDOW)
+
+    def step(self, commit: bool = False) -> Batch:
+        """One batch from the hand-over list into the index, committed when
+        due (or asked): see the module's docstring."""
+        packed = self.handover.peek(self.batch, after=self.uncommitted)
         docs = []
         for data in packed:
             try:
                 docs.append(Document.unpack(data))
             except Exception as exc:  # a corrupt entry must not block the list
                 logger.error("Indexer: dropping an unreadable document (%s)", exc)
-        written, refreshed = self.write(docs) if docs else (0, 0)
-        self.handover.done(len(packed))
+        written, refreshed = self.put(docs) if docs else (0, 0)
+        if packed and not self.uncommitted:
+            self._since = time.monotonic()
+        self.uncommitted += len(packed)
+        if self.uncommitted and (commit or self.commit_due()):
+            self.commit()
         self.maybe_rank()
         return Batch(len(packed), written, refreshed)
 

@@ -22,13 +22,15 @@ logger = logging.getLogger(__name__)
 
 class IndexerRunner:
     def __init__(self, lock: IndexerLock, handover: HandOver, directory, *, batch: int,
-                 pagerank_interval: float, damping: float, tick_budget: float = 1.0):
+                 pagerank_interval: float, damping: float, idle_commit: float = 0.0,
+                 tick_budget: float = 1.0):
         self.lock = lock
         self.handover = handover
         self.directory = directory
         self.batch = batch
         self.pagerank_interval = pagerank_interval
         self.damping = damping
+        self.idle_commit = idle_commit
         self.tick_budget = tick_budget
         self.indexer: Indexer | None = None
 
@@ -39,7 +41,8 @@ class IndexerRunner:
         return cls(IndexerLock(redis, keyspace, s.getfloat("INDEX_LOCK_TTL")), HandOver(redis, keyspace),
                    index_dir(s, keyspace.crawl_id), batch=s.getint("INDEX_BATCH"),
                    pagerank_interval=s.getfloat("INDEX_PAGERANK_INTERVAL"),
-                   damping=s.getfloat("PAGERANK_DAMPING"))
+                   damping=s.getfloat("PAGERANK_DAMPING"),
+                   idle_commit=s.getfloat("INDEX_IDLE_COMMIT"))
 
     @property
     def holding(self) -> bool:
@@ -56,7 +59,7 @@ class IndexerRunner:
         if self.indexer is None:
             index = PageIndex(self.directory, write=True)
             self.indexer = Indexer(index, self.handover, self.batch, self.pagerank_interval,
-                                   self.damping)
+                                   self.damping, idle_commit=self.idle_commit)
             logger.info("Indexer lock taken (%s): writing %s", self.lock.token, self.directory)
         total = Batch()
         start = time.monotonic()
@@ -70,7 +73,8 @@ class IndexerRunner:
                 return total
 
     def drain_and_release(self) -> None:
-        """Leaving: write what is waiting if this process is the indexer, rank, let go.
+        """Leaving: write and commit what is waiting if this process is the
+        indexer, rank, let go.
         When that fails (Redis out of reach), the lock is left to expire after
         its TTL rather than released: a release would wait out one more
         timeout."""
@@ -81,6 +85,8 @@ class IndexerRunner:
                     if b is None or b.taken < self.batch:
                         break
                 if self.indexer is not None:
+                    if self.indexer.uncommitted:
+                        self.indexer.commit()
                     self.indexer.maybe_rank(force=True)
         finally:
             self._close()
