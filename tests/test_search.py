@@ -290,15 +290,20 @@ def _texts(path, *words):
     return [[h.url for h in reader.search(w).results] for w in words]
 
 
-def test_an_unsearched_index_commits_late_and_a_query_makes_it_commit(redis_url, tmp_path):
+def _handover(redis_url, crawl):
+    """A crawl's hand-over list on the real Redis: (workers' side, a factory of the indexer's)."""
     r = redis_lib.Redis.from_url(redis_url)
-    ks = Keyspace.open(r, "idle")
-    handover = HandOver(r, ks)
+    ks = Keyspace.open(r, crawl)
+    return HandOver(r, ks), lambda: HandOver(r, ks)
+
+
+def test_an_unsearched_index_commits_late_and_a_query_makes_it_commit(redis_url, tmp_path):
+    handover, indexers = _handover(redis_url, "idle")
     path = tmp_path / "index"
     index = PageIndex(path, write=True)
     index.commit()  # an empty index a reader can open
     try:
-        indexer = Indexer(index, HandOver(r, ks), batch=10, idle_commit=3600)
+        indexer = Indexer(index, indexers(), batch=10, idle_commit=3600)
         handover.push([doc("http://a.example/", "", "apricot").pack()])
         assert indexer.step().written == 1
         # written, not committed: nobody sees it yet, and it stays handed over
@@ -315,12 +320,10 @@ def test_an_unsearched_index_commits_late_and_a_query_makes_it_commit(redis_url,
 
 
 def test_uncommitted_documents_are_written_again_by_the_next_indexer(redis_url, tmp_path):
-    r = redis_lib.Redis.from_url(redis_url)
-    ks = Keyspace.open(r, "lost")
-    handover = HandOver(r, ks)
+    handover, indexers = _handover(redis_url, "lost")
     path = tmp_path / "index"
     index = PageIndex(path, write=True)
-    indexer = Indexer(index, HandOver(r, ks), batch=5, idle_commit=3600)
+    indexer = Indexer(index, indexers(), batch=5, idle_commit=3600)
     handover.push([doc(f"http://h.example/{i}", "", "walnut").pack() for i in range(2)])
     indexer.step()
     handover.push([doc("http://h.example/2", "", "walnut").pack()])
@@ -329,19 +332,17 @@ def test_uncommitted_documents_are_written_again_by_the_next_indexer(redis_url, 
     index.close()  # the lock lost, or the process gone, before a commit
     index = PageIndex(path, write=True)
     try:
-        Indexer(index, HandOver(r, ks), batch=10).step()
+        Indexer(index, indexers(), batch=10).step()
         assert handover.waiting() == 0 and index.num_docs() == 3
     finally:
         index.close()
 
 
 def test_a_stale_refresh_never_writes_back_an_older_uncommitted_page(redis_url, tmp_path):
-    r = redis_lib.Redis.from_url(redis_url)
-    ks = Keyspace.open(r, "refresh")
-    handover = HandOver(r, ks)
+    handover, indexers = _handover(redis_url, "refresh")
     index = PageIndex(tmp_path / "index", write=True)
     try:
-        indexer = Indexer(index, HandOver(r, ks), batch=10, idle_commit=3600)
+        indexer = Indexer(index, indexers(), batch=10, idle_commit=3600)
         handover.push([doc("http://a.example/", "", "apricot", T0).pack()])
         indexer.step(commit=True)
         handover.push([doc("http://a.example/", "", "blueberry", T0 + 60).pack()])
