@@ -338,6 +338,21 @@ def test_uncommitted_documents_are_written_again_by_the_next_indexer(redis_url, 
         index.close()
 
 
+def test_a_hand_over_list_emptied_under_the_indexer_loses_no_new_document(redis_url, tmp_path):
+    handover, indexers = _handover(redis_url, "reset")
+    index = PageIndex(tmp_path / "index", write=True)
+    try:
+        indexer = Indexer(index, indexers(), batch=10, idle_commit=3600)
+        handover.push([doc(f"http://old.example/{i}", "", "walnut").pack() for i in range(3)])
+        indexer.step()
+        handover.redis.delete(handover.key)  # `scrapy crawls delete`, a Redis restarted empty
+        handover.push([doc(f"http://new.example/{i}", "", "hazel").pack() for i in range(4)])
+        indexer.step(commit=True)
+        assert Searcher(index).search("hazel").total == 4 and handover.waiting() == 0
+    finally:
+        index.close()
+
+
 def test_a_stale_refresh_never_writes_back_an_older_uncommitted_page(redis_url, tmp_path):
     handover, indexers = _handover(redis_url, "refresh")
     index = PageIndex(tmp_path / "index", write=True)
@@ -369,7 +384,7 @@ def test_the_indexer_lock_passes_on_when_its_holder_dies(redis_url, tmp_path):
     r = redis_lib.Redis.from_url(redis_url)
     ks = Keyspace.open(r, "lock")
     env = dict(os.environ, REDIS_URL=redis_url, CRAWL_ID="lock", CRAWLPROJ_INDEX_DIR=str(tmp_path / "index"),
-               CRAWLPROJ_INDEX_LOCK_TTL="1.0", CRAWLPROJ_INDEX_TICK="0.1")
+               CRAWLPROJ_INDEX_LOCK_TTL="1.0", CRAWLPROJ_INDEX_TICK="0.1", CRAWLPROJ_INDEX_IDLE_COMMIT="0")
     proc = subprocess.Popen([sys.executable, "-m", "scrapy", "index"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

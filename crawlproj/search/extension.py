@@ -45,7 +45,9 @@ class IndexerExtension(LockedWork):
         if batch is not None and batch.taken:
             self.stats.inc_value("index/written", batch.written)
             self.stats.inc_value("index/refreshed", batch.refreshed)
-            self.stats.set_value("index/last_batch", datetime.now(timezone.utc))  # the dashboard's
+        if batch is not None and batch.committed:
+            # the dashboard's: when pages last became searchable
+            self.stats.set_value("index/last_batch", datetime.now(timezone.utc))
 
     def leave(self):
         self.runner.drain_and_release()

@@ -25,6 +25,10 @@ class HandOver:
         """The indexer: n documents after the first `after`, left in place."""
         return self.redis.lrange(self.key, after, after + n - 1)
 
+    def head(self) -> bytes | None:
+        """The indexer: the first document waiting."""
+        return self.redis.lindex(self.key, 0)
+
     def done(self, n: int) -> None:
         """The indexer: the first n documents are in the index."""
         if n:

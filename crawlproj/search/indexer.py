@@ -51,6 +51,7 @@ class Batch:
     taken: int = 0       # documents read off the hand-over list
     written: int = 0     # ... written (the others were older than the indexed version)
     refreshed: int = 0   # indexed pages written again for their new anchor text
+    committed: int = 0   # documents read off the list that a commit now holds
 
 
 class Indexer:
@@ -65,6 +66,7 @@ class Indexer:
         # the list at the commit
         self.uncommitted = 0
         self._since = 0.0
+        self._head: bytes | None = None   # ... the first of them
         self._written: set[str] = set()  # ... their keys
         # Stale pages written again per batch, as a share of the pages the batch
         # brings (of a full batch when it brings none): new pages first (they
@@ -120,12 +122,25 @@ class Indexer:
         self._unranked += len(fresh)
         return len(fresh), refreshed
 
-    def commit(self) -> None:
+    def commit(self) -> int:
+        """Commit; trim what the commit holds off the hand-over list. Returns
+        how many documents read off the list it holds."""
         self.index.commit()
         self._written.clear()
-        if self.uncommitted:
-            self.handover.done(self.uncommitted)
-            self.uncommitted = 0
+        committed, self.uncommitted = self.uncommitted, 0
+        if committed and self._same_list():
+            self.handover.done(committed)
+        return committed
+
+    def _same_list(self) -> bool:
+        """Whether the hand-over list still starts with the first uncommitted
+        document: `scrapy crawls delete`, or a Redis without persistence
+        restarted, empties it under the indexer, and what it holds then is
+        new (read from the head, not after the documents that went)."""
+        if self.handover.head() == self._head:
+            return True
+        logger.warning("Indexer: the hand-over list was emptied under the indexer; reading it from its head")
+        return False
 
     def commit_due(self) -> bool:
         return self.uncommitted >= self.batch or time.monotonic() - self._since >= self.idle_commit \
@@ -134,6 +149,8 @@ class Indexer:
     def step(self, commit: bool = False) -> Batch:
         """One batch from the hand-over list into the index, committed when
         due (or asked): see the module's docstring."""
+        if self.uncommitted and not self._same_list():
+            self.uncommitted = 0
         packed = self.handover.peek(self.batch, after=self.uncommitted)
         docs = []
         for data in packed:
@@ -143,12 +160,16 @@ class Indexer:
                 logger.error("Indexer: dropping an unreadable document (%s)", exc)
         written, refreshed = self.put(docs) if docs else (0, 0)
         if packed and not self.uncommitted:
-            self._since = time.monotonic()
+            self._since, self._head = time.monotonic(), packed[0]
         self.uncommitted += len(packed)
+        committed = 0
         if self.uncommitted and (commit or self.commit_due()):
-            self.commit()
-        self.maybe_rank()
-        return Batch(len(packed), written, refreshed)
+            committed = self.commit()
+        if not self.uncommitted:
+            # a PageRank run commits the anchor store, with the stale pages it
+            # forgot: only once tantivy holds their new anchor text
+            self.maybe_rank()
+        return Batch(len(packed), written, refreshed, committed)
 
     def maybe_rank(self, force: bool = False) -> None:
         if self._unranked and (force or time.monotonic() - self._last_rank >= self.pagerank_interval):

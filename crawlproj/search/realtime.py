@@ -164,8 +164,8 @@ class Session:
         # are retrieved, they are added to the index, and the query is
         # re-run"): a commit every INDEX_TICK seconds is the pace of that. A
         # session of a few hundred pages wants it quick more than cheap (a
-        # crawl's commits are a second apart to spare tantivy's merges); -s
-        # INDEX_TICK still wins. Every tick commits: the session's own queries
+        # crawl ticks every second to spare tantivy's merges); -s INDEX_TICK
+        # still wins. Every tick commits: the session's own queries
         # search the index, and it does not wait for the first of them.
         settings.set("INDEX_TICK", REALTIME_INDEX_TICK, priority="spider")
         settings.set("INDEX_IDLE_COMMIT", 0.0, priority="spider")

@@ -68,6 +68,7 @@ class IndexerRunner:
             total.taken += b.taken
             total.written += b.written
             total.refreshed += b.refreshed
+            total.committed += b.committed
             if b.taken < self.batch or time.monotonic() - start > self.tick_budget \
                     or not self.lock.hold():
                 return total
