@@ -26,8 +26,10 @@ class HandOver:
         return self.redis.lrange(self.key, after, after + n - 1)
 
     def head(self) -> bytes | None:
-        """The indexer: the first document waiting."""
-        return self.redis.lindex(self.key, 0)
+        """The indexer: the first document waiting. (LRANGE, not LINDEX: the
+        workers' ACL user of docs/deploy.md needs no other command.)"""
+        first = self.redis.lrange(self.key, 0, 0)
+        return first[0] if first else None
 
     def done(self, n: int) -> None:
         """The indexer: the first n documents are in the index."""
