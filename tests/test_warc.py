@@ -204,6 +204,27 @@ def test_revisit_record(tmp_path):
     assert '"mime": "warc/revisit"' in line
 
 
+def test_dates_are_the_ones_datetime_makes_of_the_same_time():
+    """A revisit names its first capture's record by the date the first
+    writer made of the fetch's start time: the formatting cached per second
+    must round the microseconds exactly as datetime.fromtimestamp does
+    (half to even), at every half-microsecond edge."""
+    import random
+    from datetime import datetime, timezone
+
+    from crawlproj.stores.crawllog import _iso_ms, _stamp17
+
+    rnd = random.Random(7)
+    times = [rnd.uniform(0, 4e9) for _ in range(20000)]
+    times += [1.7e9 + k / 1e6 + 0.5e-6 for k in range(2000)]   # halves, both ways
+    times += [1.7e9 + 0.9999995, 1.7e9 + 0.99999949, 0.0, 59.9999996, 1e9 + 0.5e-6]
+    for t in times:
+        d = datetime.fromtimestamp(t, timezone.utc)
+        assert warc_date(t) == d.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), t
+        assert _iso_ms(t) == d.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z", t
+        assert _stamp17(t) == d.strftime("%Y%m%d%H%M%S%f")[:17], t
+
+
 def test_urlkey_is_the_web_archives_key():
     """The keys pywb and the Wayback Machine look these URLs up by."""
     assert urlkey("http://www.Example.com:80/A/b.html?b=2&a=1") == "com,example)/a/b.html?a=1&b=2"

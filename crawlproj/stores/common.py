@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import socket
+import time
 import uuid
 from pathlib import Path
 
 from crawlproj.errors import CrawlprojError
+
+# the second utc_second() formatted last: records come many a second, and
+# strftime was a tenth of a WARC record's and a crawl log line's Python work
+_second: tuple[int, str] = (-1, "")
+
+
+def utc_second(epoch: float) -> tuple[str, int]:
+    """("YYYY-MM-DDTHH:MM:SS", microseconds) of epoch in UTC, rounded as
+    datetime.fromtimestamp rounds it (half to even), so that a date written
+    here is the one any other writer makes of the same time (a revisit names
+    its first capture's record by its date: crawlproj/stores/warc.py)."""
+    frac, whole = math.modf(epoch)
+    us = round(frac * 1e6)
+    if us >= 1_000_000:
+        whole, us = whole + 1, us - 1_000_000
+    elif us < 0:
+        whole, us = whole - 1, us + 1_000_000
+    sec = int(whole)
+    last = _second
+    if last[0] != sec:
+        last = _set_second(sec)
+    return last[1], us
+
+
+def _set_second(sec: int) -> tuple[int, str]:
+    global _second
+    _second = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+    return _second
 
 
 class StoreError(CrawlprojError):

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
-from crawlproj.stores.common import safe_name
+from crawlproj.stores.common import safe_name, utc_second
 from crawlproj.stores.exchange import (
     S_BLOCKED_BY_CUSTOM_PROCESSOR,
     S_ROBOTS_PRECLUDED,
@@ -50,18 +50,24 @@ from crawlproj.stores.exchange import (
 
 
 def _iso_ms(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    second, us = utc_second(epoch)
+    return f"{second}.{us // 1000:03d}Z"
 
 
 def _stamp17(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y%m%d%H%M%S%f")[:17]
+    second, us = utc_second(epoch)
+    return f"{second.translate(_DIGITS_ONLY)}{us // 1000:03d}"
+
+
+_DIGITS_ONLY = str.maketrans("", "", "-T:")
+_SPACE = re.compile(r"\s")
 
 
 def _field(value: str | None) -> str:
     """One whitespace-free field; '-' when empty."""
     if not value:
         return "-"
-    return "%20".join(value.split()) if any(c.isspace() for c in value) else value
+    return "%20".join(value.split()) if _SPACE.search(value) else value
 
 
 # Attempts that never went to the network: Heritrix has no fetch time for them.

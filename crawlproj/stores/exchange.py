@@ -173,18 +173,26 @@ class Exchange:
     retries: int = 0
     slot: int = 0                # the worker's download slot (the crawl log's thread)
     head_rebuilt: bool = False   # response_head is rebuilt, not the head as received
+    _sha1: bytes | None = field(default=None, repr=False)
     _digest: str | None = field(default=None, repr=False)
+
+    @property
+    def sha1(self) -> bytes:
+        """The payload's SHA-1, computed once per body for every store."""
+        if self._sha1 is None:
+            self._sha1 = hashlib.sha1(self.body).digest()
+        return self._sha1
 
     @property
     def payload_digest(self) -> str:
         if self._digest is None:
-            self._digest = sha1_b32(self.body)
+            self._digest = "sha1:" + base64.b32encode(self.sha1).decode("ascii")
         return self._digest
 
     @property
     def digest64(self) -> bytes:
         """8 bytes of the payload's SHA-1: the content digest page metadata keeps."""
-        return base64.b32decode(self.payload_digest[5:])[:8]
+        return self.sha1[:8]
 
     @classmethod
     def capture(cls, request, response, started: float, ended: float) -> Exchange:

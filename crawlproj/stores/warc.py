@@ -50,7 +50,7 @@ from isal import isal_zlib
 from warcio.warcwriter import WARCWriter
 
 from crawlproj.stores.cdxj import fields, index_file, make_line, scan
-from crawlproj.stores.common import safe_name
+from crawlproj.stores.common import safe_name, utc_second
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.storage import LocalStorage, Storage
 
@@ -82,7 +82,8 @@ _END = b"\r\n\r\n"   # after a record's block (WARC 1.1 §4)
 
 def warc_date(epoch: float) -> str:
     """WARC 1.1 date: UTC, ISO 8601, microseconds."""
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    second, us = utc_second(epoch)
+    return f"{second}.{us:06d}Z"
 
 
 def _value(v: str) -> str:
