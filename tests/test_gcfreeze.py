@@ -9,7 +9,7 @@ from scrapy import Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from crawlproj.gcfreeze import GCFreeze
+from crawlproj.gcfreeze import YOUNG_THRESHOLD, GCFreeze
 
 
 def test_start_up_objects_are_frozen_when_the_spider_opens():
@@ -17,13 +17,17 @@ def test_start_up_objects_are_frozen_when_the_spider_opens():
     crawler.stats.open_spider()
     ext = GCFreeze.from_crawler(crawler)
     gc.unfreeze()
+    thresholds = gc.get_threshold()
     try:
         assert gc.get_freeze_count() == 0
         ext.spider_opened(Spider("s"))
         frozen = crawler.stats.get_value("gc/frozen_objects")
         assert frozen > 10_000 and gc.get_freeze_count() > 10_000  # Scrapy alone makes more
+        # the young generation collected less often, the older ones as before
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, *thresholds[1:])
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def test_switched_off():
