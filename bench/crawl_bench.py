@@ -400,9 +400,9 @@ CONFIGS = {
         "CONCURRENT_ITEMS": "100",
         # and CPython's collector as Scrapy leaves it: the project's GCFreeze
         # (frozen start-up heap, young generation every 20,000 allocations)
-        # took stock's collector from 21-27 s of a crawl to 4-5 s, its memory
+        # took stock's collector from 21-29 s of a crawl to 4-7 s, its memory
         # queues being what full collections walk; "stock+GC_FREEZE=True"
-        # shows stock with it
+        # shows stock with it (a --set GC_FREEZE does not reach stock)
         "GC_FREEZE": "False",
     }),
     "cp1": dict(workers=1, settings={}),
