@@ -47,9 +47,14 @@ _PRIVATE_REQUEST_HEADERS = (b"Proxy-Authorization",)
 _RENAMED_RESPONSE_HEADERS = {b"transfer-encoding": b"X-Crawlproj-Transfer-Encoding"}
 
 
+def sha1_form(digest: bytes) -> str:
+    """The WARC digest form of a SHA-1 digest: 'sha1:' + its base32."""
+    return "sha1:" + base64.b32encode(digest).decode("ascii")
+
+
 def sha1_b32(data: bytes) -> str:
-    """The WARC payload digest form: 'sha1:' + base32 of the SHA-1."""
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+    """The WARC payload digest of data."""
+    return sha1_form(hashlib.sha1(data).digest())
 
 
 def mime_of(value: bytes | str | None) -> str:
@@ -186,7 +191,7 @@ class Exchange:
     @property
     def payload_digest(self) -> str:
         if self._digest is None:
-            self._digest = "sha1:" + base64.b32encode(self.sha1).decode("ascii")
+            self._digest = sha1_form(self.sha1)
         return self._digest
 
     @property

@@ -33,7 +33,6 @@ record is moved to ``damaged/``.
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import hashlib
 import io
@@ -51,7 +50,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawlproj.stores.cdxj import fields, index_file, make_line, scan
 from crawlproj.stores.common import safe_name, utc_second
-from crawlproj.stores.exchange import Exchange
+from crawlproj.stores.exchange import Exchange, sha1_form
 from crawlproj.stores.storage import LocalStorage, Storage
 
 logger = logging.getLogger(__name__)
@@ -99,7 +98,7 @@ def sha1_digest(*parts: bytes) -> str:
     h = hashlib.sha1(parts[0])
     for part in parts[1:]:
         h.update(part)
-    return "sha1:" + base64.b32encode(h.digest()).decode("ascii")
+    return sha1_form(h.digest())
 
 
 class Record:
