@@ -435,7 +435,9 @@ INDEX_DIR = None
 # go to; None = CRAWL_ID's. The real-time search mode (`-a query=`) sets it to
 # the crawl it searches, while its own frontier is a crawl of its own.
 INDEX_CRAWL_ID = None
-# Workers group their documents into one push per this many seconds at most.
+# Workers push a page's document within this many seconds, with whatever else
+# the stores write by then (crawlproj/stores/commit.py; with the link store or
+# page metadata on, that is their next round trip, sooner).
 INDEX_HANDOVER_DELAY = 0.1
 # True: this worker may be the indexer (the holder of the crawl's indexer lock,
 # renewed every INDEX_TICK seconds, taken over INDEX_LOCK_TTL seconds after its

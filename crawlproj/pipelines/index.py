@@ -2,8 +2,8 @@
 
 Settings: INDEX_ENABLED, INDEX_HANDOVER_DELAY, INDEX_CRAWL_ID. A page item becomes a
 document (crawlproj/search/document.py: content-seen duplicates, error pages
-and non-HTML documents are not indexed) and is pushed, by group commit, onto
-the crawl's hand-over list in Redis, from which the one indexer of the crawl
+and non-HTML documents are not indexed) and is pushed, by the stores' group
+commit (crawlproj/stores/commit.py), onto the crawl's hand-over list in Redis, from which the one indexer of the crawl
 writes the index (crawlproj/search/indexer.py). Pages from every worker thus
 land in one index, on whichever machine runs the indexer.
 """
@@ -13,11 +13,13 @@ from __future__ import annotations
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawlproj.groupcommit import GroupCommit
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
 from crawlproj.search.document import Document
 from crawlproj.search.handover import HandOver
+from crawlproj.stores.commit import StoreCommit
+
+PART = "index hand-over"
 
 
 class IndexPipeline:
@@ -27,7 +29,7 @@ class IndexPipeline:
             raise NotConfigured
         self.crawler = crawler
         self.delay = s.getfloat("INDEX_HANDOVER_DELAY")
-        self.batch: GroupCommit | None = None
+        self.batch: StoreCommit | None = None
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -37,7 +39,8 @@ class IndexPipeline:
         s = self.crawler.settings
         redis = get_redis(s)
         handover = HandOver(redis, Keyspace.of_index(s, redis))
-        self.batch = GroupCommit(handover.push, "stores/index", self.crawler.stats)
+        self.batch = StoreCommit.of(self.crawler)
+        self.batch.part(PART, handover.queue, handover.pushed)
 
     def process_item(self, item, spider=None):
         if self.batch is None or not hasattr(item, "get"):
@@ -45,7 +48,7 @@ class IndexPipeline:
         doc = Document.from_item(item)
         if doc is not None:
             self.crawler.stats.inc_value("stores/index/documents")
-            self.batch.add(doc.pack(), within=self.delay)
+            self.batch.add(PART, doc.pack(), within=self.delay)
         return item
 
     async def close_spider(self, spider=None):

@@ -4,8 +4,10 @@ Settings: LINKSTORE_ENABLED, LINKSTORE_SEGMENT_PAGES, LINKSTORE_DIR. The
 source of a page's links is the URL its content came from (item
 ["final_url"]); the targets are item["outlinks"], all of them, in scope or
 not (the graph the ranker sees is the web's, not the crawl's). Pages go to
-Redis by group commit (one RPUSH per partition per batch), each write held
-for the page's URL, whose lease waits for it (crawlproj/stores/pending.py);
+Redis by the stores' group commit (one RPUSH per partition per batch, in the
+round trip of the other stores' writes: crawlproj/stores/commit.py), each
+write held for the page's URL, whose lease waits for it
+(crawlproj/stores/pending.py);
 a partition whose
 working set passes LINKSTORE_SEGMENT_PAGES is compacted to a Parquet segment
 in a thread (stores/linkstore.py). A segment that cannot be written stops
@@ -20,11 +22,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
-from crawlproj.groupcommit import GroupCommit
 from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import StoreGuard
-from crawlproj.redisconn import embedded_restarter, get_redis
-from crawlproj.redisguard import RedisGuard
+from crawlproj.redisconn import get_redis
+from crawlproj.stores.commit import StoreCommit
 from crawlproj.stores.linkstore import LinkStore, encode_page
 from crawlproj.stores.pending import PendingWrites
 
@@ -42,7 +43,7 @@ class LinkStorePipeline:
         self.segment_pages = s.getint("LINKSTORE_SEGMENT_PAGES")
         self.directory = LinkStore.directory_of(s, s.get("CRAWL_ID"))
         self.store: LinkStore | None = None
-        self.batch: GroupCommit | None = None
+        self.batch: StoreCommit | None = None
         self._compacting: set[int] = set()
         self._running: list = []
         self.writes = PendingWrites.of(crawler)
@@ -56,10 +57,8 @@ class LinkStorePipeline:
         redis = get_redis(s)
         self.store = LinkStore(redis, Keyspace.from_settings(s, redis), self.directory,
                                self.segment_pages)
-        self.batch = GroupCommit(self.store.append, "stores/links", self.stats,
-                                 on_result=self._maybe_compact,
-                                 on_unreachable=embedded_restarter(s))
-        RedisGuard.of(self.crawler).watch(self.batch)
+        self.batch = StoreCommit.of(self.crawler)
+        self.batch.part(STORE, self.store.queue, self.store.due, on_result=self._maybe_compact)
 
     def process_item(self, item, spider=None):
         if self.batch is None or not hasattr(item, "get") or item.get("outlinks") is None:
@@ -69,7 +68,7 @@ class LinkStorePipeline:
                                    item.get("duplicate_of"))
         self.stats.inc_value("stores/links/pages")
         self.stats.inc_value("stores/links/edges", edges)
-        self.writes.hold(source, self.batch.add_confirmed((self.store.partition_of(source), value)))
+        self.writes.hold(source, self.batch.add_confirmed(STORE, (self.store.partition_of(source), value)))
         return item
 
     def _maybe_compact(self, due: list[int]) -> None:

@@ -3,7 +3,9 @@
 Settings: PAGEMETA_ENABLED, PAGEMETA_BUCKETS. Needs the record middleware:
 every response updates its URL's history (including redirects, 404s and
 robots.txt, so the fetch counts agree with what the servers saw), batched by
-group commit (one EVALSHA per partition per batch, see stores/pagemeta.py).
+the stores' group commit (one EVALSHA per partition per batch, see
+stores/pagemeta.py, in the round trip of the other stores' writes:
+crawlproj/stores/commit.py).
 The response goes on at once; the URL's lease waits for the write
 (crawlproj/stores/pending.py).
 """
@@ -13,14 +15,15 @@ from __future__ import annotations
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawlproj.groupcommit import GroupCommit
 from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import warn_without_recorder
-from crawlproj.redisconn import embedded_restarter, get_redis
-from crawlproj.redisguard import RedisGuard
+from crawlproj.redisconn import get_redis
+from crawlproj.stores.commit import StoreCommit
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.stores.pending import PendingWrites
 from crawlproj.stores.signals import exchange_recorded
+
+STORE = "page metadata"
 
 
 class PageMetaPipeline:
@@ -31,7 +34,7 @@ class PageMetaPipeline:
         self.crawler = crawler
         self.buckets = s.getint("PAGEMETA_BUCKETS")
         self.store: PageMetaStore | None = None
-        self.batch: GroupCommit | None = None
+        self.batch: StoreCommit | None = None
         self.writes = PendingWrites.of(crawler)
         crawler.signals.connect(self._recorded, exchange_recorded)
 
@@ -40,22 +43,18 @@ class PageMetaPipeline:
         return cls(crawler)
 
     def open_spider(self, spider=None):
-        warn_without_recorder(self.crawler, "page metadata")
+        warn_without_recorder(self.crawler, STORE)
         s = self.crawler.settings
         redis = get_redis(s)
         self.store = PageMetaStore(redis, Keyspace.from_settings(s, redis), self.buckets)
-        self.batch = GroupCommit(self._write, "stores/pagemeta", self.crawler.stats,
-                                 on_unreachable=embedded_restarter(s))
-        RedisGuard.of(self.crawler).watch(self.batch)
-
-    def _write(self, entries):
-        return self.store.write(entries)
+        self.batch = StoreCommit.of(self.crawler)
+        self.batch.part(STORE, self.store.queue, self.store.created)
 
     def _recorded(self, exchange):
         if self.batch is None:
             return
         self.crawler.stats.inc_value("stores/pagemeta/fetches")
-        self.writes.hold(exchange.url, self.batch.add_confirmed(self.store.entry(exchange)))
+        self.writes.hold(exchange.url, self.batch.add_confirmed(STORE, self.store.entry(exchange)))
 
     def process_item(self, item, spider=None):
         return item

@@ -21,6 +21,19 @@ class HandOver:
         if packed:
             self.redis.rpush(self.key, *packed)
 
+    def queue(self, pipe, packed: list[bytes]) -> None:
+        """push's command added to pipe (a StoreCommit's round trip, shared
+        with the other stores)."""
+        if packed:
+            pipe.rpush(self.key, *packed)
+
+    @staticmethod
+    def pushed(_, replies: list) -> None:
+        """Raises the error the push got, if any."""
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+
     def peek(self, n: int, after: int = 0) -> list[bytes]:
         """The indexer: n documents after the first `after`, left in place."""
         return self.redis.lrange(self.key, after, after + n - 1)

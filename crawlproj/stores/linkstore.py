@@ -18,8 +18,8 @@ the targets' fingerprints packed as little-endian int64 (8 bytes an edge,
 read by the ranker without decompressing anything), text the
 zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
 (URLs of one page share most of their bytes, so they compress well). A batch
-of pages is one RPUSH per partition, pipelined with nothing else: one round
-trip per batch.
+of pages is one RPUSH per partition, in the pipeline of the other stores'
+writes (crawlproj/stores/commit.py): one round trip per batch for them all.
 
 Segments, on disk: when a partition's list passes LINKSTORE_SEGMENT_PAGES
 pages, the worker whose RPUSH saw it takes the lock, reads the oldest pages,
@@ -179,15 +179,27 @@ class LinkStore:
     def append(self, entries: list[tuple[int, bytes]]) -> list[int]:
         """RPUSH encoded pages, one command per partition in one pipeline;
         returns the partitions whose working set is due for compaction."""
+        pipe = self.redis.pipeline(transaction=False)
+        parts = self.queue(pipe, entries)
+        return self.due(parts, pipe.execute(raise_on_error=False))
+
+    def queue(self, pipe, entries: list[tuple[int, bytes]]) -> list[int]:
+        """append's commands added to pipe (a StoreCommit's round trip, shared
+        with the other stores); the partitions, one per command."""
         per: dict[int, list[bytes]] = {}
         for p, value in entries:
             per.setdefault(p, []).append(value)
-        pipe = self.redis.pipeline(transaction=False)
-        parts = list(per)
-        for p in parts:
-            pipe.rpush(self.keyspace.links(p), *per[p])
-        lengths = pipe.execute()
-        return [p for p, n in zip(parts, lengths) if int(n) >= self.segment_pages]
+        for p, values in per.items():
+            pipe.rpush(self.keyspace.links(p), *values)
+        return list(per)
+
+    def due(self, parts: list[int], replies: list) -> list[int]:
+        """From the replies to queue's commands: the partitions due for
+        compaction. Raises the first error a command got."""
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return [p for p, n in zip(parts, replies) if int(n) >= self.segment_pages]
 
     def compact(self, p: int, force: bool = False) -> int:
         """Move the oldest segment_pages pages of partition p to a Parquet

@@ -92,24 +92,36 @@ class PageMetaStore:
     def write(self, entries: list[tuple[int, list]]) -> int:
         """Apply fetches, one script call per partition in one pipeline; returns
         how many URLs were new. Raises redis errors (the caller retries)."""
+        pipe = self.redis.pipeline(transaction=False)
+        calls = self.queue(pipe, entries)
+        return self.created(calls, pipe.execute(raise_on_error=False))
+
+    def queue(self, pipe, entries: list[tuple[int, list]]) -> list[tuple[int, list]]:
+        """write's script calls added to pipe (a StoreCommit's round trip,
+        shared with the other stores); (partition, arguments) of each."""
         per: dict[int, list] = {}
         for p, args in entries:
             per.setdefault(p, []).append(args)
         if self._sha is None:
             self._sha = self.redis.script_load(PAGEMETA_LUA)
-        pipe = self.redis.pipeline(transaction=False)
-        parts = list(per)
-        for p in parts:
-            flat = [len(per[p])]
-            for args in per[p]:
+        calls = []
+        for p, fetches in per.items():
+            flat = [len(fetches)]
+            for args in fetches:
                 flat.extend(args)
             # a raw EVALSHA: a cluster pipeline routes it by its key
             pipe.execute_command("EVALSHA", self._sha, 1, self.keyspace.prefix(p), *flat)
+            calls.append((p, flat))
+        return calls
+
+    def created(self, calls: list[tuple[int, list]], replies: list) -> int:
+        """From the replies to queue's calls: how many URLs were new. A call
+        the server had no script for (restarted, flushed) is made again with
+        the script; raises any other error."""
         created = 0
-        for p, reply in zip(parts, pipe.execute(raise_on_error=False)):
-            if isinstance(reply, NoScriptError):  # server restarted or flushed
+        for (p, flat), reply in zip(calls, replies):
+            if isinstance(reply, NoScriptError):
                 self._sha = self.redis.script_load(PAGEMETA_LUA)
-                flat = [len(per[p])] + [a for args in per[p] for a in args]
                 reply = self.redis.evalsha(self._sha, 1, self.keyspace.prefix(p), *flat)
             elif isinstance(reply, Exception):
                 raise reply

@@ -1,0 +1,95 @@
+"""StoreCommit: the Redis-backed stores' writes of a worker, in one group commit.
+
+The link store, page metadata and the index hand-over each write a few
+commands for every page. Each had its group commit: a round trip and a
+thread hand-off per batch and store, and since a round trip takes a fraction
+of a millisecond, batches of three or four pages each. Here the stores are
+parts of one group commit (crawlproj/groupcommit.py): what they add while a
+write is out goes in the next one, all parts' commands in one pipeline, so a
+worker makes one round trip where it made three, and each carries more pages
+(docs/benchmarks.md has the measurement).
+
+A part queues its commands on the shared pipeline (``queue(pipe, entries)``,
+in the writer thread) and reads its own replies (``answer(token, replies)``,
+there too; raising fails the write, which is retried with every part's
+entries, none confirmed before a write goes through); ``on_result`` gets the
+answer on the reactor thread. The commit's retries, its refusal handling
+(crawlproj/redisguard.py) and its close are the group commit's. A retry
+applies again the commands that had gone through (a link store page pushed
+twice, a fetch counted twice): as when a round trip of one store is cut
+short, the writes are at least once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from twisted.internet.defer import Deferred
+
+from crawlproj.groupcommit import GroupCommit
+from crawlproj.redisconn import embedded_restarter, get_redis
+from crawlproj.redisguard import RedisGuard
+
+
+class Part(NamedTuple):
+    queue: Callable[[Any, list], Any]          # (pipe, entries) -> token
+    answer: Callable[[Any, list], Any]         # (token, its replies) -> result
+    on_result: Callable[[Any], None] | None    # result, on the reactor thread
+
+
+class StoreCommit:
+    def __init__(self, redis, stats=None, on_unreachable=None):
+        self.redis = redis
+        self.parts: dict[str, Part] = {}
+        self.commit = GroupCommit(self._write, "stores", stats, on_result=self._answered,
+                                  on_unreachable=on_unreachable)
+
+    @classmethod
+    def of(cls, crawler) -> StoreCommit:
+        """The crawler's one store commit, watched by its RedisGuard."""
+        commit = getattr(crawler, "_crawlproj_store_commit", None)
+        if commit is None:
+            s = crawler.settings
+            commit = crawler._crawlproj_store_commit = cls(
+                get_redis(s), crawler.stats, embedded_restarter(s))
+            RedisGuard.of(crawler).watch(commit.commit)
+        return commit
+
+    def part(self, name: str, queue, answer, on_result=None) -> None:
+        self.parts[name] = Part(queue, answer, on_result)
+
+    def add(self, name: str, entry, within: float = 0.0) -> None:
+        """Write entry of part name within `within` seconds."""
+        self.commit.add((name, entry), within)
+
+    def add_confirmed(self, name: str, entry) -> Deferred:
+        """Write entry of part name in the next write; fires once it is written."""
+        return self.commit.add_confirmed((name, entry))
+
+    def close(self) -> Deferred:
+        """Fires once everything added is written (or given up): each part
+        closing waits for the one write."""
+        done = Deferred()
+        self.commit.close().addBoth(done.callback)
+        return done
+
+    def _write(self, entries: list[tuple[str, Any]]) -> list[tuple[Part, Any]]:
+        """In the writer thread: every part's commands in one pipeline."""
+        per: dict[str, list] = {}
+        for name, entry in entries:
+            per.setdefault(name, []).append(entry)
+        pipe = self.redis.pipeline(transaction=False)
+        queued = []
+        for name, part_entries in per.items():
+            part = self.parts[name]
+            start = len(pipe)
+            queued.append((part, part.queue(pipe, part_entries), start, len(pipe)))
+        replies = pipe.execute(raise_on_error=False) if len(pipe) else []
+        return [(part, part.answer(token, replies[start:end]))
+                for part, token, start, end in queued]
+
+    def _answered(self, results: list[tuple[Part, Any]]) -> None:
+        for part, result in results:
+            if part.on_result is not None:
+                part.on_result(result)
