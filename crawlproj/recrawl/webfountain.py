@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import linprog
 
 STRATEGIES = (1, 2, 3)
 # Strategy 3: the last period's weight; the others share the rest [§5.1: "a
@@ -210,6 +209,11 @@ def _start(m: Model) -> tuple[np.ndarray, np.ndarray]:
 
 def solve(m: Model, *, tol: float = 1e-6, max_iterations: int = 300) -> Solution:
     """Solve the model (a local optimum, as §5's MINOS runs)."""
+    # imported here, not with the module: every worker imports the module (the
+    # recrawl planner), and scipy.optimize was 0.25-0.3 s of the 1.1-1.25 s of
+    # CPU a worker's imports take (docs/benchmarks.md)
+    from scipy.optimize import linprog
+
     B, T = m.shape
     A, h = _constraints(m)
     x, z = _start(m)
