@@ -175,9 +175,9 @@ def crawl(args, tmp: Path, stores: bool) -> dict:
 
             return {"stores": stores, "responses": pages, "seconds": round(elapsed, 2),
                     "responses_per_s": round(pages / elapsed, 1),
-                    "pagemeta_batches_per_response": round(stat("stores/pagemeta/redis_writes") / pages, 3),
-                    "links_batches_per_page": round(stat("stores/links/redis_writes")
-                                                    / max(1, stat("stores/links/pages")), 3),
+                    # the link store, page metadata and the index hand-over
+                    # share one round trip per batch (crawlproj/stores/commit.py)
+                    "stores_round_trips_per_response": round(stat("stores/redis_writes") / pages, 3),
                     "frontier_syncs_per_response": round(stat("frontier/redis_writes") / pages, 3)}
     finally:
         proc.terminate()

@@ -11,13 +11,16 @@ worker makes one round trip where it made three, and each carries more pages
 
 A part queues its commands on the shared pipeline (``queue(pipe, entries)``,
 in the writer thread) and reads its own replies (``answer(token, replies)``,
-there too; raising fails the write, which is retried with every part's
-entries, none confirmed before a write goes through); ``on_result`` gets the
-answer on the reactor thread. The commit's retries, its refusal handling
-(crawlproj/redisguard.py) and its close are the group commit's. A retry
-applies again the commands that had gone through (a link store page pushed
-twice, a fetch counted twice): as when a round trip of one store is cut
-short, the writes are at least once.
+there too); ``on_result`` gets the answer on the reactor thread. A part whose
+answer raises fails the write: it is retried, every confirmation held until
+it goes through, but the entries of the parts that were answered are not
+written again (a failing index hand-over does not push a link store page
+twice). Its retries, its refusal handling and its close are the group
+commit's: a write Redis refuses for good (out of memory, an ACL) stops the
+crawl (crawlproj/redisguard.py), whichever store it was for, since the others
+could not be written past it. A round trip cut short (the connection lost
+before the replies) is retried whole, as any group commit's: writes are at
+least once.
 """
 
 from __future__ import annotations
@@ -36,6 +39,18 @@ class Part(NamedTuple):
     queue: Callable[[Any, list], Any]          # (pipe, entries) -> token
     answer: Callable[[Any, list], Any]         # (token, its replies) -> result
     on_result: Callable[[Any], None] | None    # result, on the reactor thread
+
+
+class _Entry:
+    """An entry of one part; written once its part's commands went through
+    (in a write that failed for another part)."""
+
+    __slots__ = ("part", "value", "written")
+
+    def __init__(self, part: str, value):
+        self.part = part
+        self.value = value
+        self.written = False
 
 
 class StoreCommit:
@@ -61,11 +76,11 @@ class StoreCommit:
 
     def add(self, name: str, entry, within: float = 0.0) -> None:
         """Write entry of part name within `within` seconds."""
-        self.commit.add((name, entry), within)
+        self.commit.add(_Entry(name, entry), within)
 
     def add_confirmed(self, name: str, entry) -> Deferred:
         """Write entry of part name in the next write; fires once it is written."""
-        return self.commit.add_confirmed((name, entry))
+        return self.commit.add_confirmed(_Entry(name, entry))
 
     def close(self) -> Deferred:
         """Fires once everything added is written (or given up): each part
@@ -74,22 +89,47 @@ class StoreCommit:
         self.commit.close().addBoth(done.callback)
         return done
 
-    def _write(self, entries: list[tuple[str, Any]]) -> list[tuple[Part, Any]]:
+    def _write(self, entries: list[_Entry]) -> list[tuple[Part, Any]]:
         """In the writer thread: every part's commands in one pipeline."""
-        per: dict[str, list] = {}
-        for name, entry in entries:
-            per.setdefault(name, []).append(entry)
+        per: dict[str, list[_Entry]] = {}
+        for entry in entries:
+            if not entry.written:
+                per.setdefault(entry.part, []).append(entry)
         pipe = self.redis.pipeline(transaction=False)
         queued = []
         for name, part_entries in per.items():
             part = self.parts[name]
             start = len(pipe)
-            queued.append((part, part.queue(pipe, part_entries), start, len(pipe)))
+            token = part.queue(pipe, [e.value for e in part_entries])
+            queued.append((name, part, part_entries, token, start, len(pipe)))
         replies = pipe.execute(raise_on_error=False) if len(pipe) else []
-        return [(part, part.answer(token, replies[start:end]))
-                for part, token, start, end in queued]
+        results, failed = [], None
+        for name, part, part_entries, token, start, end in queued:
+            try:
+                result = part.answer(token, replies[start:end])
+            except Exception as exc:
+                failed = failed or (name, exc)
+                continue
+            for entry in part_entries:
+                entry.written = True
+            results.append((part, result))
+        if failed is not None:
+            raise _named(*failed)
+        return results
 
     def _answered(self, results: list[tuple[Part, Any]]) -> None:
         for part, result in results:
             if part.on_result is not None:
                 part.on_result(result)
+
+
+def _named(part: str, exc: Exception) -> Exception:
+    """exc with the part's name in front of its message (the group commit logs
+    the message, and redisconn.refusal reads it); exc itself when its type
+    cannot be made from a message."""
+    try:
+        named = type(exc)(f"{part}: {exc}")
+    except Exception:
+        return exc
+    named.__cause__ = exc
+    return named
