@@ -126,7 +126,9 @@ class GroupCommit:
             return
         timer = self._timer
         if timer is not None and timer.active():
-            if timer.getTime() - reactor.seconds() <= within:
+            # while writes fail, the next try is the retry's, every retry_delay:
+            # an entry added meanwhile does not bring it forward
+            if self._failing or timer.getTime() - reactor.seconds() <= within:
                 return
             timer.cancel()
         self._timer = reactor.callLater(within, self._write)

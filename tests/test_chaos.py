@@ -132,8 +132,9 @@ def test_redis_down_longer_than_the_lease_ttl(redis_server_factory, tmp_path, cr
             log = workers.log(i)
             assert "frontier: Redis write failed" in log
             assert "frontier: Redis still failing" in log  # said again while it lasts
-            # one try a second at most (retry_delay), no busy loop
-            assert stat(log, "frontier/redis_errors") <= 2 * (down + 2)
+            # one try a second (retry_delay) while it lasts, however many
+            # entries are added meanwhile; no busy loop
+            assert stat(log, "frontier/redis_errors") <= down + 4
 
 
 @pytest.mark.slow
