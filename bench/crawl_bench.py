@@ -44,8 +44,11 @@ Measured per run:
   counts every command redis-py packs, and every send = round trip), and
   server-side from INFO commandstats (CONFIG RESETSTAT before each run), which
   also counts the commands run inside Lua scripts: inside = server - client;
-* CPU seconds (user+sys) of each worker (os.wait4 rusage), of the simulated
-  web and of the Redis server (/proc/PID/stat), and the load average;
+* CPU seconds (user+sys) of each worker (os.wait4 rusage: the worker and its
+  indexer process, crawlproj/search/process.py), of the indexer process alone
+  (its /proc/PID/stat sampled every 0.25 s: the last quarter second of it is
+  counted as the worker's), the worker's own process (the difference), of the
+  simulated web and of the Redis server (/proc/PID/stat), and the load average;
 * each worker's main (reactor) thread from /proc/PID/task/PID/schedstat: time
   running, time runnable but waiting for a CPU (a shared machine), and the rest
   of its life, idle or blocked;
@@ -310,6 +313,20 @@ def thread_cpu(pid: int, into: dict) -> None:
         into[tid] = (name, (int(fields[11]) + int(fields[12])) / CLK)
 
 
+def children_cpu(pid: int, into: dict) -> None:
+    """Each live child process's CPU seconds so far into into[child pid] (the
+    worker's indexer process, crawlproj/search/process.py): sampled while it
+    runs, since the worker's own figure (wait4) includes it once reaped."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+    except OSError:
+        return
+    for kid in kids:
+        with contextlib.suppress(OSError, ValueError):
+            into[int(kid)] = proc_cpu(int(kid))
+
+
 def cpu_by_thread_name(threads: dict) -> dict:
     """Thread CPU seconds summed by thread name, digits folded (pool threads)."""
     out = Counter()
@@ -539,6 +556,7 @@ class Bench:
         mem_peak = 0
         sched = {}  # worker -> last (run, wait) of its main thread (the reactor)
         threads = {}  # worker -> {tid: (thread name, CPU seconds)}
+        kids = {}  # worker -> {child pid: CPU seconds}: its indexer process
         memory = {}  # worker -> {"rss_peak_kib", "rss_end_kib", "anon_end_kib"}
         cpu_samples = {"workers": {i: [] for i in range(len(procs))}, "redis": [], "simweb": []}
         sw_sched0, r_sched0 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
@@ -551,6 +569,7 @@ class Bench:
                 if st is not None:
                     sched[i] = st
                 thread_cpu(p.pid, threads.setdefault(i, {}))
+                children_cpu(p.pid, kids.setdefault(i, {}))
                 mem = proc_memory(p.pid)
                 if mem is not None and mem[0]:  # alive, not a zombie waiting for wait4
                     memory[i] = {"rss_end_kib": mem[0], "anon_end_kib": mem[1]}
@@ -584,6 +603,7 @@ class Bench:
                 s.kill()
         sw_sched1, r_sched1 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
         self.last_cpu_samples = cpu_samples
+        self.last_children_cpu = [round(sum(kids.get(i, {}).values()), 2) for i in range(len(procs))]
         self.last_memory = [memory.get(i, {}) for i in range(len(procs))]
         self.last_sched = {
             "workers_main_thread": [
@@ -665,7 +685,10 @@ class Bench:
             if errors:
                 wstats[-1]["log_errors"] = errors
         n = max(len(pages), 1)
+        # wait4's figure: the worker and its reaped children (its indexer process)
         worker_cpu = [round(u + s, 2) for u, s in (rusage[i] for i in range(workers))]
+        indexer_cpu = getattr(self, "last_children_cpu", [0.0] * workers)
+        own_cpu = [round(c - k, 2) for c, k in zip(worker_cpu, indexer_cpu)]
         out = {
             "run": rid, "config": name, "workers": workers, "load_avg_before": load_before,
             "exit_codes": [codes[i] for i in range(workers)],
@@ -679,13 +702,15 @@ class Bench:
             "pages_per_s_wall": round(len(pages) / wall, 1),
             "cpu_s": {"workers_user_sys": [[round(u, 2), round(s, 2)] for u, s in
                                            (rusage[i] for i in range(workers))],
-                      "workers": worker_cpu, "simweb": round(sw_cpu, 2),
+                      "workers": worker_cpu, "workers_own": own_cpu,
+                      "indexer_processes": indexer_cpu, "simweb": round(sw_cpu, 2),
                       "redis": round(r_cpu, 2), "bench": round(self_cpu, 2)},
             "cpu_share_of_crawl": {"workers": [round(c / span, 3) for c in worker_cpu],
                                    "simweb": round(sw_cpu / span, 3),
                                    "redis": round(r_cpu / span, 3)},
             "worker_cpu_ms_per_page": round(1000 * sum(worker_cpu) / n, 2),
             "pages_per_worker_cpu_s": round(n / max(sum(worker_cpu), 1e-9), 1),
+            "pages_per_worker_own_cpu_s": round(n / max(sum(own_cpu), 1e-9), 1),
             "schedstat": getattr(self, "last_sched", None),
             "gc_seconds_by_generation": gc_s,
             "redis": {
@@ -1018,7 +1043,9 @@ def main() -> None:
             st = rs["stock"]
             s["vs_stock"] = {k: {"pages_per_s": round(v["pages_per_s"] / st["pages_per_s"], 3),
                                  "pages_per_cpu_s": round(v["pages_per_worker_cpu_s"]
-                                                          / st["pages_per_worker_cpu_s"], 3)}
+                                                          / st["pages_per_worker_cpu_s"], 3),
+                                 "pages_per_own_cpu_s": round(v["pages_per_worker_own_cpu_s"]
+                                                              / st["pages_per_worker_own_cpu_s"], 3)}
                              for k, v in rs.items() if k != "stock"}
     print(json.dumps({"summary": summary}), flush=True)
     for s in summary:

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 class IndexerRunner:
     def __init__(self, lock: IndexerLock, handover: HandOver, directory, *, batch: int,
                  pagerank_interval: float, damping: float, idle_commit: float = 0.0,
-                 tick_budget: float = 1.0):
+                 tick_budget: float = 1.0, on_batch=None):
         self.lock = lock
         self.handover = handover
         self.directory = directory
@@ -32,6 +32,7 @@ class IndexerRunner:
         self.damping = damping
         self.idle_commit = idle_commit
         self.tick_budget = tick_budget
+        self.on_batch = on_batch  # called with every tick's Batch that took documents
         self.indexer: Indexer | None = None
 
     @classmethod
@@ -71,24 +72,26 @@ class IndexerRunner:
             total.committed += b.committed
             if b.taken < self.batch or time.monotonic() - start > self.tick_budget \
                     or not self.lock.hold():
+                if total.taken and self.on_batch is not None:
+                    self.on_batch(total)
                 return total
 
     def drain_and_release(self) -> None:
         """Leaving: write and commit what is waiting if this process is the
-        indexer, rank, let go.
+        indexer or the lock is free (a process told to stop before its first
+        tick, the crawl's last worker after the holder left), rank, let go.
         When that fails (Redis out of reach), the lock is left to expire after
         its TTL rather than released: a release would wait out one more
         timeout."""
         try:
+            while True:
+                b = self.tick()
+                if b is None or b.taken < self.batch:
+                    break
             if self.indexer is not None:
-                while True:
-                    b = self.tick()
-                    if b is None or b.taken < self.batch:
-                        break
-                if self.indexer is not None:
-                    if self.indexer.uncommitted:
-                        self.indexer.commit()
-                    self.indexer.maybe_rank(force=True)
+                if self.indexer.uncommitted:
+                    self.indexer.commit()
+                self.indexer.maybe_rank(force=True)
         finally:
             self._close()
         self.lock.release()

@@ -1,0 +1,173 @@
+"""The crawl's indexer in a process of its own, started by a worker.
+
+Pinkerton's WebCrawler kept its database (the full-text index and the graph)
+apart from the agents that fetch, each agent a process, so that a fault in one
+does not take the other down. A worker that takes the crawl's indexer lock
+(crawlproj/search/indexer.py) starts the indexer as a child process
+(IndexerChild) and hands it the lock: the child renews it and writes the
+index, on a core of its own, while the worker's reactor crawls. In the
+worker's process the indexer's Python and tantivy's calls competed for the
+worker's GIL and took 2.7-8.6 s of a one-worker crawl's 43-49 CPU seconds
+(docs/benchmarks.md, "The indexer in a process of its own"), and with two
+workers on one machine the lock's holder did that work on top of its half of
+the crawl.
+
+The worker writes one JSON line to the child's standard input: the crawl's
+settings (every value JSON can carry), the crawl whose index it writes, the
+lock's token and its own pid. The child answers a JSON line on its standard
+output for each batch it writes, which the worker counts in its stats (the
+dashboard's "indexer" figures); its log goes to the worker's standard error
+or LOG_FILE. It stops, writing and committing what is waiting, when the
+worker sends SIGTERM (the worker's spider closed) or when the worker is gone
+(its parent pid changes: a worker killed with kill -9), and it exits when
+another process holds the lock. It ignores SIGINT: a Ctrl-C in the terminal
+reaches the whole process group, and the worker, which finishes its pages
+first, stops the child after them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+logger = logging.getLogger(__name__)
+
+
+def settings_order(settings, crawl_id: str, token: str) -> dict:
+    """What the child is told: the settings JSON can carry (a class or a
+    function set as a value is left at its default there), the crawl, the
+    lock's token, the worker's pid."""
+    values = {}
+    for name, value in settings.copy_to_dict().items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        values[name] = value
+    return {"settings": values, "crawl_id": crawl_id, "token": token, "parent": os.getpid()}
+
+
+class IndexerChild:
+    """A running indexer process, and the thread that reads its reports.
+
+    on_batch(dict) is called in that thread for each batch the child wrote:
+    {"taken", "written", "refreshed", "committed"} (search.indexer.Batch).
+    """
+
+    def __init__(self, order: dict, on_batch):
+        # The child imports crawlproj from wherever this process did (a
+        # Scrapyd egg is on sys.path, not on PYTHONPATH).
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.proc = subprocess.Popen([sys.executable, "-m", "crawlproj.search.process"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.pid = self.proc.pid
+        try:
+            self.proc.stdin.write(json.dumps(order).encode() + b"\n")
+            self.proc.stdin.close()
+        except OSError:  # it died at once: poll() says how
+            pass
+        self.on_batch = on_batch
+        self._reader = threading.Thread(target=self._read, name="indexer-reports", daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                report = json.loads(line)
+            except ValueError:
+                continue
+            self.on_batch(report)
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    def stop(self) -> int:
+        """SIGTERM, then wait for the child to write what is waiting and
+        exit; returns its exit code once its reports are read."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        code = self.proc.wait()
+        self._reader.join()
+        return code
+
+
+def _serve(order: dict, reports) -> None:
+    from scrapy.settings import Settings
+    from scrapy.utils.log import configure_logging
+
+    from crawlproj.keyspace import Keyspace
+    from crawlproj.search.runner import IndexerRunner
+
+    settings = Settings()
+    settings.setdict(order["settings"], priority="cmdline")
+    configure_logging(settings)
+    parent = order["parent"]
+
+    def report(batch):
+        try:
+            reports.write(json.dumps(batch.__dict__).encode() + b"\n")
+        except OSError:  # the worker is gone: the batch is written all the same
+            pass
+
+    runner = IndexerRunner.from_settings(settings, Keyspace(order["crawl_id"], 1))
+    runner.lock.token = order["token"]
+    runner.on_batch = report
+    tick = settings.getfloat("INDEX_TICK")
+    try:
+        while not _stop and os.getppid() == parent:
+            if runner.tick() is None:
+                logger.info("Indexer lock held by %s; the indexer process leaves",
+                            runner.lock.holder())
+                break
+            until = time.monotonic() + tick
+            while not _stop and time.monotonic() < until:
+                time.sleep(min(0.1, tick))
+        if os.getppid() != parent:
+            logger.warning("Indexer: worker %d is gone; writing what is waiting, then leaving", parent)
+    finally:
+        runner.drain_and_release()
+
+
+# Set by SIGTERM: the loop ends between two ticks, never inside a write (a
+# plain flag: an Event set from a signal handler can deadlock on its lock).
+_stop = False
+
+
+def _terminated(signum, frame):
+    global _stop
+    _stop = True
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminated)
+    # Reports go to the worker on the standard output as it was given; anything
+    # else printed goes to the standard error.
+    reports = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    try:
+        order = json.loads(sys.stdin.readline())
+    except ValueError:
+        print("crawlproj: the indexer process is started by a worker (crawlproj.search.extension), "
+              "not by hand: run `scrapy index`", file=sys.stderr)
+        return 2
+    try:
+        _serve(order, reports)
+    except Exception as exc:  # Redis out of reach, the index unwritable: one line, the worker logs the code
+        print(f"crawlproj: indexer process: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""The crawl's indexer as a process of its own (crawlproj/search/process.py).
+
+Real Redis server, real child processes, real tantivy index. The worker's
+side is played by the test (or by a process the test kills): it takes the
+indexer lock, starts the child with the lock's token, and the child writes
+what is handed over, stops when told, leaves when its worker is gone or the
+lock is another's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import redis as redis_lib
+from scrapy.settings import Settings
+
+from crawlproj.keyspace import Keyspace
+from crawlproj.search.document import Document
+from crawlproj.search.handover import HandOver
+from crawlproj.search.index import PageIndex
+from crawlproj.search.indexer import IndexerLock
+from crawlproj.search.process import IndexerChild, settings_order
+from crawlproj.search.searcher import Searcher
+from tests.e2e import ROOT
+
+CRAWL = "proc"
+T0 = 1_700_000_000.0
+
+
+def settings(redis_url, tmp_path, **extra) -> Settings:
+    s = Settings()
+    s.setmodule("settings.base", priority="project")
+    s.setdict({"REDIS_URL": redis_url, "CRAWL_ID": CRAWL, "INDEX_DIR": str(tmp_path / "index"),
+               "INDEX_TICK": 0.1, "INDEX_LOCK_TTL": 2.0, "INDEX_IDLE_COMMIT": 0,
+               "LOG_LEVEL": "INFO", **extra}, priority="cmdline")
+    return s
+
+
+def docs(n, word="walnut"):
+    return [Document(f"http://h{i % 7}.example/{word}/{i}", f"page {i}", f"{word} text {i}", T0 + i, []).pack()
+            for i in range(n)]
+
+
+def indexed(tmp_path, word="walnut") -> int:
+    index = PageIndex(tmp_path / "index")
+    try:
+        return Searcher(index).search(word).total
+    finally:
+        index.close()
+
+
+def wait_until(check, seconds=60.0):
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_child_writes_what_is_handed_over_and_stops_when_told(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    lock = IndexerLock(r, ks, ttl=2.0)
+    assert lock.hold()
+    HandOver(r, ks).push(docs(300))
+    reports = []
+    child = IndexerChild(settings_order(settings(redis_url, tmp_path), CRAWL, lock.token), reports.append)
+    try:
+        # it renews the lock it was handed: another process cannot take it
+        wait_until(lambda: HandOver(r, ks).waiting() == 0)
+        other = IndexerLock(r, ks, ttl=2.0)
+        time.sleep(2.5)  # past the TTL: only a renewal keeps it
+        assert not other.hold() and lock.holder() == lock.token
+        # handed over after its last batch, then SIGTERM: written before it exits
+        HandOver(r, ks).push(docs(40, "hazel"))
+        assert child.stop() == 0
+    finally:
+        if child.running():
+            child.proc.kill()
+    assert HandOver(r, ks).waiting() == 0
+    assert indexed(tmp_path) == 300 and indexed(tmp_path, "hazel") == 40
+    assert r.get(ks.indexer_lock) is None  # released, not left to expire
+    assert sum(b["written"] for b in reports) == 340
+    assert sum(b["committed"] for b in reports) == 340
+
+
+def test_a_child_stopped_before_its_first_tick_writes_what_is_waiting(redis_url, tmp_path):
+    """A crawl shorter than the child's start-up: SIGTERM comes while it
+    imports, before it ever held the index open."""
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    lock = IndexerLock(r, ks, ttl=2.0)
+    assert lock.hold()
+    HandOver(r, ks).push(docs(25))
+    child = IndexerChild(settings_order(settings(redis_url, tmp_path), CRAWL, lock.token), print)
+    time.sleep(0.3)  # its SIGTERM handler is set at once; its first tick follows its imports
+    assert child.stop() == 0
+    assert HandOver(r, ks).waiting() == 0 and indexed(tmp_path) == 25
+    assert r.get(ks.indexer_lock) is None
+
+
+def test_the_child_leaves_when_its_worker_is_killed(redis_url, tmp_path):
+    """The worker is a process the test kills with SIGKILL: its indexer sees
+    its parent gone, writes what is waiting, releases the lock, exits."""
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    HandOver(r, ks).push(docs(120))
+    worker = subprocess.Popen(
+        [sys.executable, "-c", """
+import json, sys, time, redis
+from crawlproj.keyspace import Keyspace
+from crawlproj.search.indexer import IndexerLock
+from crawlproj.search.process import IndexerChild
+order = json.loads(sys.stdin.readline())
+lock = IndexerLock(redis.Redis.from_url(order["settings"]["REDIS_URL"]), Keyspace("proc", 1), 2.0)
+assert lock.hold()
+order["token"] = lock.token
+import os; order["parent"] = os.getpid()
+child = IndexerChild(order, lambda b: None)
+print(child.pid, flush=True)
+time.sleep(600)
+"""], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    import json
+    worker.stdin.write(json.dumps(settings_order(settings(redis_url, tmp_path), CRAWL, "")) + "\n")
+    worker.stdin.close()
+    child_pid = int(worker.stdout.readline())
+    try:
+        wait_until(lambda: HandOver(r, ks).waiting() == 0)
+        assert alive(child_pid) and r.get(ks.indexer_lock) is not None
+        HandOver(r, ks).push(docs(30, "hazel"))
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        wait_until(lambda: not alive(child_pid), 30)
+    finally:
+        if alive(child_pid):
+            os.kill(child_pid, signal.SIGKILL)
+    assert HandOver(r, ks).waiting() == 0 and indexed(tmp_path, "hazel") == 30
+    assert r.get(ks.indexer_lock) is None
+
+
+def test_the_child_leaves_when_another_process_holds_the_lock(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    holder = IndexerLock(r, ks, ttl=30.0)
+    assert holder.hold()
+    HandOver(r, ks).push(docs(10))
+    child = IndexerChild(settings_order(settings(redis_url, tmp_path), CRAWL, "stale-token"), print)
+    try:
+        wait_until(lambda: not child.running(), 30)
+    finally:
+        if child.running():
+            child.proc.kill()
+    assert child.returncode == 0
+    assert HandOver(r, ks).waiting() == 10 and holder.holder() == holder.token
+    assert not (tmp_path / "index").exists()
+
+
+def test_a_failing_child_says_why_in_one_line(redis_url, tmp_path):
+    """An index directory that cannot be made: exit code 1, one line."""
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    lock = IndexerLock(r, ks, ttl=2.0)
+    assert lock.hold()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    s = settings(redis_url, tmp_path, INDEX_DIR=str(blocker / "index"))
+    child = subprocess.Popen([sys.executable, "-m", "crawlproj.search.process"], cwd=ROOT,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    import json
+    out, err = child.communicate(json.dumps(settings_order(s, CRAWL, lock.token)).encode(), timeout=60)
+    assert child.returncode == 1
+    lines = [x for x in err.decode().splitlines() if x.startswith("crawlproj:")]
+    assert len(lines) == 1 and "Traceback" not in err.decode(), err.decode()
+
+
+def test_started_by_hand_it_says_to_run_scrapy_index():
+    run = subprocess.run([sys.executable, "-m", "crawlproj.search.process"], cwd=ROOT,
+                         input=b"", capture_output=True, timeout=60)
+    assert run.returncode == 2 and b"scrapy index" in run.stderr and b"Traceback" not in run.stderr
