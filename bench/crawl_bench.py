@@ -317,11 +317,15 @@ def children_cpu(pid: int, into: dict) -> None:
     """Each live child process's CPU seconds so far into into[child pid] (the
     worker's indexer process, crawlproj/search/process.py): sampled while it
     runs, since the worker's own figure (wait4) includes it once reaped."""
+    kids = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            kids = f.read().split()
+        tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return
+    for tid in tids:  # a thread's children are listed under that thread
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += f.read().split()
     for kid in kids:
         with contextlib.suppress(OSError, ValueError):
             into[int(kid)] = proc_cpu(int(kid))

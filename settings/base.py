@@ -439,9 +439,10 @@ INDEX_CRAWL_ID = None
 # the stores write by then (crawlproj/stores/commit.py; with the link store or
 # page metadata on, that is their next round trip, sooner).
 INDEX_HANDOVER_DELAY = 0.1
-# True: this worker may be the indexer (the holder of the crawl's indexer lock,
-# renewed every INDEX_TICK seconds, taken over INDEX_LOCK_TTL seconds after its
-# holder dies). False on workers of other machines than the query server's:
+# True: this worker may start the crawl's indexer, as a process of its own
+# (crawlproj/search/process.py), when it takes the crawl's indexer lock (renewed
+# every INDEX_TICK seconds, taken over INDEX_LOCK_TTL seconds after its holder
+# dies). False on workers of other machines than the query server's:
 # the index lives on the indexer's disk (run `scrapy index` there).
 INDEX_WRITER = True
 # The indexer writes what was handed over once a tick, and commits it at once

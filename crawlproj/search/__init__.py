@@ -12,7 +12,8 @@ that weighting) in an embedded tantivy index, combined with PageRank
     index.PageIndex           the tantivy index under CRAWL_DATA_DIR/index/<crawl>
     indexer.Indexer           the one writer: hand-over -> index, behind IndexerLock
     runner.IndexerRunner      holding the lock, opening and closing the index
-    extension.IndexerExtension  the indexer inside a worker
+    extension.IndexerExtension  a worker's share: take the lock, start the indexer process
+    process.IndexerChild      the indexer as a process of its own, started by a worker
     searcher.Searcher         BM25 x PageRank, host diversity, snippets
     rebuild, export           the index from the WARC files alone; _bulk NDJSON out
 """

@@ -101,4 +101,7 @@ class IndexerExtension(LockedWork):
                 self.child = None
                 return
         self.child = None
-        self.runner.drain_and_release()
+        if self.runner.handover.waiting():
+            self.runner.drain_and_release()
+        else:
+            self.runner.lock.release()  # if it is ours: an indexer process that failed

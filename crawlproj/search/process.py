@@ -111,6 +111,7 @@ def _serve(order: dict, reports) -> None:
     settings = Settings()
     settings.setdict(order["settings"], priority="cmdline")
     configure_logging(settings)
+    os.nice(settings.getint("INDEX_NICE", 10))
     parent = order["parent"]
 
     def report(batch):
