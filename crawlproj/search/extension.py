@@ -60,7 +60,9 @@ class IndexerExtension(LockedWork):
             if self.child.running():
                 return
             self._ended(self.child.returncode)
-        if time.monotonic() < self._retry_at or not self.runner.lock.hold():
+        # no process while nothing is handed over (a crawl with the stores off)
+        if time.monotonic() < self._retry_at or not self.runner.handover.waiting() \
+                or not self.runner.lock.hold():
             return
         order = settings_order(self.crawler.settings, self.crawl_id, self.runner.lock.token)
         try:
