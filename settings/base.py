@@ -445,7 +445,6 @@ INDEX_HANDOVER_DELAY = 0.1
 # dies). False on workers of other machines than the query server's:
 # the index lives on the indexer's disk (run `scrapy index` there).
 INDEX_WRITER = True
-INDEX_NICE = 10
 # The indexer writes what was handed over once a tick, and commits it at once
 # while the index is searched (a query in the last 30 s): a page is then
 # searchable within 2 s (docs/search.md). A commit makes a segment, and tantivy
