@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -119,6 +120,21 @@ def test_every_fetched_page_is_indexed_once(crawl):
     # every page was fetched by two workers (one in each crawl), and is in it once
     assert set(crawl["pages"].values()) == {2}
     assert set(crawl["first_keys"]) == set(keys)
+
+
+def test_the_index_is_written_by_a_process_of_the_workers_own(crawl):
+    """Each crawl's index is written by an indexer process a worker started
+    (not by the worker itself), and the workers' stats count what it wrote."""
+    started = []
+    for log in crawl["logs"]:
+        worker_pid = re.search(r"Frontier opened: .* worker [^:]+:(\d+):", log).group(1)
+        for pid in re.findall(r"Indexer lock taken \(\S+\): indexer process (\d+) writes", log):
+            assert pid != worker_pid
+            started.append(pid)
+    assert len(started) >= 2  # one in each crawl at least
+    written = sum(int(m) for log in crawl["logs"] for m in re.findall(r"'index/written': (\d+)", log))
+    # every HTML page of the two crawls; a page is written at most once per fetch
+    assert sum(crawl["pages"].values()) >= written >= len(crawl["pages"])
 
 
 def test_a_page_fetched_again_shows_its_new_text(crawl):
