@@ -166,6 +166,34 @@ def test_the_child_leaves_when_another_process_holds_the_lock(redis_url, tmp_pat
     assert not (tmp_path / "index").exists()
 
 
+def test_the_child_rides_out_redis_out_of_reach(redis_server_factory, tmp_path):
+    """Redis killed under it and started again (AOF: the lock and the list
+    come back): the child logs the failed ticks and goes on writing."""
+    server = redis_server_factory(appendonly=True)
+    r = redis_lib.Redis.from_url(server.url)
+    ks = Keyspace(CRAWL, 1)
+    lock = IndexerLock(r, ks, ttl=5.0)
+    assert lock.hold()
+    HandOver(r, ks).push(docs(20))
+    child = IndexerChild(settings_order(settings(server.url, tmp_path, INDEX_LOCK_TTL=5.0), CRAWL,
+                                        lock.token), print)
+    try:
+        wait_until(lambda: HandOver(r, ks).waiting() == 0)
+        server.kill()
+        time.sleep(1.5)  # a dozen ticks fail meanwhile
+        assert child.running()
+        server.restart()
+        r = redis_lib.Redis.from_url(server.url)
+        HandOver(r, ks).push(docs(15, "hazel"))
+        wait_until(lambda: HandOver(r, ks).waiting() == 0)
+        assert child.running()
+        assert child.stop() == 0
+    finally:
+        if child.running():
+            child.proc.kill()
+    assert indexed(tmp_path) == 20 and indexed(tmp_path, "hazel") == 15
+
+
 def test_a_failing_child_says_why_in_one_line(redis_url, tmp_path):
     """An index directory that cannot be made: exit code 1, one line."""
     r = redis_lib.Redis.from_url(redis_url)

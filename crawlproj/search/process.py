@@ -110,6 +110,7 @@ class IndexerChild:
 
 
 def _serve(order: dict, reports) -> None:
+    from redis import RedisError
     from scrapy.settings import Settings
     from scrapy.utils.log import configure_logging
 
@@ -134,10 +135,13 @@ def _serve(order: dict, reports) -> None:
     tick = settings.getfloat("INDEX_TICK")
     try:
         while not _stop and os.getppid() == parent:
-            if runner.tick() is None:
-                logger.info("Indexer lock held by %s; the indexer process leaves",
-                            runner.lock.holder())
-                break
+            try:
+                if runner.tick() is None:
+                    logger.info("Indexer lock held by %s; the indexer process leaves",
+                                runner.lock.holder())
+                    break
+            except RedisError as exc:  # out of reach a while: the next tick tries again
+                logger.error("Indexer: %s", exc)
             until = time.monotonic() + tick
             while not _stop and time.monotonic() < until:
                 time.sleep(min(0.1, tick))
