@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -243,6 +244,11 @@ def test_two_jobs_of_one_crawl_fetch_every_page_once(deployed, redis_url, tmp_pa
     assert all(fetched_by.values()), fetched_by
     assert "crawl 'jobs' has no work yet; waiting up to 60 s" in logs[0]
     assert "has no work yet" not in logs[1]  # it had its seeds
+    # the crawl's indexer ran as a process of a job's own, importing the
+    # project from the egg (crawlproj/search/process.py), and wrote the pages
+    assert any(re.search(r"indexer process \d+ writes", log) for log in logs)
+    assert not any("Indexer process" in log and "exited with code" in log for log in logs)
+    assert sum(int(n) for log in logs for n in re.findall(r"'index/written': (\d+)", log)) > 0
 
 
 def test_a_worker_whose_crawl_gets_no_work_closes_after_the_wait(redis_url, tmp_path):
