@@ -247,6 +247,9 @@ def test_two_jobs_of_one_crawl_fetch_every_page_once(deployed, redis_url, tmp_pa
     # the crawl's indexer ran as a process of a job's own, importing the
     # project from the egg (crawlproj/search/process.py), and wrote the pages
     assert any(re.search(r"indexer process \d+ writes", log) for log in logs)
+    egg = str(server.home / "eggs" / PROJECT / f"{VERSION}.egg")
+    assert any(re.search(r"Indexer process \d+ of worker \d+ \(crawlproj from " + re.escape(egg), log)
+               for log in logs)
     assert not any("Indexer process" in log and "exited with code" in log for log in logs)
     assert sum(int(n) for log in logs for n in re.findall(r"'index/written': (\d+)", log)) > 0
 

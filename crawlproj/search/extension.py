@@ -3,14 +3,15 @@
 On when INDEX_ENABLED and INDEX_WRITER. Every INDEX_TICK seconds, when no
 indexer process of its own runs, the worker tries to take the crawl's indexer
 lock (crawlproj/search/indexer.py); the one that takes it starts the indexer
-as a process of its own (crawlproj/search/process.py), which renews the lock
-and writes what the workers hand over into CRAWL_DATA_DIR/index/<crawl>. A
+as a process of its own (crawlproj/search/process.py), which writes what the
+workers hand over into CRAWL_DATA_DIR/index/<crawl>; both renew the lock. A
 worker that dies takes its indexer with it (the child sees its parent gone
 within a tick, writes what is waiting and releases the lock); another worker
 takes over when the lock is free, or once its TTL (INDEX_LOCK_TTL) runs out.
 When the spider closes the worker stops its indexer, which writes and commits
 what is waiting; a worker without one writes in its own process what is left
-if the lock is free (the crawl's last worker, after the holder left). With
+if the lock is free or frees within three ticks (the crawl's last worker,
+after the holder left). With
 INDEX_CRAWL_ID (a real-time search session) the lock, the hand-over and the
 index are that crawl's. `scrapy index` runs the same indexer by hand.
 """
@@ -58,6 +59,12 @@ class IndexerExtension(LockedWork):
     def work(self):
         if self.child is not None:
             if self.child.running():
+                # renewed from here too: the child, at a lower priority, may
+                # not come to its own renewal within the TTL on a busy machine
+                if not self.runner.lock.hold():
+                    logger.warning("Indexer lock lost to %s; stopping indexer process %d",
+                                   self.runner.lock.holder(), self.child.pid)
+                    self.child.proc.terminate()
                 return
             self._ended(self.child.returncode)
         # no process while nothing is handed over (a crawl with the stores off)
@@ -80,11 +87,14 @@ class IndexerExtension(LockedWork):
         """The child exited by itself: another process took the lock (0),
         or it failed (its line is in the log)."""
         if code:
-            logger.error("Indexer process %d exited with code %s; another takes over after %g s",
-                         self.child.pid, code, self.runner.lock.ttl_ms / 1000)
-            self.stats.inc_value("index/errors")
-            self._retry_at = time.monotonic() + self.runner.lock.ttl_ms / 1000
+            self._failed(self.child, code)
         self.child = None
+
+    def _failed(self, child: IndexerChild, code: int) -> None:
+        logger.error("Indexer process %d exited with code %s; another takes over after %g s",
+                     child.pid, code, self.runner.lock.ttl_ms / 1000)
+        self.stats.inc_value("index/errors")
+        self._retry_at = time.monotonic() + self.runner.lock.ttl_ms / 1000
 
     def _count(self, batch: dict) -> None:
         b = Batch(**batch)
@@ -95,15 +105,23 @@ class IndexerExtension(LockedWork):
             self.stats.set_value("index/last_batch", datetime.now(timezone.utc))
 
     def leave(self):
-        if self.child is not None and self.child.running():
-            code = self.child.stop()
+        child, self.child = self.child, None
+        if child is not None:
+            running = child.running()
+            code = child.stop()
             if code:
-                self._ended(code)
-            else:
-                self.child = None
+                self._failed(child, code)
+            elif running:
+                return  # it wrote what was waiting, and released the lock
+        # No indexer process of this worker's: what is left, if nobody else
+        # writes it. Another worker's indexer in its last commit holds the
+        # lock a moment longer; a page handed over after it read the list
+        # then waits there for the next indexer (`scrapy index --once`).
+        deadline = time.monotonic() + 3 * self.tick
+        while self.runner.handover.waiting():
+            holder = self.runner.lock.holder()
+            if holder in (None, self.runner.lock.token) or time.monotonic() > deadline:
+                self.runner.drain_and_release()
                 return
-        self.child = None
-        if self.runner.handover.waiting():
-            self.runner.drain_and_release()
-        else:
-            self.runner.lock.release()  # if it is ours: an indexer process that failed
+            time.sleep(min(0.5, self.tick))
+        self.runner.lock.release()  # if it is ours: an indexer process that failed

@@ -37,7 +37,8 @@ import sys
 import threading
 import time
 
-logger = logging.getLogger(__name__)
+# not __name__: run with -m, this module is __main__
+logger = logging.getLogger("crawlproj.search.process")
 
 # The indexer yields the cores to the crawl: pages wait on the hand-over list
 # (in Redis, nothing lost) while the workers are busy, and are written when a
@@ -47,15 +48,25 @@ logger = logging.getLogger(__name__)
 NICENESS = 10
 
 
+# Settings the indexer process reads: one JSON cannot carry is an error, not
+# a silent default.
+_READ = ("INDEX_", "REDIS_", "CRAWL_", "PAGERANK_", "LOG_")
+
+
 def settings_order(settings, crawl_id: str, token: str) -> dict:
-    """What the child is told: the settings JSON can carry (a class or a
-    function set as a value is left at its default there), the crawl, the
-    lock's token, the worker's pid."""
+    """What the child is told: the settings JSON can carry (a path as its
+    string; a class or a function set as a value is left at its default
+    there), the crawl, the lock's token, the worker's pid."""
     values = {}
     for name, value in settings.copy_to_dict().items():
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
         try:
             json.dumps(value)
         except (TypeError, ValueError):
+            if name.startswith(_READ):
+                logger.error("Indexer: setting %s (%r) cannot be passed to the indexer process; "
+                             "it uses the default there", name, value)
             continue
         values[name] = value
     return {"settings": values, "crawl_id": crawl_id, "token": token, "parent": os.getpid()}
@@ -72,8 +83,15 @@ class IndexerChild:
         # The child imports crawlproj from wherever this process did (a
         # Scrapyd egg is on sys.path, not on PYTHONPATH).
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        self.proc = subprocess.Popen([sys.executable, "-m", "crawlproj.search.process"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        # The child starts with SIGTERM blocked (a thread's signal mask goes
+        # through fork and exec) and unblocks it once its handler is set: a
+        # stop sent while it starts is a stop, never a kill.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "crawlproj.search.process"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self.pid = self.proc.pid
         try:
             self.proc.stdin.write(json.dumps(order).encode() + b"\n")
@@ -114,13 +132,14 @@ def _serve(order: dict, reports) -> None:
     from scrapy.settings import Settings
     from scrapy.utils.log import configure_logging
 
+    import crawlproj
     from crawlproj.keyspace import Keyspace
     from crawlproj.search.runner import IndexerRunner
 
     settings = Settings()
     settings.setdict(order["settings"], priority="cmdline")
+    settings.set("LOG_FILE_APPEND", True, priority="cmdline")  # the worker's LOG_FILE, shared
     configure_logging(settings)
-    os.nice(NICENESS)
     parent = order["parent"]
 
     def report(batch):
@@ -132,6 +151,10 @@ def _serve(order: dict, reports) -> None:
     runner = IndexerRunner.from_settings(settings, Keyspace(order["crawl_id"], 1))
     runner.lock.token = order["token"]
     runner.on_batch = report
+    # after get_redis: an embedded server it starts must not inherit the niceness
+    os.nice(NICENESS)
+    logger.info("Indexer process %d of worker %d (crawlproj from %s)", os.getpid(), parent,
+                os.path.dirname(crawlproj.__file__))
     tick = settings.getfloat("INDEX_TICK")
     try:
         while not _stop and os.getppid() == parent:
@@ -164,6 +187,7 @@ def _terminated(signum, frame):
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminated)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     # Reports go to the worker on the standard output as it was given; anything
     # else printed goes to the standard error.
     reports = os.fdopen(os.dup(1), "wb", buffering=0)

@@ -80,17 +80,24 @@ class IndexerRunner:
         """Leaving: write and commit what is waiting if this process is the
         indexer or the lock is free (a process told to stop before its first
         tick, the crawl's last worker after the holder left), rank, let go.
+        What is handed over meanwhile is left to the next holder.
         When that fails (Redis out of reach), the lock is left to expire after
         its TTL rather than released: a release would wait out one more
         timeout."""
         try:
-            while True:
+            # what is waiting now, not what the workers still crawling keep
+            # handing over: they take the lock over once it is released
+            waiting, taken = self.handover.waiting(), 0
+            while taken < waiting:
                 b = self.tick()
                 if b is None or b.taken < self.batch:
                     break
+                taken += b.taken
             if self.indexer is not None:
                 if self.indexer.uncommitted:
-                    self.indexer.commit()
+                    committed = self.indexer.commit()
+                    if committed and self.on_batch is not None:
+                        self.on_batch(Batch(committed=committed))
                 self.indexer.maybe_rank(force=True)
         finally:
             self._close()
