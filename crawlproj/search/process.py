@@ -6,12 +6,11 @@ does not take the other down. A worker that takes the crawl's indexer lock
 (crawlproj/search/indexer.py) starts the indexer as a child process
 (IndexerChild) and hands it the lock: the child renews it and writes the
 index, on a core of its own and at a lower priority than the crawl
-(NICENESS), while the worker's reactor crawls. In the
-worker's process the indexer's Python and tantivy's calls competed for the
-worker's GIL and took 2.7-8.6 s of a one-worker crawl's 43-49 CPU seconds
-(docs/benchmarks.md, "The indexer in a process of its own"), and with two
-workers on one machine the lock's holder did that work on top of its half of
-the crawl.
+(NICENESS), while the worker's reactor crawls. In the worker's threads the
+indexer's Python and tantivy's calls passed the worker's GIL back and forth:
+with one worker the crawl took 2.7-6.4 more CPU-seconds, the indexer's
+counted, and fetched 11-22 % fewer pages a second (docs/benchmarks.md, "The
+indexer in a process of its own").
 
 The worker writes one JSON line to the child's standard input: the crawl's
 settings (every value JSON can carry), the crawl whose index it writes, the
@@ -44,7 +43,7 @@ logger = logging.getLogger("crawlproj.search.process")
 # (in Redis, nothing lost) while the workers are busy, and are written when a
 # core is free. Two workers and their indexer on two cores, two rounds:
 # 237.0, 289.0 pages/s at niceness 10 against 205.6, 235.2 at 0 (one worker:
-# 167.2, 187.4 against 175.4, 187.1); docs/benchmarks.md.
+# 167.2, 187.4 against 175.4, 187.1); 19 gave no more. docs/benchmarks.md.
 NICENESS = 10
 
 
