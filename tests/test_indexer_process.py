@@ -215,3 +215,79 @@ def test_started_by_hand_it_says_to_run_scrapy_index():
     run = subprocess.run([sys.executable, "-m", "crawlproj.search.process"], cwd=ROOT,
                          input=b"", capture_output=True, timeout=60)
     assert run.returncode == 2 and b"scrapy index" in run.stderr and b"Traceback" not in run.stderr
+
+
+# -- the worker's side: IndexerExtension, its work() and leave() called as
+# LockedWork calls them (in a thread of the worker; here, in the test's)
+
+def extension(redis_url, tmp_path):
+    from scrapy.utils.test import get_crawler
+
+    from crawlproj.search.extension import IndexerExtension
+
+    # no reactor runs here: whichever the test process has
+    crawler = get_crawler(settings_dict=settings(redis_url, tmp_path, CRAWL_DATA_DIR=str(tmp_path / "data"),
+                                                 TWISTED_REACTOR=None).copy_to_dict())
+    crawler.stats.open_spider()
+    return IndexerExtension.from_crawler(crawler), crawler.stats
+
+
+def test_a_worker_starts_its_indexer_once_pages_are_handed_over(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    ext, stats = extension(redis_url, tmp_path)
+    ext.work()
+    assert ext.child is None and r.get(ks.indexer_lock) is None  # nothing to write: no process
+    HandOver(r, ks).push(docs(30))
+    ext.work()
+    child = ext.child
+    try:
+        assert child is not None and child.running()
+        assert r.get(ks.indexer_lock).decode() == ext.runner.lock.token
+        wait_until(lambda: HandOver(r, ks).waiting() == 0)
+        ext.work()  # renews the lock its child holds, starts no second one
+        assert ext.child is child and child.running()
+        ext.leave()
+    finally:
+        if child is not None and child.running():
+            child.proc.kill()
+    assert not child.running() and child.returncode == 0
+    assert indexed(tmp_path) == 30 and r.get(ks.indexer_lock) is None
+    assert stats.get_value("index/errors") is None
+
+
+def test_a_worker_whose_indexer_died_writes_what_is_left_at_close(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    ext, stats = extension(redis_url, tmp_path)
+    HandOver(r, ks).push(docs(30))
+    ext.work()
+    child = ext.child
+    wait_until(lambda: HandOver(r, ks).waiting() == 0)
+    child.proc.kill()
+    child.proc.wait()
+    HandOver(r, ks).push(docs(12, "hazel"))
+    ext.leave()  # the lock is still this worker's token: it writes in its own process
+    assert stats.get_value("index/errors") == 1
+    assert HandOver(r, ks).waiting() == 0 and indexed(tmp_path, "hazel") == 12
+    assert r.get(ks.indexer_lock) is None
+
+
+def test_a_worker_that_lost_the_lock_stops_its_indexer(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    ext, stats = extension(redis_url, tmp_path)
+    HandOver(r, ks).push(docs(5))
+    ext.work()
+    child = ext.child
+    try:
+        wait_until(lambda: HandOver(r, ks).waiting() == 0)
+        r.set(ks.indexer_lock, "another:1:abcdef", px=30_000)  # its TTL ran out, another took it
+        ext.work()
+        wait_until(lambda: not child.running(), 30)
+    finally:
+        if child.running():
+            child.proc.kill()
+    assert child.returncode == 0 and r.get(ks.indexer_lock) == b"another:1:abcdef"
+    ext.leave()
+    assert r.get(ks.indexer_lock) == b"another:1:abcdef" and stats.get_value("index/errors") is None
