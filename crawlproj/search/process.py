@@ -27,6 +27,7 @@ first, stops the child after them.
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import logging
 import os
@@ -131,7 +132,6 @@ def _serve(order: dict, reports) -> None:
     from scrapy.settings import Settings
     from scrapy.utils.log import configure_logging
 
-    import crawlproj
     from crawlproj.keyspace import Keyspace
     from crawlproj.search.runner import IndexerRunner
 
@@ -153,7 +153,7 @@ def _serve(order: dict, reports) -> None:
     # after get_redis: an embedded server it starts must not inherit the niceness
     os.nice(NICENESS)
     logger.info("Indexer process %d of worker %d (crawlproj from %s)", os.getpid(), parent,
-                os.path.dirname(crawlproj.__file__))
+                importlib.resources.files("crawlproj"))
     tick = settings.getfloat("INDEX_TICK")
     try:
         while not _stop and os.getppid() == parent:
