@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import redis as redis_lib
 from scrapy.settings import Settings
 
@@ -54,10 +55,13 @@ def indexed(tmp_path, word="walnut") -> int:
 
 
 def wait_until(check, seconds=60.0):
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
+    """Poll check() until it holds; a bound on the polls, so that a test
+    that cannot pass fails instead of hanging (nothing is timed)."""
+    for _ in range(int(seconds / 0.05)):
+        if check():
+            return
         time.sleep(0.05)
+    pytest.fail(f"{check} never held")
 
 
 def alive(pid: int) -> bool:
@@ -256,14 +260,20 @@ def test_a_worker_starts_its_indexer_once_pages_are_handed_over(redis_url, tmp_p
     assert stats.get_value("index/errors") is None
 
 
-def test_a_worker_whose_indexer_died_writes_what_is_left_at_close(redis_url, tmp_path):
+def indexing(redis_url, tmp_path, n):
+    """A worker whose indexer process has written n pages handed over."""
     r = redis_lib.Redis.from_url(redis_url)
     ks = Keyspace(CRAWL, 1)
     ext, stats = extension(redis_url, tmp_path)
-    HandOver(r, ks).push(docs(30))
+    HandOver(r, ks).push(docs(n))
     ext.work()
-    child = ext.child
     wait_until(lambda: HandOver(r, ks).waiting() == 0)
+    return r, ks, ext, stats
+
+
+def test_a_worker_whose_indexer_died_writes_what_is_left_at_close(redis_url, tmp_path):
+    r, ks, ext, stats = indexing(redis_url, tmp_path, 30)
+    child = ext.child
     child.proc.kill()
     child.proc.wait()
     HandOver(r, ks).push(docs(12, "hazel"))
@@ -274,14 +284,9 @@ def test_a_worker_whose_indexer_died_writes_what_is_left_at_close(redis_url, tmp
 
 
 def test_a_worker_that_lost_the_lock_stops_its_indexer(redis_url, tmp_path):
-    r = redis_lib.Redis.from_url(redis_url)
-    ks = Keyspace(CRAWL, 1)
-    ext, stats = extension(redis_url, tmp_path)
-    HandOver(r, ks).push(docs(5))
-    ext.work()
+    r, ks, ext, stats = indexing(redis_url, tmp_path, 5)
     child = ext.child
     try:
-        wait_until(lambda: HandOver(r, ks).waiting() == 0)
         r.set(ks.indexer_lock, "another:1:abcdef", px=30_000)  # its TTL ran out, another took it
         ext.work()
         wait_until(lambda: not child.running(), 30)
