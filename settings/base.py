@@ -445,6 +445,12 @@ INDEX_HANDOVER_DELAY = 0.1
 # dies). False on workers of other machines than the query server's:
 # the index lives on the indexer's disk (run `scrapy index` there).
 INDEX_WRITER = True
+# True: that indexer is a process of its own, so its Python and tantivy calls
+# do not hold the worker's GIL (docs/benchmarks.md). False: it runs in the
+# worker's threads. A real-time search session (`-a query=`) sets False: it
+# re-runs its query as pages are indexed, and a session of a few seconds is
+# half over before a process of its own has started (docs/search.md).
+INDEX_PROCESS = True
 # The indexer writes what was handed over once a tick, and commits it at once
 # while the index is searched (a query in the last 30 s): a page is then
 # searchable within 2 s (docs/search.md). A commit makes a segment, and tantivy

@@ -224,14 +224,14 @@ def test_started_by_hand_it_says_to_run_scrapy_index():
 # -- the worker's side: IndexerExtension, its work() and leave() called as
 # LockedWork calls them (in a thread of the worker; here, in the test's)
 
-def extension(redis_url, tmp_path):
+def extension(redis_url, tmp_path, **extra):
     from scrapy.utils.test import get_crawler
 
     from crawlproj.search.extension import IndexerExtension
 
     # no reactor runs here: whichever the test process has
     crawler = get_crawler(settings_dict=settings(redis_url, tmp_path, CRAWL_DATA_DIR=str(tmp_path / "data"),
-                                                 TWISTED_REACTOR=None).copy_to_dict())
+                                                 TWISTED_REACTOR=None, **extra).copy_to_dict())
     crawler.stats.open_spider()
     return IndexerExtension.from_crawler(crawler), crawler.stats
 
@@ -258,6 +258,22 @@ def test_a_worker_starts_its_indexer_once_pages_are_handed_over(redis_url, tmp_p
     assert not child.running() and child.returncode == 0
     assert indexed(tmp_path) == 30 and r.get(ks.indexer_lock) is None
     assert stats.get_value("index/errors") is None
+
+
+def test_with_index_process_off_the_worker_writes_in_its_own_threads(redis_url, tmp_path):
+    # a real-time search session's indexer: no process of its own to wait for
+    r = redis_lib.Redis.from_url(redis_url)
+    ks = Keyspace(CRAWL, 1)
+    ext, stats = extension(redis_url, tmp_path, INDEX_PROCESS=False)
+    HandOver(r, ks).push(docs(30))
+    ext.work()
+    assert ext.child is None
+    assert HandOver(r, ks).waiting() == 0 and indexed(tmp_path) == 30
+    assert r.get(ks.indexer_lock).decode() == ext.runner.lock.token
+    HandOver(r, ks).push(docs(12, "hazel"))
+    ext.leave()
+    assert HandOver(r, ks).waiting() == 0 and indexed(tmp_path, "hazel") == 12
+    assert r.get(ks.indexer_lock) is None and stats.get_value("index/errors") is None
 
 
 def indexing(redis_url, tmp_path, n):

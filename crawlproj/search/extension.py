@@ -11,7 +11,8 @@ takes over when the lock is free, or once its TTL (INDEX_LOCK_TTL) runs out.
 When the spider closes the worker stops its indexer, which writes and commits
 what is waiting; a worker without one writes in its own process what is left
 if the lock is free or frees within three ticks (the crawl's last worker,
-after the holder left). With INDEX_CRAWL_ID (a real-time search session) the
+after the holder left). With INDEX_PROCESS off (a real-time search session)
+the indexer runs in the worker's threads instead. With INDEX_CRAWL_ID (a real-time search session) the
 lock, the hand-over and the index are that crawl's. `scrapy index` runs the
 same indexer by hand.
 """
@@ -45,6 +46,8 @@ class IndexerExtension(LockedWork):
         self.runner = runner
         self.crawl_id = crawl_id
         self.runner.on_batch = lambda b: reactor.callFromThread(self._count, b.__dict__)
+        # False in a real-time search session: see INDEX_PROCESS
+        self.own_process = crawler.settings.getbool("INDEX_PROCESS")
         self.child: IndexerChild | None = None
         self._retry_at = 0.0  # after an indexer process failed: not before the lock's TTL
 
@@ -57,6 +60,9 @@ class IndexerExtension(LockedWork):
         return cls(crawler, IndexerRunner.from_settings(s, keyspace), keyspace.crawl_id).connect()
 
     def work(self):
+        if not self.own_process:
+            self.runner.tick()  # its batches reach _count through on_batch
+            return
         if self.child is not None:
             if self.child.running():
                 # renewed from here too: the child, at a lower priority, may

@@ -169,6 +169,10 @@ class Session:
         # search the index, and it does not wait for the first of them.
         settings.set("INDEX_TICK", REALTIME_INDEX_TICK, priority="spider")
         settings.set("INDEX_IDLE_COMMIT", 0.0, priority="spider")
+        # Indexed in the worker's threads when the session takes the indexer
+        # lock: a process of its own takes about a second to start, and pages
+        # indexed late stop the session late (docs/search.md, measured).
+        settings.set("INDEX_PROCESS", False, priority="spider")
         return session
 
     def searcher(self, settings) -> Searcher:
