@@ -57,6 +57,9 @@ Measured per run:
 * each worker's CPU seconds by thread name (/proc/PID/task/*/stat, sampled
   through the run): the reactor (the process's name), Twisted's pool threads,
   the WARC writer, and threads no Python profiler sees (a native library's);
+  and by the work they did, from the workers' stats ``<name>/thread_cpu_s``
+  (time.thread_time around each job: the frontier's syncs, the stores'
+  writes, the WARC batches, the content-seen and near-duplicate tests);
 * each worker's memory: peak RSS (os.wait4's ru_maxrss) and, from
   /proc/PID/status sampled every 0.25 s, RSS and its anonymous part (the
   process's own heap: shared libraries are the file-backed rest) at the last
@@ -684,6 +687,10 @@ class Bench:
                 "frontier/expired_leases", "dupefilter/filtered", "retry/count",
                 "robotstxt/forbidden", "scheduler/enqueued", "scheduler/dequeued")
                 if st.get(k) is not None})
+            # the CPU of each kind of work done in the worker's threads
+            # (crawlproj/groupcommit.py, timed): frontier, stores, warc, ...
+            wstats[-1]["thread_cpu_s"] = {k.split("/")[0]: round(v, 2) for k, v in st.items()
+                                          if k.endswith("/thread_cpu_s")}
             errors = len(re.findall(r"Traceback", text)) + sum(
                 1 for line in text.splitlines() if "] ERROR:" in line and "Gave up retrying" not in line)
             if errors:
@@ -950,7 +957,8 @@ def line_of(res: dict) -> str:
             f"reactor run/wait/idle {[(w or {}).get('run_s') for w in res['schedstat']['workers_main_thread']]}"
             f"/{[(w or {}).get('runqueue_wait_s') for w in res['schedstat']['workers_main_thread']]}"
             f"/{[(w or {}).get('blocked_or_idle_s') for w in res['schedstat']['workers_main_thread']]}"
-            f"  big-host gap ms {[h['gap_ms_median'] for h in res['timeline']['biggest_hosts'].values()]}")
+            f"  big-host gap ms {[h['gap_ms_median'] for h in res['timeline']['biggest_hosts'].values()]}"
+            f"  threads' cpu s {[w.get('thread_cpu_s') for w in res['scrapy_stats']]}")
 
 
 def main() -> None:

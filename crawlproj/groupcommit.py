@@ -61,6 +61,15 @@ STALLED = 1.0
 REPLAY_WINDOW = 5.0
 
 
+def timed(fn, *args) -> tuple[Any, float]:
+    """fn(*args) and the CPU seconds its thread spent on it: the
+    ``<name>/thread_cpu_s`` stats say what each kind of work costs off the
+    reactor thread (a profiler's share of samples does not: the threads'
+    work costs more in a busy worker than alone, docs/benchmarks.md)."""
+    start = time.thread_time()
+    return fn(*args), time.thread_time() - start
+
+
 class GroupCommit:
     """write(payload) runs in a thread; prepare(entries) turns the entries
     taken for one write into its payload on the reactor thread (None: nothing
@@ -173,10 +182,11 @@ class GroupCommit:
                        errbackArgs=(entries, waiters))
 
     def _run(self, payload):
-        """In the writer thread: the write; when the server cannot be
-        reached, have it started again (on_unreachable) before the retry."""
+        """In the writer thread: the write and the CPU seconds it took; when
+        the server cannot be reached, have it started again (on_unreachable)
+        before the retry."""
         try:
-            return self.write(payload)
+            return timed(self.write, payload)
         except redis.ConnectionError:
             if self.on_unreachable is not None:
                 try:
@@ -190,6 +200,9 @@ class GroupCommit:
 
     def _done(self, result, waiters, entries) -> None:
         self._busy = False
+        result, cpu = result
+        if self.stats is not None:
+            self.stats.inc_value(f"{self.name}/thread_cpu_s", cpu)
         if self._is_closed():  # given up at close: nobody waits for this any more
             return
         if self._written is not None and entries:
@@ -333,8 +346,10 @@ class GroupCall:
     still drops the URLs it has seen."""
 
     def __init__(self, fn: Callable[[list], list], max_batch: int = 256,
-                 retry_delay: float = 1.0):
+                 retry_delay: float = 1.0, name: str | None = None, stats=None):
         self.fn = fn
+        self.name = name      # stats <name>/thread_cpu_s, with stats
+        self.stats = stats
         self.max_batch = max_batch
         self.retry_delay = retry_delay
         self._asked: list[tuple[Any, Deferred]] = []
@@ -358,7 +373,7 @@ class GroupCall:
         self._timer = None
         batch, self._asked = self._asked[:self.max_batch], self._asked[self.max_batch:]
         self._busy = True
-        d = threads.deferToThread(self.fn, [arg for arg, _ in batch])
+        d = threads.deferToThread(timed, self.fn, [arg for arg, _ in batch])
         d.addBoth(self._answered, batch)
 
     def _answered(self, answers, batch) -> None:
@@ -369,6 +384,9 @@ class GroupCall:
             for _, d in batch:
                 d.errback(answers)
             return
+        answers, cpu = answers
+        if self.stats is not None:
+            self.stats.inc_value(f"{self.name}/thread_cpu_s", cpu)
         self._failure = None
         for (_, d), answer in zip(batch, answers, strict=True):
             d.callback(answer)

@@ -37,7 +37,7 @@ class ContentSeenMiddleware:
     def __init__(self, content_seen: ContentSeen, stats):
         self.content_seen = content_seen
         self.stats = stats
-        self._test = GroupCall(content_seen.test_many)
+        self._test = GroupCall(content_seen.test_many, name="contentseen", stats=stats)
 
     @classmethod
     def from_crawler(cls, crawler):

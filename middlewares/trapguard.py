@@ -44,7 +44,7 @@ class NearDuplicateHostsMiddleware:
         self.budget = budget
         self.stats = stats
         self._logged: set[str] = set()
-        self._test = GroupCall(self._test_many)
+        self._test = GroupCall(self._test_many, name="trapguard", stats=stats)
 
     @classmethod
     def from_crawler(cls, crawler):

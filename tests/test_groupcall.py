@@ -64,3 +64,48 @@ def test_one_call_per_turn_and_no_call_while_failing():
     assert out["answers"] == [["together", 1, 10], ["together", 2, 20], ["together", 3, 30],
                               ["fails", 4, "failed"], ["fails", 5, "failed"],
                               ["at once", 6, "failed"], ["again", 7, 70]]
+
+
+CPU_PROBE = r"""
+import json, time
+from twisted.internet import reactor
+from crawlproj.groupcommit import GroupCall
+
+class Stats(dict):
+    def inc_value(self, key, n=1):
+        self[key] = self.get(key, 0) + n
+
+def burn(args):  # a test's work: CPU in the pool thread
+    end = time.thread_time() + 0.2
+    while time.thread_time() < end:
+        pass
+    return args
+
+def wait(args):  # a round trip's wait: no CPU
+    time.sleep(0.2)
+    return args
+
+stats = Stats()
+burning, waiting = GroupCall(burn, name="burn", stats=stats), GroupCall(wait, name="wait", stats=stats)
+
+def spin(until):  # the reactor thread busy meanwhile: not the calls' CPU
+    while time.monotonic() < until:
+        pass
+
+def start():
+    burning(1).addCallback(lambda _: waiting(2)).addCallback(lambda _: reactor.stop())
+    spin(time.monotonic() + 0.1)
+
+reactor.callWhenRunning(start)
+reactor.run()
+print(json.dumps(stats))
+"""
+
+
+def test_the_cpu_of_each_call_in_its_thread_is_counted():
+    run = subprocess.run([sys.executable, "-c", CPU_PROBE], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr[-3000:]
+    stats = json.loads(run.stdout.strip().splitlines()[-1])
+    assert stats["burn/thread_cpu_s"] >= 0.2
+    assert stats["wait/thread_cpu_s"] < 0.05

@@ -89,6 +89,9 @@ def crawl(redis_server, tmp_path_factory):
 def test_warc_holds_exactly_the_fetched_responses(crawl):
     for log in crawl["logs"]:
         assert "'finish_reason': 'finished'" in log and "Traceback" not in log
+        # what writing them cost the writer's thread, in the worker's stats
+        cpu = re.search(r"'warc/thread_cpu_s': ([0-9.e-]+)", log)
+        assert cpu and float(cpu.group(1)) > 0, log[-3000:]
     warc = crawl["data"] / "warc"
     assert not list(warc.glob("*.open"))  # every file closed cleanly
     files = list(warc.glob("*.warc.gz"))

@@ -100,6 +100,8 @@ def test_one_pipeline_for_every_store_and_a_failing_store_holds_back_only_confir
     # while b's command fails, no write is confirmed, a's included
     assert out["state"]["confirmed_while_failing"] == out["confirmed"][:3]
     assert out["stats"]["stores/redis_errors"] >= 1
+    # the writes' CPU in their thread, counted (what the stores cost off the reactor)
+    assert out["stats"]["stores/thread_cpu_s"] > 0
     # the failure names the store it was for
     assert any("b: WRONGTYPE" in m for m in out["logged"]), out["logged"]
     # once mended, both are written and confirmed
