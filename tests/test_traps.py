@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 
+import numpy as np
 import pytest
 import redis
 from scrapy import Request
@@ -18,7 +19,7 @@ from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
 from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
 from crawlproj.traps import TrapGuard
-from crawlproj.traps.nearhost import SUSPECT, NearHosts, distance, simhash
+from crawlproj.traps.nearhost import SUSPECT, NearHosts, bit_counts, distance, simhash
 from crawlproj.urls import host_of
 
 
@@ -188,6 +189,21 @@ def test_simhash_features_are_the_regular_expressions_words():
         assert simhash(t) == simhash(" ; ".join(reversed(words)) or "."), t
         if words:  # one word more changes the features
             assert simhash(t) != simhash(t + " zzz9") or len(words) > 20
+
+
+def test_bit_counts_are_the_columns_of_the_features_bits():
+    """The simhash's votes: how many features have each bit set, counted in
+    blocks of one-byte counters, must be the plain count at every size,
+    where a counter would carry into the next (255 features with every bit
+    set, 256, ...) included."""
+    rng = np.random.default_rng(5)
+    sizes = [0, 1, 2, 254, 255, 256, 509, 510, 511, 765, 1000, 3000]
+    for n in sizes:
+        for features in (rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False),
+                         np.full(n, 2**64 - 1, dtype=np.uint64),
+                         np.full(n, 0x8000000000000001, dtype=np.uint64)):
+            plain = np.unpackbits(features.view(np.uint8)).reshape(-1, 64).sum(axis=0)
+            assert bit_counts(features).tolist() == plain.tolist(), n
 
 
 def test_a_batch_of_pages_goes_through_the_window_in_order(redis_url):

@@ -84,7 +84,7 @@ def simhash(text: str) -> int | None:
     (docs/hardening.md has the measurement)."""
     cps = np.frombuffer(text.lower().encode("utf-32-le", "surrogatepass"), dtype="<u4")
     n = len(cps)
-    word = _word_chars()[np.minimum(cps, _BMP - 1)]
+    word = np.take(_word_chars(), cps, mode="clip")  # astral code points: below
     astral = np.flatnonzero(cps >= _BMP)
     if len(astral):  # emoji, rare scripts: few, looked up one by one
         word[astral] = [chr(c).isalnum() for c in cps[astral].tolist()]
@@ -101,10 +101,32 @@ def simhash(text: str) -> int | None:
         features = np.sort(_mix((prefix[ends] - prefix[starts]) * up[ends - 1]))
     # distinct words (np.unique took longer than the rest together)
     features = features[np.concatenate(([True], features[1:] != features[:-1]))]
-    bits = np.unpackbits(features.view(np.uint8)).reshape(-1, 64)
     # a bit of the simhash is set when most features have it set
-    votes = bits.sum(axis=0, dtype=np.int64) * 2 > len(features)
+    votes = bit_counts(features) * 2 > len(features)
     return int.from_bytes(np.packbits(votes).tobytes(), "big")
+
+
+# Features per block of bit_counts: 8 one-byte counters in a uint64 add up to
+# 255 without a carry from one into the next.
+_BLOCK = 255
+
+
+def bit_counts(features: np.ndarray) -> np.ndarray:
+    """For each of the 64 bits of the features (np.unpackbits' order), how
+    many features have it set. The bits as 0/1 bytes, eight to a uint64, are
+    summed as uint64s, a block of features at a time: eight bytes' sums in
+    one addition (summing the byte matrix's columns took a quarter of the
+    simhash)."""
+    n = len(features)
+    words = np.unpackbits(features.view(np.uint8)).view(np.uint64).reshape(n, 8)
+    whole = n - n % _BLOCK
+    counts = np.zeros(64, dtype=np.int64)
+    if whole:
+        sums = words[:whole].reshape(-1, _BLOCK, 8).sum(axis=1, dtype=np.uint64)
+        counts += sums.view(np.uint8).reshape(-1, 64).sum(axis=0, dtype=np.int64)
+    if n > whole:
+        counts += words[whole:].sum(axis=0, dtype=np.uint64).view(np.uint8)
+    return counts
 
 
 def distance(a: int, b: int) -> int:
