@@ -449,7 +449,7 @@ INDEX_WRITER = True
 # do not hold the worker's GIL (docs/benchmarks.md). False: it runs in the
 # worker's threads. A real-time search session (`-a query=`) sets False: it
 # re-runs its query as pages are indexed, and a session of a few seconds is
-# half over before a process of its own has started (docs/search.md).
+# well under way before a process of its own has started (docs/search.md).
 INDEX_PROCESS = True
 # The indexer writes what was handed over once a tick, and commits it at once
 # while the index is searched (a query in the last 30 s): a page is then

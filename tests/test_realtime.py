@@ -192,7 +192,7 @@ def test_it_stops_by_itself_when_the_results_stop_improving(topical):
     run, order = topical["run"], topical["order"]
     assert f"'finish_reason': '{RESULTS_STABLE}'" in run.stderr, run.stderr[-3000:]
     # indexed in the worker's threads: an indexer process, a second late to
-    # start, had it stop after 337-479 pages where it stops after 110-383
+    # start, had it fetch 356-479 pages where it fetches 111-383
     assert "Indexer lock taken" in run.stderr and "indexer process" not in run.stderr
     # stopped with links left: bfs went on to fetch many more of the web
     assert len(order) < 0.85 * len(topical["bfs"]), (len(order), len(topical["bfs"]))
