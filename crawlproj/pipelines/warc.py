@@ -36,6 +36,7 @@ from twisted.internet.defer import Deferred, DeferredList, succeed
 from twisted.python.threadpool import ThreadPool
 
 from crawlproj.due.contentseen import DUPLICATE_CAPTURED
+from crawlproj.groupcommit import timed
 from crawlproj.pipelines.guard import FINISH_REASON, StoreGuard, warn_without_recorder
 from crawlproj.stores.common import warc_dir, worker_id
 from crawlproj.stores.exchange import Exchange
@@ -286,22 +287,20 @@ class WarcPipeline:
             for _, _, d in batch:
                 d.callback(None)
             return
-        w = threads.deferToThreadPool(reactor, self.pool, self._write_batch,
+        w = threads.deferToThreadPool(reactor, self.pool, timed, self._write_batch,
                                       [(e, r) for e, r, _ in batch])
         w.addCallbacks(self._written, self._batch_failed, callbackArgs=(batch,),
                        errbackArgs=(batch,))
 
     def _write_batch(self, items: list[tuple[Exchange, dict | None]]) -> list:
         """In the writer thread: the batch's revisits checked, its records
-        written; (error or None, revisit written) for each exchange, and the
-        CPU seconds it took (stats warc/thread_cpu_s)."""
-        start = time.thread_time()
+        written; (error or None, revisit written) for each exchange."""
         items = [(e, self._verified(e, r)) for e, r in items]
         errors = self.writer.write_many(items)
-        return [(error, r) for error, (_, r) in zip(errors, items)], time.thread_time() - start
+        return [(error, r) for error, (_, r) in zip(errors, items)]
 
     def _written(self, results, batch) -> None:
-        results, cpu = results
+        results, cpu = results  # timed(): with the CPU seconds of its thread
         self.stats.inc_value("warc/batches")
         self.stats.inc_value("warc/thread_cpu_s", cpu)
         for (exchange, asked, d), (error, revisit) in zip(batch, results):

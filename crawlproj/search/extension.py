@@ -11,10 +11,10 @@ takes over when the lock is free, or once its TTL (INDEX_LOCK_TTL) runs out.
 When the spider closes the worker stops its indexer, which writes and commits
 what is waiting; a worker without one writes in its own process what is left
 if the lock is free or frees within three ticks (the crawl's last worker,
-after the holder left). With INDEX_PROCESS off (a real-time search session)
-the indexer runs in the worker's threads instead. With INDEX_CRAWL_ID (a real-time search session) the
-lock, the hand-over and the index are that crawl's. `scrapy index` runs the
-same indexer by hand.
+after the holder left). A real-time search session turns INDEX_PROCESS off:
+the indexer then runs in the worker's threads instead, and with
+INDEX_CRAWL_ID the lock, the hand-over and the index are those of the crawl
+it searches. `scrapy index` runs the same indexer by hand.
 """
 
 from __future__ import annotations
