@@ -65,7 +65,12 @@ Measured per run:
   process's own heap: shared libraries are the file-backed rest) at the last
   sample before the worker exited; and the CPU seconds of every worker, of
   Redis and of the simulated web at each sample (Bench.last_cpu_samples), so
-  that a caller can take the CPU of a stretch of the run (cpu_between).
+  that a caller can take the CPU of a stretch of the run (cpu_between);
+* the workers' own CPU over the simulated web's in the same run: the web
+  serves the same pages in every run, so its CPU is the machine's speed
+  while the run lasted (this VM's moves 15-35 % within minutes); the
+  round's summary gives the stores' share of the worker's CPU both raw,
+  1 - cp1 / full1, and on that scale (docs/benchmarks.md).
 
 The code under test is --src (default HEAD) extracted with git archive into a
 temporary directory, so that edits of the work tree during a run change
@@ -1048,6 +1053,17 @@ def main() -> None:
                         "redis/stock": ratio("redis", "stock"), "cp1/redis": ratio("cp1", "redis"),
                         "cp2/stock": ratio("cp2", "stock"), "cp2/cp1": ratio("cp2", "cp1"),
                         "pages_per_s": {k: v["pages_per_s"] for k, v in rs.items()}})
+    # the workers' CPU in units of the simulated web's, and the stores' share
+    # of a worker's CPU (full1 against cp1), raw and on that scale
+    for s, (_, rs) in zip(summary, sorted(by_round.items())):
+        per_web = {k: round(sum(v["cpu_s"]["workers_own"]) / v["cpu_s"]["simweb"], 2)
+                   for k, v in rs.items() if v["cpu_s"].get("simweb")}
+        s["workers_own_cpu_per_simweb_cpu"] = per_web
+        if "cp1" in rs and "full1" in rs:
+            own = {k: sum(rs[k]["cpu_s"]["workers_own"]) for k in ("cp1", "full1")}
+            s["stores_share"] = {"raw": round(1 - own["cp1"] / own["full1"], 3)}
+            if "cp1" in per_web and "full1" in per_web:
+                s["stores_share"]["per_simweb"] = round(1 - per_web["cp1"] / per_web["full1"], 3)
     # every configuration against stock Scrapy of the same round: pages/s over
     # the crawl and pages per worker CPU-second
     for s, (_, rs) in zip(summary, sorted(by_round.items())):

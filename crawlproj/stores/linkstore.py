@@ -17,7 +17,9 @@ extracted, so it has none): dst_fps
 the targets' fingerprints packed as little-endian int64 (8 bytes an edge,
 read by the ranker without decompressing anything), text the
 zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
-(URLs of one page share most of their bytes, so they compress well). A batch
+(URLs of one page share most of their bytes, so they compress well; ISA-L
+at level 1 writes it, in a quarter of zlib level 6's CPU for a tenth more
+bytes, and zlib reads it: docs/benchmarks.md "Link store"). A batch
 of pages is one RPUSH per partition, in the pipeline of the other stores'
 writes (crawlproj/stores/commit.py): one round trip per batch for them all.
 
@@ -48,6 +50,7 @@ import mmh3
 import msgpack
 import pyarrow as pa
 import pyarrow.parquet as pq
+from isal import isal_zlib
 
 from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.redisconn import lua_script
@@ -61,6 +64,10 @@ COMMIT_LUA = lua_script("crawlproj.stores", "linkcommit.lua")
 EDGE_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("anchor", pa.string()),
                          ("fetch_ms", pa.int64())])
 URL_SCHEMA = pa.schema([("id", pa.int64()), ("url", pa.string())])
+
+# ISA-L's compression level of a page's text (0-3), compressed on the reactor
+# thread for every page (docs/benchmarks.md "Link store").
+TEXT_LEVEL = 1
 
 
 # A page's links name the same popular targets again and again (Mercator
@@ -100,7 +107,7 @@ def encode_page(src_url: str, fetch_time: float, links: list[dict],
         raise RuntimeError("int64 array expected")
     if os.sys.byteorder != "little":  # pragma: no cover
         dsts.byteswap()
-    text = zlib.compress(msgpack.packb([src_url, urls, anchors]), 6)
+    text = isal_zlib.compress(msgpack.packb([src_url, urls, anchors]), TEXT_LEVEL)
     fields = [node_id(src_url), int(fetch_time * 1000), dsts.tobytes(), text]
     if duplicate_of:
         fields.append(node_id(duplicate_of))
