@@ -26,12 +26,16 @@ import time
 import zlib
 from pathlib import Path
 
+import msgpack
+from isal import isal_zlib
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crawlproj.due.contentseen import content_fingerprint  # noqa: E402
 from crawlproj.extract import extract_page  # noqa: E402
 from crawlproj.simweb.model import SimWeb  # noqa: E402
+from crawlproj.stores.linkstore import TEXT_LEVEL, encode_page  # noqa: E402
 from crawlproj.stores.warc import GZIP_LEVEL, _gzip_member  # noqa: E402
 from crawlproj.traps.nearhost import simhash  # noqa: E402
 
@@ -85,8 +89,13 @@ def main() -> int:
                 bodies.append(body)
             if len(bodies) == a.sample:
                 break
-    texts = [extract_page(b, "http://h.example/p.html", "utf-8", content_type=b"text/html",
-                          max_text_chars=10 ** 6).text for b in bodies]
+    extracted = [extract_page(b, "http://h.example/p.html", "utf-8", content_type=b"text/html",
+                              max_text_chars=10 ** 6) for b in bodies]
+    texts = [e.text for e in extracted]
+    links = [[{"url": u, "anchor": t} for u, t in e.links] for e in extracted]
+    # the link store's text of a page (msgpack of its URL, links and anchors)
+    packed = [msgpack.packb(["http://h.example/p.html", [x["url"] for x in page],
+                             [x["anchor"] for x in page]]) for page in links]
     print(f"{len(bodies)} HTML pages, {sum(map(len, bodies)) / len(bodies):.0f} bytes, "
           f"{sum(map(len, texts)) / len(texts):.0f} characters of text on average")
     parts = [
@@ -100,12 +109,21 @@ def main() -> int:
         ("WARC: gzip of the body, zlib level 6", zlib_member(6), bodies),
         ("WARC: gzip of the body, zlib level 1", zlib_member(1), bodies),
         ("WARC: SHA-1 of the body", lambda b: hashlib.sha1(b).digest(), bodies),
+        ("link store: encode a page", lambda x: encode_page("http://h.example/p.html", 0.0, x),
+         links),
+        (f"link store: compress a page's text, ISA-L level {TEXT_LEVEL} (the link store's)",
+         lambda b: isal_zlib.compress(b, TEXT_LEVEL), packed),
+        ("link store: compress a page's text, zlib level 6",
+         lambda b: zlib.compress(b, 6), packed),
     ]
     size = sum(map(len, bodies))
     for name, fn, inputs in parts:
         ratio = ""
         if name.startswith("WARC: gzip"):
             ratio = f", {sum(len(fn(b)) for b in bodies) / size:.3f} of the size"
+        elif name.startswith("link store: compress"):
+            ratio = (f", {sum(len(fn(b)) for b in inputs) / len(inputs):.0f} bytes a page"
+                     f" of {sum(map(len, inputs)) / len(inputs):.0f}")
         print(f"{per_page_us(fn, inputs, a.rounds):8.1f} µs  {name}{ratio}")
     return 0
 
