@@ -18,8 +18,9 @@ the targets' fingerprints packed as little-endian int64 (8 bytes an edge,
 read by the ranker without decompressing anything), text the
 zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
 (URLs of one page share most of their bytes, so they compress well; ISA-L
-at level 1 writes it, in a quarter of zlib level 6's CPU for a tenth more
-bytes, and zlib reads it: docs/benchmarks.md "Link store"). A batch
+at level 1 writes it, in a quarter to a half of zlib level 6's CPU for 5-12 %
+more bytes, and zlib reads it: docs/benchmarks.md, "Where the stores' CPU
+goes"). A batch
 of pages is one RPUSH per partition, in the pipeline of the other stores'
 writes (crawlproj/stores/commit.py): one round trip per batch for them all.
 
@@ -66,7 +67,7 @@ EDGE_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("anchor", pa
 URL_SCHEMA = pa.schema([("id", pa.int64()), ("url", pa.string())])
 
 # ISA-L's compression level of a page's text (0-3), compressed on the reactor
-# thread for every page (docs/benchmarks.md "Link store").
+# thread for every page (docs/benchmarks.md, "Where the stores' CPU goes").
 TEXT_LEVEL = 1
 
 
