@@ -41,12 +41,23 @@ def _free(port: int) -> bool:
             return False
 
 
+def _ephemeral_low() -> int:
+    """The lowest port the kernel gives outgoing connections."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def cluster_ports(n: int) -> list[int]:
-    """n ports whose cluster bus ports (port + 10000) are free too."""
+    """n ports whose cluster bus ports (port + 10000) are free too, all below
+    the ephemeral range: a bus port found free there could be taken by an
+    outgoing connection's local port before its node binds it."""
     out = []
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        start = 20000 + s.getsockname()[1] % 20000
+        room = max(1, _ephemeral_low() - 10000 - 5000 - 10000)
+        start = 10000 + s.getsockname()[1] % room
     for port in range(start, start + 5000):
         if _free(port) and _free(port + 10000):
             out.append(port)
