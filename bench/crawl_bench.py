@@ -45,12 +45,10 @@ Measured per run:
   server-side from INFO commandstats (CONFIG RESETSTAT before each run), which
   also counts the commands run inside Lua scripts: inside = server - client;
 * CPU seconds (user+sys) of each worker (os.wait4 rusage: the worker and its
-  child processes, the crawl's indexer, crawlproj/search/process.py, and its
-  WARC writer, crawlproj/stores/warcprocess.py), of each child alone (its
-  /proc/PID/stat sampled every 0.25 s: the last quarter second of it is
-  counted as the worker's), the worker's own (all but the indexer, which is
-  one a crawl, not one a worker), of the simulated web and of the Redis
-  server (/proc/PID/stat), and the load average;
+  indexer process, crawlproj/search/process.py), of the indexer process alone
+  (its /proc/PID/stat sampled every 0.25 s: the last quarter second of it is
+  counted as the worker's), the worker's own process (the difference), of the
+  simulated web and of the Redis server (/proc/PID/stat), and the load average;
 * each worker's main (reactor) thread from /proc/PID/task/PID/schedstat: time
   running, time runnable but waiting for a CPU (a shared machine), and the rest
   of its life, idle or blocked;
@@ -324,10 +322,9 @@ def thread_cpu(pid: int, into: dict) -> None:
 
 
 def children_cpu(pid: int, into: dict) -> None:
-    """Each live child process's (kind, CPU seconds so far) into into[child
-    pid]: "indexer" (crawlproj/search/process.py) or "warc" (the worker's
-    WARC writer, crawlproj/stores/warcprocess.py); sampled while it runs,
-    since the worker's own figure (wait4) includes it once reaped."""
+    """Each live child process's CPU seconds so far into into[child pid] (the
+    worker's indexer process, crawlproj/search/process.py): sampled while it
+    runs, since the worker's own figure (wait4) includes it once reaped."""
     kids = []
     try:
         tids = os.listdir(f"/proc/{pid}/task")
@@ -339,12 +336,7 @@ def children_cpu(pid: int, into: dict) -> None:
                 kids += f.read().split()
     for kid in kids:
         with contextlib.suppress(OSError, ValueError):
-            if int(kid) not in into:
-                with open(f"/proc/{kid}/cmdline", "rb") as f:
-                    kind = "warc" if b"warcprocess" in f.read() else "indexer"
-            else:
-                kind = into[int(kid)][0]
-            into[int(kid)] = (kind, proc_cpu(int(kid)))
+            into[int(kid)] = proc_cpu(int(kid))
 
 
 def cpu_by_thread_name(threads: dict) -> dict:
@@ -623,9 +615,7 @@ class Bench:
                 s.kill()
         sw_sched1, r_sched1 = schedstat(self.sw.pid), schedstat(self.redis_proc.pid)
         self.last_cpu_samples = cpu_samples
-        self.last_children_cpu = {
-            kind: [round(sum(c for k, c in kids.get(i, {}).values() if k == kind), 2)
-                   for i in range(len(procs))] for kind in ("indexer", "warc")}
+        self.last_children_cpu = [round(sum(kids.get(i, {}).values()), 2) for i in range(len(procs))]
         self.last_memory = [memory.get(i, {}) for i in range(len(procs))]
         self.last_sched = {
             "workers_main_thread": [
@@ -711,13 +701,9 @@ class Bench:
             if errors:
                 wstats[-1]["log_errors"] = errors
         n = max(len(pages), 1)
-        # wait4's figure: the worker and its reaped children (its indexer and
-        # WARC writer processes); its own: all but the crawl's indexer (one a
-        # crawl, on any machine), its WARC writer included (one a worker)
+        # wait4's figure: the worker and its reaped children (its indexer process)
         worker_cpu = [round(u + s, 2) for u, s in (rusage[i] for i in range(workers))]
-        kids = getattr(self, "last_children_cpu", {})
-        indexer_cpu = kids.get("indexer", [0.0] * workers)
-        warc_cpu = kids.get("warc", [0.0] * workers)
+        indexer_cpu = getattr(self, "last_children_cpu", [0.0] * workers)
         own_cpu = [round(c - k, 2) for c, k in zip(worker_cpu, indexer_cpu)]
         out = {
             "run": rid, "config": name, "workers": workers, "load_avg_before": load_before,
@@ -733,8 +719,7 @@ class Bench:
             "cpu_s": {"workers_user_sys": [[round(u, 2), round(s, 2)] for u, s in
                                            (rusage[i] for i in range(workers))],
                       "workers": worker_cpu, "workers_own": own_cpu,
-                      "indexer_processes": indexer_cpu, "warc_processes": warc_cpu,
-                      "simweb": round(sw_cpu, 2),
+                      "indexer_processes": indexer_cpu, "simweb": round(sw_cpu, 2),
                       "redis": round(r_cpu, 2), "bench": round(self_cpu, 2)},
             "cpu_share_of_crawl": {"workers": [round(c / span, 3) for c in worker_cpu],
                                    "simweb": round(sw_cpu / span, 3),

@@ -12,15 +12,14 @@ identical-payload-digest) instead of a second copy; every other response
 whose item never comes (the spider failed, or another spider) is written as
 a plain response after WARC_PENDING_TIMEOUT seconds, or at close.
 
-The records are built, compressed and written by the worker's WARC writer
-process (crawlproj/stores/warcprocess.py), in batches: what arrives while a
-batch is out goes into the next one, one hand-off and one write() for the
-lot (group commit, as the Redis-backed stores write:
-crawlproj/groupcommit.py). One dedicated thread hands each batch over and
-waits for its answer (a file is appended in order), so the reactor never
-waits for the disk. Nothing on the page's path waits for them: each write is
-held for the page's URL (crawlproj/stores/pending.py), and its lease ends
-only once its records are in the file.
+Writes run in one dedicated thread (a file is appended in order), so the
+reactor never waits for the disk, and in batches: what arrives while a batch
+is being serialised, compressed and written goes into the next one, one
+thread hand-off and one write() for the lot (group commit, as the
+Redis-backed stores write: crawlproj/groupcommit.py). Nothing on the page's
+path waits for them: each write is held for the page's URL
+(crawlproj/stores/pending.py), and its lease ends only once its records are
+in the file.
 """
 
 from __future__ import annotations
@@ -44,8 +43,7 @@ from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.pending import PendingWrites
 from crawlproj.stores.signals import exchange_recorded
 from crawlproj.stores.storage import make_storage
-from crawlproj.stores.warc import NOT_MODIFIED_PROFILE, recover, warc_date
-from crawlproj.stores.warcprocess import WarcChild, item
+from crawlproj.stores.warc import NOT_MODIFIED_PROFILE, WarcWriter, recover, warc_date
 
 logger = logging.getLogger(__name__)
 STORE = "content store"
@@ -91,15 +89,13 @@ class WarcPipeline:
         self.crawler = crawler
         self.stats = crawler.stats
         self.crawl_id = s.get("CRAWL_ID")
-        self.storage_spec = s.get("WARC_STORAGE")
-        self.root = warc_dir(s)
-        self.storage = make_storage(self.storage_spec, self.root)
+        self.storage = make_storage(s.get("WARC_STORAGE"), warc_dir(s))
         self.max_size = s.getint("WARC_MAX_SIZE")
         self.pending_timeout = s.getfloat("WARC_PENDING_TIMEOUT")
         self.user_agent = s.get("USER_AGENT")
         self.guard = StoreGuard.of(crawler)
         self.writes = PendingWrites.of(crawler)
-        self.writer: WarcChild | None = None
+        self.writer: WarcWriter | None = None
         self.pool: ThreadPool | None = None
         self.pagemeta = None  # to check revisits (see _verified)
         # final URL -> held 2xx exchanges awaiting their item (FIFO)
@@ -122,36 +118,16 @@ class WarcPipeline:
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def _order(self) -> dict:
-        """The WARC writer process's arguments."""
-        spec = self.storage_spec
-        if spec is not None and not isinstance(spec, str):  # a class set as a value
-            spec = f"{spec.__module__}.{spec.__qualname__}"
-        s = self.crawler.settings
-        return {"storage": spec, "root": str(self.root), "crawl_id": self.crawl_id,
-                "worker": worker_id(self.crawler), "max_size": self.max_size,
-                "info": {"http-header-user-agent": self.user_agent,
-                         "robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore"},
-                "log": {k: v for k, v in s.copy_to_dict().items()
-                        if k.startswith("LOG_") and isinstance(v, (str, int, float, bool))}}
-
-    async def open_spider(self, spider=None):
+    def open_spider(self, spider=None):
         warn_without_recorder(self.crawler, STORE)
-        self.pool = ThreadPool(minthreads=1, maxthreads=1, name="warc-writer")
-        self.pool.start()
-        # Ctrl-C while the crawl starts stops the reactor without closing the
-        # spider: the writer's thread must not then keep the process alive
-        # (the file left open is recovered by the next worker, see recover())
-        reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
+        self.writer = WarcWriter(self.storage, self.crawl_id, worker_id(self.crawler),
+                                 self.max_size, info={"http-header-user-agent": self.user_agent,
+                                                      "robots": "obey" if self.crawler.settings
+                                                      .getbool("ROBOTSTXT_OBEY") else "ignore"})
         try:
             self.stats.inc_value("warc/recovered_files", len(recover(self.storage)))
-            # the child opens its first file now: fail before anything is
-            # fetched if we cannot write
-            self.writer = await maybe_deferred_to_future(
-                threads.deferToThreadPool(reactor, self.pool, WarcChild, self._order()))
+            self.writer.open()  # fail now, before anything is fetched, if we cannot write
         except OSError as exc:
-            self._stop_pool()
-            self.pool = None
             self.guard.failed.setdefault(STORE, str(exc))
             logger.error("%s: cannot write %s: %s. The crawl does not start (finish reason %s).",
                          STORE, self.storage.spool, exc.strerror or exc, FINISH_REASON)
@@ -165,6 +141,12 @@ class WarcPipeline:
             redis = get_redis(s)
             self.pagemeta = PageMetaStore(redis, Keyspace.from_settings(s, redis),
                                           s.getint("PAGEMETA_BUCKETS"))
+        self.pool = ThreadPool(minthreads=1, maxthreads=1, name="warc-writer")
+        self.pool.start()
+        # Ctrl-C while the crawl starts stops the reactor without closing the
+        # spider: the writer's thread must not then keep the process alive
+        # (the file left open is recovered by the next worker, see recover())
+        reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
         self._sweeper = task.LoopingCall(self._sweep)
         self._sweeper.start(min(5.0, max(0.1, self.pending_timeout / 2)), now=False)
 
@@ -186,15 +168,15 @@ class WarcPipeline:
             await maybe_deferred_to_future(DeferredList(list(self._unwritten)))
         if self.pool is not None:
             try:
-                published = await maybe_deferred_to_future(
+                await maybe_deferred_to_future(
                     threads.deferToThreadPool(reactor, self.pool, self.writer.close))
-                for where in published:
-                    logger.debug("WARC published: %s", where)
             except OSError as exc:
                 self.guard.fail(STORE, self.storage.spool, exc)
             finally:
                 self.pool.stop()
                 self.pool = None
+        for where in self.writer.published if self.writer else ():
+            logger.debug("WARC published: %s", where)
 
     # -- responses -----------------------------------------------------------------
 
@@ -314,10 +296,7 @@ class WarcPipeline:
         """In the writer thread: the batch's revisits checked, its records
         written; (error or None, revisit written) for each exchange."""
         items = [(e, self._verified(e, r)) for e, r in items]
-        try:
-            errors = self.writer.write_many([item(e, r) for e, r in items])
-        except OSError as exc:  # the writer process is gone: nothing of the batch is stored
-            errors = [exc] * len(items)
+        errors = self.writer.write_many(items)
         return [(error, r) for error, (_, r) in zip(errors, items)]
 
     def _written(self, results, batch) -> None:

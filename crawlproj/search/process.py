@@ -32,11 +32,10 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
-
-from crawlproj.childprocess import spawn
 
 # not __name__: run with -m, this module is __main__
 logger = logging.getLogger("crawlproj.search.process")
@@ -81,8 +80,18 @@ class IndexerChild:
     """
 
     def __init__(self, order: dict, on_batch):
-        # a stop sent while it starts is a stop, never a kill
-        self.proc = spawn("crawlproj.search.process", {signal.SIGTERM})
+        # The child imports crawlproj from wherever this process did (a
+        # Scrapyd egg is on sys.path, not on PYTHONPATH).
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        # The child starts with SIGTERM blocked (a thread's signal mask goes
+        # through fork and exec) and unblocks it once its handler is set: a
+        # stop sent while it starts is a stop, never a kill.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "crawlproj.search.process"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self.pid = self.proc.pid
         try:
             self.proc.stdin.write(json.dumps(order).encode() + b"\n")
