@@ -690,7 +690,8 @@ class Bench:
                 "elapsed_time_seconds", "frontier/redis_writes", "frontier/redis_commands",
                 "frontier/leased", "frontier/released", "frontier/duplicates",
                 "frontier/expired_leases", "dupefilter/filtered", "retry/count",
-                "robotstxt/forbidden", "scheduler/enqueued", "scheduler/dequeued")
+                "robotstxt/forbidden", "scheduler/enqueued", "scheduler/dequeued",
+                "warc/records_cpu_s")
                 if st.get(k) is not None})
             # the CPU of each kind of work done in the worker's threads
             # (crawlproj/groupcommit.py, timed): frontier, stores, warc, ...

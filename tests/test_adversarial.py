@@ -26,7 +26,9 @@ import re
 from collections import defaultdict
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
+from crawlproj.pipelines.warc import THREAD_BODY
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.simweb.traps import TRAPS
@@ -155,6 +157,21 @@ def test_hostile_responses_are_cut_at_their_bounds(crawl):
     # memory: no bomb was expanded, no endless response kept
     growth = s["memusage/max"] - s["memusage/startup"]
     assert 0 < growth < MEMORY, growth
+
+
+def test_the_10_mb_page_is_in_the_warc_whole(crawl):
+    # its records are made in the writer thread (THREAD_BODY), every other
+    # page's on the reactor: both kinds end up in the same files, digests right
+    url = "http://big-page.trap.example/big"
+    bodies = []
+    for path in sorted((crawl.workers.tmp / "data" / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f, check_digests="raise"):
+                if rec.rec_type == "response" and \
+                        rec.rec_headers.get_header("WARC-Target-URI") == url:
+                    bodies.append(rec.content_stream().read())
+    assert bodies and all(len(b) > THREAD_BODY for b in bodies), [len(b) for b in bodies]
+    assert crawl.stats["warc/responses"] > 1000
 
 
 @pytest.mark.parametrize("rule", ["segment_run", "segment_repeats", "path_segments",

@@ -12,14 +12,21 @@ identical-payload-digest) instead of a second copy; every other response
 whose item never comes (the spider failed, or another spider) is written as
 a plain response after WARC_PENDING_TIMEOUT seconds, or at close.
 
-Writes run in one dedicated thread (a file is appended in order), so the
-reactor never waits for the disk, and in batches: what arrives while a batch
-is being serialised, compressed and written goes into the next one, one
-thread hand-off and one write() for the lot (group commit, as the
-Redis-backed stores write: crawlproj/groupcommit.py). Nothing on the page's
-path waits for them: each write is held for the page's URL
-(crawlproj/stores/pending.py), and its lease ends only once its records are
-in the file.
+The records are serialised and compressed on the reactor thread, where the
+page's bytes are, in the reactor turn after they come; the files are
+written in one dedicated thread (a file is appended in order), so the
+reactor never waits for the disk, and in batches: what arrives while a
+batch is being written goes into the next one, one thread hand-off and one
+write() for the lot (group commit, as the Redis-backed stores write:
+crawlproj/groupcommit.py). Made in that thread too, the records took more of
+the worker's CPU (the thread taking the GIL from the reactor and giving it
+back for every hash, compression and write: docs/benchmarks.md). Two kinds
+are still made there: a revisit, which is checked against page metadata
+first (a Redis round trip, _verified), and a body over THREAD_BODY bytes,
+whose compression would hold the reactor (ISA-L lets other threads run while
+it works). Nothing on the page's path waits for the writes: each is held
+for the page's URL (crawlproj/stores/pending.py), and its lease ends only
+once its records are in the file.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import reactor, task, threads
 from twisted.internet.defer import Deferred, DeferredList, succeed
+from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 
 from crawlproj.due.contentseen import DUPLICATE_CAPTURED
@@ -47,6 +55,9 @@ from crawlproj.stores.warc import NOT_MODIFIED_PROFILE, WarcWriter, recover, war
 
 logger = logging.getLogger(__name__)
 STORE = "content store"
+# A body this large (bytes) is compressed in the writer thread, not on the
+# reactor: ISA-L takes about 4 ms a megabyte, a reactor turn's worth.
+THREAD_BODY = 1 << 20
 
 
 def duplicate_target(value) -> dict | None:
@@ -287,17 +298,36 @@ class WarcPipeline:
             for _, _, d in batch:
                 d.callback(None)
             return
-        w = threads.deferToThreadPool(reactor, self.pool, timed, self._write_batch,
-                                      [(e, r) for e, r, _ in batch])
+        try:
+            start = time.thread_time()
+            items = [(e, r, None if self._in_thread(e, r) else self.writer.members(e, r))
+                     for e, r, _ in batch]
+            self.stats.inc_value("warc/records_cpu_s", time.thread_time() - start)
+        except Exception:
+            self._batch_failed(Failure(), batch)
+            return
+        w = threads.deferToThreadPool(reactor, self.pool, timed, self._write_batch, items)
         w.addCallbacks(self._written, self._batch_failed, callbackArgs=(batch,),
                        errbackArgs=(batch,))
 
-    def _write_batch(self, items: list[tuple[Exchange, dict | None]]) -> list:
-        """In the writer thread: the batch's revisits checked, its records
-        written; (error or None, revisit written) for each exchange."""
-        items = [(e, self._verified(e, r)) for e, r in items]
-        errors = self.writer.write_many(items)
-        return [(error, r) for error, (_, r) in zip(errors, items)]
+    def _in_thread(self, exchange: Exchange, revisit: dict | None) -> bool:
+        """Whether the exchange's records are made in the writer thread."""
+        return (len(exchange.body) > THREAD_BODY
+                or (revisit is not None and self.pagemeta is not None
+                    and not revisit.get("profile")))
+
+    def _write_batch(self, items: list[tuple[Exchange, dict | None, list | None]]) -> list:
+        """In the writer thread: the records not made yet made (a revisit
+        checked first), the batch written; (error or None, revisit written)
+        for each exchange."""
+        done = []
+        for exchange, revisit, members in items:
+            if members is None:
+                revisit = self._verified(exchange, revisit)
+                members = self.writer.members(exchange, revisit)
+            done.append((revisit, members))
+        errors = self.writer.append_many([m for _, m in done])
+        return [(error, r) for error, (r, _) in zip(errors, done)]
 
     def _written(self, results, batch) -> None:
         results, cpu = results  # timed(): with the CPU seconds of its thread

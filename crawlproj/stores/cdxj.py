@@ -156,11 +156,22 @@ def fields(headers: dict[str, str], block: bytes) -> dict[str, str]:
     return {k: v for k, v in out.items() if v and v != "-"}
 
 
+def line_key(url: str, date: str) -> str:
+    """The start of a record's line: its URL's key and its 14-digit timestamp."""
+    stamp = "".join(c for c in date if c.isdigit())[:14]
+    return f"{urlkey(url)} {stamp}"
+
+
+def finish_line(key: str, values: dict[str, str], length: int, offset: int,
+                filename: str) -> str:
+    """The line of a record whose line_key is key, once its place in a file is known."""
+    out = {**values, "length": str(length), "offset": str(offset), "filename": filename}
+    return f"{key} {json.dumps(out)}"
+
+
 def make_line(url: str, date: str, values: dict[str, str], length: int, offset: int,
               filename: str) -> str:
-    stamp = "".join(c for c in date if c.isdigit())[:14]
-    out = {**values, "length": str(length), "offset": str(offset), "filename": filename}
-    return f"{urlkey(url)} {stamp} {json.dumps(out)}"
+    return finish_line(line_key(url, date), values, length, offset, filename)
 
 
 def line_for(member: Member, filename: str) -> str | None:

@@ -48,7 +48,7 @@ from pathlib import Path
 from isal import isal_zlib
 from warcio.warcwriter import WARCWriter
 
-from crawlproj.stores.cdxj import fields, index_file, make_line, scan
+from crawlproj.stores.cdxj import fields, finish_line, index_file, line_key, scan
 from crawlproj.stores.common import safe_name, utc_second
 from crawlproj.stores.exchange import Exchange, sha1_form
 from crawlproj.stores.storage import LocalStorage, Storage
@@ -103,14 +103,14 @@ def sha1_digest(*parts: bytes) -> str:
 
 class Record:
     """One WARC record, serialised: its header block and the parts of its
-    block (the HTTP head, and the body of a response). index = (url, date,
-    CDXJ fields) for a response or revisit record (the lines pywb's indexer
-    writes, cdxj.fields), None for others."""
+    block (the HTTP head, and the body of a response). index = (the start of
+    its CDXJ line, cdxj.line_key; its CDXJ fields) for a response or revisit
+    record (the lines pywb's indexer writes, cdxj.fields), None for others."""
 
     __slots__ = ("head", "parts", "index")
 
     def __init__(self, rec_type: str, headers: list[tuple[str, str]], content_type: str,
-                 parts: tuple[bytes, ...], index: tuple[str, str, dict] | None = None):
+                 parts: tuple[bytes, ...], index: tuple[str, dict] | None = None):
         length = sum(len(p) for p in parts)
         lines = [f"WARC/1.1\r\nWARC-Type: {rec_type}\r\n"]
         lines.extend(f"{k}: {_value(v)}\r\n" for k, v in headers)
@@ -186,8 +186,8 @@ class WarcFile:
         offset = self.size
         for member, index in members:
             if index is not None:
-                url, date, values = index
-                self.cdxj.append(make_line(url, date, values, len(member), offset, self.name))
+                key, values = index
+                self.cdxj.append(finish_line(key, values, len(member), offset, self.name))
             offset += len(member)
         self.size += len(data)
         self.records += len(members)
@@ -322,12 +322,17 @@ class WarcWriter:
             headers.append((HEAD_REBUILT, "rebuilt"))
         headers.append(("WARC-Block-Digest", sha1_digest(*parts)))
         resp = Record(rec_type, headers, HTTP_RESPONSE, parts,
-                      (ex.url, date, _index_fields(rec_type, ex.url, payload, head)))
+                      (line_key(ex.url, date), _index_fields(rec_type, ex.url, payload, head)))
         req = Record("request", [("WARC-Record-ID", _random_id()), ("WARC-Date", date),
                                  ("WARC-Target-URI", ex.url), ("WARC-Concurrent-To", rec_id),
                                  ("WARC-Block-Digest", sha1_digest(ex.request_head))],
                      HTTP_REQUEST, (ex.request_head,))
         return resp, req
+
+    def members(self, ex: Exchange, revisit_of: dict | None = None) -> list[tuple[bytes, tuple | None]]:
+        """The exchange's records (see records()) as gzip members, each with
+        its index entry: the CPU part of writing it, which needs no file."""
+        return [(record.member(), record.index) for record in self.records(ex, revisit_of)]
 
     def write(self, ex: Exchange, revisit_of: dict | None = None) -> None:
         """Write one exchange (see records()); raises OSError."""
@@ -337,21 +342,23 @@ class WarcWriter:
 
     def write_many(self, items: list[tuple[Exchange, dict | None]]) -> list[OSError | None]:
         """Write exchanges in order, each (exchange, revisit_of) as its
-        record pair, with one write() per file; returns, for each, None
-        (written) or the OSError that kept it out of the file. A file is
-        rotated once it passes max_size, so it holds at most one exchange's
-        records past it."""
+        record pair; see append_many()."""
+        return self.append_many([self.members(ex, revisit_of) for ex, revisit_of in items])
+
+    def append_many(self, items: list[list[tuple[bytes, tuple | None]]]) -> list[OSError | None]:
+        """Append exchanges' members (members()) in order, with one write()
+        per file; returns, for each exchange, None (written) or the OSError
+        that kept it out of the file. A file is rotated once it passes
+        max_size, so it holds at most one exchange's records past it."""
         out: list[OSError | None] = []
         members: list[tuple[bytes, tuple | None]] = []
         pending = 0   # exchanges in members, not yet written
         size = 0
         try:
             wf = self.open()
-            for ex, revisit_of in items:
-                for record in self.records(ex, revisit_of):
-                    member = record.member()
-                    members.append((member, record.index))
-                    size += len(member)
+            for exchange_members in items:
+                members.extend(exchange_members)
+                size += sum(len(m) for m, _ in exchange_members)
                 pending += 1
                 if wf.size + size >= self.max_size:
                     self._append(wf, members)
