@@ -151,3 +151,41 @@ def test_close_hook_fires_before_the_engine_waits_for_requests_in_progress(tmp_p
     assert events.count(["closing"]) == 1
     assert events.index(["closing"]) < events.index(["item", urls[0]]) \
         < events.index(["done", urls[0]])
+
+
+def test_stats_keep_what_scrapys_collector_keeps():
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from crawlproj.internals import Stats
+
+    kept = []
+    for cls in (Stats, MemoryStatsCollector):
+        crawler = get_crawler()
+        stats = cls(crawler)
+        stats.open_spider()
+        stats.inc_value("pages")
+        stats.inc_value("pages", 2)
+        stats.inc_value("bytes", 5, start=10)
+        stats.set_value("reason", "x")
+        stats.max_value("peak", 3)
+        stats.max_value("peak", 1)
+        stats.min_value("least", 3)
+        stats.min_value("least", 1)
+        kept.append((dict(stats.get_stats()), stats.get_value("pages"), stats.get_value("none", 7)))
+        stats.set_stats({"reset": 1})
+        stats.inc_value("reset")
+        kept.append(dict(stats.get_stats()))
+    assert kept[0] == kept[2] and kept[1] == kept[3] == {"reset": 2}
+    assert kept[0][0] == {"pages": 3, "bytes": 15, "reason": "x", "peak": 3, "least": 1}
+
+
+def test_the_project_runs_on_its_stats_class():
+    from scrapy.settings import Settings
+    from scrapy.utils.misc import load_object
+
+    from crawlproj.internals import Stats
+
+    settings = Settings()
+    settings.setmodule("settings.base")
+    assert load_object(settings["STATS_CLASS"]) is Stats
