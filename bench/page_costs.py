@@ -35,8 +35,10 @@ sys.path.insert(0, str(ROOT))
 from crawlproj.due.contentseen import content_fingerprint  # noqa: E402
 from crawlproj.extract import extract_page  # noqa: E402
 from crawlproj.simweb.model import SimWeb  # noqa: E402
+from crawlproj.stores.exchange import Exchange  # noqa: E402
 from crawlproj.stores.linkstore import TEXT_LEVEL, encode_page  # noqa: E402
-from crawlproj.stores.warc import GZIP_LEVEL, _gzip_member  # noqa: E402
+from crawlproj.stores.storage import LocalStorage  # noqa: E402
+from crawlproj.stores.warc import GZIP_LEVEL, WarcWriter, _gzip_member  # noqa: E402
 from crawlproj.traps.nearhost import simhash  # noqa: E402
 
 
@@ -98,7 +100,30 @@ def main() -> int:
                              [x["anchor"] for x in page]]) for page in links]
     print(f"{len(bodies)} HTML pages, {sum(map(len, bodies)) / len(bodies):.0f} bytes, "
           f"{sum(map(len, texts)) / len(texts):.0f} characters of text on average")
+    # a fetch of each page as the record middleware captures it (a request
+    # head as Scrapy sends it, a response head as the simulated web answers)
+    exchanges = []
+    for i, body in enumerate(bodies):
+        url = f"http://h{i % 200:04d}.example/doc/{i}.html"
+        exchanges.append(Exchange(
+            request=None, url=url, status=200,
+            request_head=(f"GET /doc/{i}.html HTTP/1.1\r\nHost: h{i % 200:04d}.example\r\n"
+                          "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+                          "\r\nAccept-Language: en\r\nUser-Agent: crawlproj/1.0\r\n"
+                          "Accept-Encoding: gzip, deflate, br\r\n\r\n").encode(),
+            response_head=(f"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+                           f"Content-Length: {len(body)}\r\nServer: simweb\r\n\r\n").encode(),
+            body=body, content_type="text/html", started=time.time(), duration=0.01,
+            ip="127.0.0.1"))
+    writer = WarcWriter(LocalStorage(Path("/nonexistent")), "bench", "h:1:x", 1 << 40)
+
+    def records(e: Exchange) -> list:
+        e._sha1 = e._digest = None  # the payload's digest, made once a page, counted here
+        return writer.members(e)
+
     parts = [
+        ("WARC: one exchange's records made (digests, both gzip members, the index "
+         "key: WarcWriter.members, on the reactor)", records, exchanges),
         ("link and text extraction (the spider, every configuration)",
          lambda b: extract_page(b, "http://h.example/p.html", "utf-8",
                                 content_type=b"text/html", max_text_chars=10 ** 6), bodies),
