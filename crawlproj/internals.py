@@ -44,8 +44,9 @@ changes one fails there, loudly, and not in a crawl.
    included), and calls each method through that wrapper, which warns of a
    spider argument: inc_value takes 2.2 µs where the increment it makes takes
    0.1 (a timeit loop, Scrapy 2.19), and a worker with every store makes some
-   60 such calls a page (cProfile of a benchmark crawl). Stats (STATS_CLASS, settings/base.py) is Scrapy's
-   MemoryStatsCollector with Python's plain lookup, the methods unwrapped.
+   60 such calls a page (cProfile of a benchmark crawl). Stats (STATS_CLASS,
+   settings/base.py) is Scrapy's MemoryStatsCollector with Python's plain
+   lookup, the methods unwrapped.
 """
 
 from __future__ import annotations

@@ -395,3 +395,15 @@ def test_full_file_limit_never_leaves_half_a_record(tmp_path):
         recs = [r.rec_type for r in ArchiveIterator(f, check_digests="raise")]
     assert recs.count("response") == res["ok"]
     assert os.path.getsize(path) <= 60_000
+
+
+def test_every_exchange_of_a_batch_gets_its_result(tmp_path):
+    # the pipeline fires each page's write by its place in the results: one
+    # missing would hold that page's lease for ever
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
+    made = w.members(exchange())
+    assert w.append_many([made, [], made]) == [None, None, None]
+    assert w.append_many([[]]) == [None]
+    w.close()
+    (name,) = [p for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
+    assert [r[0] for r in records(tmp_path / name)] == ["warcinfo"] + ["response", "request"] * 2

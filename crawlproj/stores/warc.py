@@ -369,7 +369,7 @@ class WarcWriter:
                         wf = self.open()
             if members:
                 self._append(wf, members)
-                out.extend([None] * pending)
+            out.extend([None] * pending)
         except OSError as exc:
             out.extend([exc] * (len(items) - len(out)))
         return out
