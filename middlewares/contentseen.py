@@ -6,8 +6,11 @@ A document already seen under another URL gets ``response.meta["duplicate_of"]``
 = that first URL (and ``meta[DUPLICATE_CAPTURED]`` = when its fetch started,
 for the revisit record that refers to it); the `web` spider then records the page with
 ``item["duplicate_of"]`` and does not extract its links again. The tests of
-the responses that arrive together run in a thread, in one round trip
-(GroupCall: redis-py is blocking; the reactor must not wait on Redis).
+the responses that arrive together go in one round trip, off the reactor
+thread (redis-py is blocking; the reactor must not wait on Redis): the exact
+test in the stores' (StoreCommit.call, crawlproj/stores/commit.py), the near
+test, which needs its replies to know what else to ask, in its own
+(GroupCall).
 
 Settings: CONTENTSEEN_ENABLED, CONTENTSEEN_NEAR, CONTENTSEEN_NEAR_THRESHOLD
 (settings/base.py). Stats: contentseen/unique, contentseen/duplicates,
@@ -19,6 +22,7 @@ sees decoded bodies, and after redirects and retries are resolved).
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from scrapy.exceptions import NotConfigured
 from scrapy.http.request import NO_CALLBACK
@@ -28,16 +32,22 @@ from crawlproj.due.contentseen import DUPLICATE_CAPTURED, ContentSeen, is_text
 from crawlproj.groupcommit import GroupCall
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
+from crawlproj.stores.commit import StoreCommit
 from middlewares.record import T0
 
 logger = logging.getLogger(__name__)
+PART = "content-seen test"
 
 
 class ContentSeenMiddleware:
-    def __init__(self, content_seen: ContentSeen, stats):
+    def __init__(self, content_seen: ContentSeen, stats, commit: StoreCommit | None = None):
         self.content_seen = content_seen
         self.stats = stats
-        self._test = GroupCall(content_seen.test_many, name="contentseen", stats=stats)
+        if content_seen.near or commit is None:
+            self._test = GroupCall(content_seen.test_many, name="contentseen", stats=stats)
+        else:
+            commit.part(PART, content_seen.queue, content_seen.answer)
+            self._test = partial(commit.call, PART)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -48,7 +58,7 @@ class ContentSeenMiddleware:
         cs = ContentSeen(redis, Keyspace.from_settings(s, redis),
                          near=s.getbool("CONTENTSEEN_NEAR"),
                          threshold=s.getfloat("CONTENTSEEN_NEAR_THRESHOLD"))
-        return cls(cs, crawler.stats)
+        return cls(cs, crawler.stats, StoreCommit.of(crawler))
 
     async def process_response(self, request, response):
         if (not 200 <= response.status < 300 or not response.body

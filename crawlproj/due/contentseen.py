@@ -167,14 +167,28 @@ class ContentSeen:
         if self.near:
             return [self._test_near(*doc) for doc in docs]
         pipe = self.redis.pipeline(transaction=False)
-        verdicts = []
+        asked = self.queue(pipe, docs)
+        return self.answer(asked, pipe.execute(raise_on_error=False))
+
+    def queue(self, pipe, docs: list[tuple[str, bytes, bool, float | None]]) -> list:
+        """The exact tests of docs queued on pipe (one command each): what
+        answer() needs, with the pipeline's replies, to give their verdicts.
+        A part of the stores' round trip (crawlproj/stores/commit.py)."""
+        asked = []
         for url, body, text, started in docs:
             v = Verdict(content_fingerprint(body, text), commands=1, round_trips=1)
             pipe.set(self.keyspace.content(v.fingerprint), capture_value(url, started), nx=True, get=True)
-            verdicts.append(v)
-        for (url, *_), v, reply in zip(docs, verdicts, pipe.execute(), strict=True):
+            asked.append((url, v))
+        return asked
+
+    def answer(self, asked: list, replies: list) -> list[Verdict]:
+        """The verdicts of the tests queue() queued, from their replies; raises
+        the first reply that is an error."""
+        for (url, v), reply in zip(asked, replies, strict=True):
+            if isinstance(reply, Exception):
+                raise reply
             self._first(v, url, reply)
-        return verdicts
+        return [v for _, v in asked]
 
     @staticmethod
     def _first(v: Verdict, url: str, reply: bytes | None) -> bool:

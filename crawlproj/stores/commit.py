@@ -21,6 +21,14 @@ crawl (crawlproj/redisguard.py), whichever store it was for, since the others
 could not be written past it. A round trip cut short (the connection lost
 before the replies) is retried whole, as any group commit's: writes are at
 least once.
+
+A part may also answer: call(name, value) asks it in the next write and
+fires with its answer, for the per-page content-seen test (Mercator §3 step
+4), which thus rides the stores' round trip instead of making one of its own
+in a thread of its own (docs/benchmarks.md). An asker does not wait out an
+outage as a write does: while writes fail, a call fails at once, and one in a
+write that fails fails with it, and is not asked again (the asker goes on
+without the answer, as a test may).
 """
 
 from __future__ import annotations
@@ -28,7 +36,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from twisted.internet.defer import Deferred
+import redis as redis_py
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred, fail
+from twisted.python.failure import Failure
 
 from crawlproj.groupcommit import GroupCommit
 from crawlproj.redisconn import embedded_restarter, get_redis
@@ -51,6 +62,29 @@ class _Entry:
         self.part = part
         self.value = value
         self.written = False
+
+
+class _Call(_Entry):
+    """An entry asked of a part: `asked` fires with its answer (`answer`, set
+    in the writer thread) or its failure (`error`)."""
+
+    __slots__ = ("asked", "answer", "error")
+
+    def __init__(self, part: str, value):
+        super().__init__(part, value)
+        self.asked = Deferred()
+        self.answer = self.error = None
+
+    def settle(self, _=None) -> None:
+        """On the reactor thread, once answered, failed, or let go unasked (at
+        close, or when Redis refuses the writes)."""
+        if self.asked.called:
+            return
+        if self.written and self.error is None:
+            self.asked.callback(self.answer)
+        else:
+            self.asked.errback(Failure(self.error or redis_py.ConnectionError(
+                "not asked: the crawl is closing or Redis refuses its writes")))
 
 
 class StoreCommit:
@@ -82,6 +116,15 @@ class StoreCommit:
         """Write entry of part name in the next write; fires once it is written."""
         return self.commit.add_confirmed(_Entry(name, entry))
 
+    def call(self, name: str, value) -> Deferred:
+        """Ask part name about value in the next write; fires with the part's
+        answer for it (answer() gives one per value, in order)."""
+        if self.commit.failing:
+            return fail(redis_py.ConnectionError("Redis does not take this worker's writes now"))
+        entry = _Call(name, value)
+        self.commit.add_confirmed(entry).addCallback(entry.settle)
+        return entry.asked
+
     def close(self) -> Deferred:
         """Fires once everything added is written (or given up): each part
         closing waits for the one write."""
@@ -95,6 +138,19 @@ class StoreCommit:
         for entry in entries:
             if not entry.written:
                 per.setdefault(entry.part, []).append(entry)
+        calls = [e for part_entries in per.values() for e in part_entries if isinstance(e, _Call)]
+        try:
+            return self._pipeline(per)
+        except Exception as exc:
+            # the askers are answered now, or fail now: they are not retried
+            for e in calls:
+                if not e.written:
+                    e.error, e.written = exc, True
+            if calls:
+                reactor.callFromThread(_settle, calls)
+            raise
+
+    def _pipeline(self, per: dict[str, list[_Entry]]) -> list[tuple[Part, Any]]:
         pipe = self.redis.pipeline(transaction=False)
         queued = []
         for name, part_entries in per.items():
@@ -109,7 +165,13 @@ class StoreCommit:
                 result = part.answer(token, replies[start:end])
             except Exception as exc:
                 failed = failed or (name, exc)
+                if isinstance(part_entries[0], _Call):  # fail with their own part's error
+                    for entry in part_entries:
+                        entry.error, entry.written = _named(name, exc), True
                 continue
+            if isinstance(part_entries[0], _Call):
+                for entry, answer in zip(part_entries, result, strict=True):
+                    entry.answer = answer
             for entry in part_entries:
                 entry.written = True
             results.append((part, result))
@@ -121,6 +183,11 @@ class StoreCommit:
         for part, result in results:
             if part.on_result is not None:
                 part.on_result(result)
+
+
+def _settle(calls: list[_Call]) -> None:
+    for call in calls:
+        call.settle()
 
 
 def _named(part: str, exc: Exception) -> Exception:
