@@ -47,13 +47,26 @@ changes one fails there, loudly, and not in a crawl.
    60 such calls a page (cProfile of a benchmark crawl). Stats (STATS_CLASS,
    settings/base.py) is Scrapy's MemoryStatsCollector with Python's plain
    lookup, the methods unwrapped.
+8. quick_sender(): Scrapy's send_catch_log calls each receiver through
+   PyDispatcher's robustApply, which reads the receiver's code object anew
+   on every call to pass it only the arguments it takes: 15 µs to send a
+   signal with four receivers, 0.7 for the calls themselves (timeit, Scrapy
+   2.19). The content store, page metadata, the crawl log and the figures
+   all receive exchange_recorded, once per response; quick_sender sends it
+   to the same receivers, each given what it takes, its errors logged as
+   Scrapy logs them, with what robustApply reads kept per function.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
+from pydispatch.dispatcher import getAllReceivers, liveReceivers
+from pydispatch.robustapply import function
 from scrapy.statscollectors import MemoryStatsCollector
+
+logger = logging.getLogger(__name__)
 
 
 def _slot(crawler):
@@ -195,3 +208,30 @@ class Stats(MemoryStatsCollector):
     the same methods and values, a spider argument taken without a warning."""
 
     __getattribute__ = object.__getattribute__
+
+
+def quick_sender(crawler, signal) -> Callable[..., None]:
+    """send(**named): signal sent to its receivers as
+    crawler.signals.send_catch_log(signal, **named) sends it (8), for a signal
+    sent for every page; receivers connected later are sent it too."""
+    sender = crawler.signals.sender
+    takes: dict = {}   # function -> the names it takes (None: any, it has **kwargs)
+
+    def send(**named) -> None:
+        named["signal"], named["sender"] = signal, sender
+        for receiver in liveReceivers(getAllReceivers(sender, signal)):
+            key = getattr(receiver, "__func__", receiver)
+            try:
+                names = takes[key]
+            except KeyError:
+                _, code, bound = function(receiver)
+                names = takes[key] = (None if code.co_flags & 8  # CO_VARKEYWORDS
+                                      else frozenset(code.co_varnames[bound:code.co_argcount]))
+            try:
+                receiver(**(named if names is None
+                            else {k: v for k, v in named.items() if k in names}))
+            except Exception:
+                logger.error("Error caught on signal handler: %(receiver)s",
+                             {"receiver": receiver}, exc_info=True)
+
+    return send

@@ -189,3 +189,51 @@ def test_the_project_runs_on_its_stats_class():
     settings = Settings()
     settings.setmodule("settings.base")
     assert load_object(settings["STATS_CLASS"]) is Stats
+
+
+def test_the_quick_sender_sends_what_send_catch_log_sends(caplog):
+    """Each receiver gets the arguments it takes, one that raises is logged
+    and the others still run, a receiver connected after the sender was made
+    gets the signal and one disconnected does not: as Scrapy's send_catch_log."""
+    from scrapy.utils.test import get_crawler
+
+    from crawlproj.internals import quick_sender
+
+    got = []
+
+    def takes_exchange(exchange):
+        got.append(("takes_exchange", exchange))
+
+    def fails(exchange):
+        raise RuntimeError("receiver broke")
+
+    class Store:
+        def recorded(self, exchange, signal, sender):
+            got.append(("recorded", exchange, signal is SIGNAL, sender is crawler.signals.sender))
+
+        def anything(self, **kwargs):
+            got.append(("anything", sorted(kwargs)))
+
+    def gone(exchange):
+        got.append(("gone", exchange))
+
+    runs = []
+    for quick in (False, True):
+        SIGNAL = object()
+        crawler = get_crawler()
+        store = Store()
+        for receiver in (takes_exchange, fails, store.recorded, gone):
+            crawler.signals.connect(receiver, SIGNAL)
+        send = quick_sender(crawler, SIGNAL) if quick else (
+            lambda **kw: crawler.signals.send_catch_log(signal=SIGNAL, **kw))
+        crawler.signals.connect(store.anything, SIGNAL)   # after the sender was made
+        crawler.signals.disconnect(gone, SIGNAL)
+        got.clear()
+        caplog.clear()
+        send(exchange="e1")
+        send(exchange="e2")
+        runs.append((list(got), [r.getMessage()[:40] for r in caplog.records if r.levelname == "ERROR"]))
+    assert runs[1] == runs[0]
+    assert runs[1][0][:3] == [("takes_exchange", "e1"), ("recorded", "e1", True, True),
+                              ("anything", ["exchange", "sender", "signal"])]
+    assert runs[1][1] == ["Error caught on signal handler: <functio"] * 2
