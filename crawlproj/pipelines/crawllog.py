@@ -28,6 +28,7 @@ class CrawlLogPipeline:
         self.directory = crawllog_dir(s)
         self.crawl_id = s.get("CRAWL_ID")
         self.log: CrawlLog | None = None
+        # from the signals alone: no process_item, so items skip it in Scrapy's chain
         crawler.signals.connect(self._attempt, exchange_recorded)
         crawler.signals.connect(self._attempt, attempt_failed)
 
@@ -59,9 +60,6 @@ class CrawlLogPipeline:
             self.log = None
             StoreGuard.of(self.crawler).fail(STORE, self.directory, exc)
         return None
-
-    def process_item(self, item, spider=None):
-        return item
 
     def close_spider(self, spider=None):
         if self.log is not None:

@@ -36,6 +36,7 @@ class PageMetaPipeline:
         self.store: PageMetaStore | None = None
         self.batch: StoreCommit | None = None
         self.writes = PendingWrites.of(crawler)
+        # from the signal alone: no process_item, so items skip it in Scrapy's chain
         crawler.signals.connect(self._recorded, exchange_recorded)
 
     @classmethod
@@ -55,9 +56,6 @@ class PageMetaPipeline:
             return
         self.crawler.stats.inc_value("stores/pagemeta/fetches")
         self.writes.hold(exchange.url, self.batch.add_confirmed(STORE, self.store.entry(exchange)))
-
-    def process_item(self, item, spider=None):
-        return item
 
     async def close_spider(self, spider=None):
         if self.batch is not None:
