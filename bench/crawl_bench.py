@@ -108,8 +108,11 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository
 def extract(rev: str) -> tuple[Path, str]:
     """The tree of git revision rev, extracted with `git archive` into a
     temporary directory (removed at exit), and its commit id."""
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True,
-                            text=True, check=True).stdout.strip()
+    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
+                            f"{rev}^{{commit}}"], capture_output=True, text=True)
+    if found.returncode != 0:
+        sys.exit(f"crawl_bench.py: {rev!r} names no commit of {ROOT}")
+    commit = found.stdout.strip()
     dest = Path(tempfile.mkdtemp(prefix=f"crawlproj-{commit[:10]}-"))
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True,
                              check=True).stdout

@@ -38,10 +38,11 @@ from typing import Any, NamedTuple
 
 import redis as redis_py
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred, fail
+from twisted.internet.defer import Deferred, fail, succeed
 from twisted.python.failure import Failure
 
 from crawlproj.groupcommit import GroupCommit
+from crawlproj.reactorredis import ReactorRedis
 from crawlproj.redisconn import embedded_restarter, get_redis
 from crawlproj.redisguard import RedisGuard
 
@@ -91,8 +92,12 @@ class StoreCommit:
     def __init__(self, redis, stats=None, on_unreachable=None):
         self.redis = redis
         self.parts: dict[str, Part] = {}
+        # the round trip made by the reactor thread where the client allows
+        # (crawlproj/reactorredis.py), else in a thread
+        self.io = ReactorRedis.for_client(redis)
         self.commit = GroupCommit(self._write, "stores", stats, on_result=self._answered,
-                                  on_unreachable=on_unreachable)
+                                  on_unreachable=on_unreachable,
+                                  send=self._send if self.io is not None else None)
 
     @classmethod
     def of(cls, crawler) -> StoreCommit:
@@ -134,31 +139,47 @@ class StoreCommit:
 
     def _write(self, entries: list[_Entry]) -> list[tuple[Part, Any]]:
         """In the writer thread: every part's commands in one pipeline."""
-        per: dict[str, list[_Entry]] = {}
-        for entry in entries:
-            if not entry.written:
-                per.setdefault(entry.part, []).append(entry)
-        calls = [e for part_entries in per.values() for e in part_entries if isinstance(e, _Call)]
+        per, calls = _todo(entries)
         try:
-            return self._pipeline(per)
+            pipe = self.redis.pipeline(transaction=False)
+            queued = self._queue(pipe, per)
+            return self._answer(queued, pipe.execute(raise_on_error=False) if len(pipe) else [])
         except Exception as exc:
-            # the askers are answered now, or fail now: they are not retried
-            for e in calls:
-                if not e.written:
-                    e.error, e.written = exc, True
-            if calls:
+            if _unasked(calls, exc):
                 reactor.callFromThread(_settle, calls)
             raise
 
-    def _pipeline(self, per: dict[str, list[_Entry]]) -> list[tuple[Part, Any]]:
-        pipe = self.redis.pipeline(transaction=False)
+    def _send(self, entries: list[_Entry]) -> Deferred:
+        """On the reactor thread: every part's commands in one pipeline, sent
+        on the non-blocking connection."""
+        per, calls = _todo(entries)
+
+        def failed(failure):
+            if _unasked(calls, failure.value):
+                _settle(calls)
+            return failure
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            queued = self._queue(pipe, per)
+        except Exception:
+            return fail().addErrback(failed)
+        d = self.io.execute(pipe) if len(pipe) else succeed([])
+        d.addCallback(lambda replies: self._answer(queued, replies))
+        return d.addErrback(failed)
+
+    def _queue(self, pipe, per: dict[str, list[_Entry]]) -> list:
         queued = []
         for name, part_entries in per.items():
             part = self.parts[name]
             start = len(pipe)
             token = part.queue(pipe, [e.value for e in part_entries])
             queued.append((name, part, part_entries, token, start, len(pipe)))
-        replies = pipe.execute(raise_on_error=False) if len(pipe) else []
+        return queued
+
+    @staticmethod
+    def _answer(queued: list, replies: list) -> list[tuple[Part, Any]]:
+        """Each part's answer from its replies; raises the first part's failure
+        (its name in front), once every part that could answer has."""
         results, failed = [], None
         for name, part, part_entries, token, start, end in queued:
             try:
@@ -183,6 +204,25 @@ class StoreCommit:
         for part, result in results:
             if part.on_result is not None:
                 part.on_result(result)
+
+
+def _todo(entries: list[_Entry]) -> tuple[dict[str, list[_Entry]], list[_Call]]:
+    """The entries not written yet, by part; and the questions among them."""
+    per: dict[str, list[_Entry]] = {}
+    for entry in entries:
+        if not entry.written:
+            per.setdefault(entry.part, []).append(entry)
+    calls = [e for part_entries in per.values() for e in part_entries if isinstance(e, _Call)]
+    return per, calls
+
+
+def _unasked(calls: list[_Call], exc: BaseException) -> bool:
+    """The questions of a write that failed fail with it (they are not asked
+    again); whether there are any to settle."""
+    for e in calls:
+        if not e.written:
+            e.error, e.written = exc, True
+    return bool(calls)
 
 
 def _settle(calls: list[_Call]) -> None:

@@ -20,6 +20,7 @@ touched, all in one pipeline (one round trip per batch, see crawlproj/groupcommi
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from dataclasses import dataclass
 
@@ -72,7 +73,11 @@ class PageMetaStore:
         self.redis = redis
         self.keyspace = keyspace
         self.buckets = buckets
-        self._sha = None
+        # EVAL (the script's text) until the server has the script, then
+        # EVALSHA: nothing blocks the reactor thread, which may make these
+        # round trips (crawlproj/reactorredis.py)
+        self._sha = hashlib.sha1(PAGEMETA_LUA.encode()).hexdigest()
+        self._server_has_script = False
 
     def key(self, url: str) -> tuple[str, int]:
         """(hash key, fingerprint) of a URL's metadata."""
@@ -91,10 +96,16 @@ class PageMetaStore:
 
     def write(self, entries: list[tuple[int, list]]) -> int:
         """Apply fetches, one script call per partition in one pipeline; returns
-        how many URLs were new. Raises redis errors (the caller retries)."""
-        pipe = self.redis.pipeline(transaction=False)
-        calls = self.queue(pipe, entries)
-        return self.created(calls, pipe.execute(raise_on_error=False))
+        how many URLs were new. Raises redis errors (the caller retries) but
+        for a server without the script, given it once."""
+        for _ in range(2):
+            pipe = self.redis.pipeline(transaction=False)
+            calls = self.queue(pipe, entries)
+            try:
+                return self.created(calls, pipe.execute(raise_on_error=False))
+            except NoScriptError:
+                pass
+        raise NoScriptError("the server does not keep page metadata's script")
 
     def queue(self, pipe, entries: list[tuple[int, list]]) -> list[tuple[int, list]]:
         """write's script calls added to pipe (a StoreCommit's round trip,
@@ -102,30 +113,34 @@ class PageMetaStore:
         per: dict[int, list] = {}
         for p, args in entries:
             per.setdefault(p, []).append(args)
-        if self._sha is None:
-            self._sha = self.redis.script_load(PAGEMETA_LUA)
         calls = []
         for p, fetches in per.items():
             flat = [len(fetches)]
             for args in fetches:
                 flat.extend(args)
             # a raw EVALSHA: a cluster pipeline routes it by its key
-            pipe.execute_command("EVALSHA", self._sha, 1, self.keyspace.prefix(p), *flat)
+            if self._server_has_script:
+                pipe.execute_command("EVALSHA", self._sha, 1, self.keyspace.prefix(p), *flat)
+            else:
+                pipe.execute_command("EVAL", PAGEMETA_LUA, 1, self.keyspace.prefix(p), *flat)
             calls.append((p, flat))
         return calls
 
     def created(self, calls: list[tuple[int, list]], replies: list) -> int:
         """From the replies to queue's calls: how many URLs were new. A call
-        the server had no script for (restarted, flushed) is made again with
-        the script; raises any other error."""
+        the server had no script for (restarted, flushed) raises, and is made
+        again with the script's text by the write's retry; raises any other
+        error."""
         created = 0
-        for (p, flat), reply in zip(calls, replies):
+        for reply in replies:
             if isinstance(reply, NoScriptError):
-                self._sha = self.redis.script_load(PAGEMETA_LUA)
-                reply = self.redis.evalsha(self._sha, 1, self.keyspace.prefix(p), *flat)
-            elif isinstance(reply, Exception):
+                self._server_has_script = False
+                raise reply
+            if isinstance(reply, Exception):
                 raise reply
             created += int(reply)
+        if replies:
+            self._server_has_script = True
         return created
 
     def get(self, url: str) -> PageMeta | None:
