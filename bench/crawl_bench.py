@@ -226,6 +226,40 @@ if _out:
             return _orig_send(self, command, check_health)
         _rc.AbstractConnection.send_packed_command = _send
 
+        # ... and those the reactor thread sends itself (crawlproj/reactorredis.py),
+        # counted once that module is imported (importing it here would
+        # install Twisted's default reactor before Scrapy's)
+        import sys as _sys
+
+        class _CountReactorSends:
+            def find_spec(self, name, path=None, target=None):
+                if name != "crawlproj.reactorredis":
+                    return None
+                _sys.meta_path.remove(self)
+                import importlib.util
+                spec = importlib.util.find_spec(name)
+                load = spec.loader.exec_module
+
+                def exec_module(module):
+                    load(module)
+                    orig, pack = module._Connection.send, module.pack_command
+
+                    def send(self, packed, n, timeout):
+                        with _lock:
+                            _sends[0] += 1
+                        return orig(self, packed, n, timeout)
+
+                    def counted_pack(args):
+                        name = args[0].decode("latin-1") if isinstance(args[0], bytes) else str(args[0])
+                        with _lock:
+                            _cmds[name.upper()] += 1
+                        return pack(args)
+                    module._Connection.send = send
+                    module.pack_command = counted_pack
+                spec.loader.exec_module = exec_module
+                return spec
+        _sys.meta_path.insert(0, _CountReactorSends())
+
         # time spent in the cyclic garbage collector, by generation
         import gc, time as _time
         _gc = {"s": [0.0, 0.0, 0.0], "n": [0, 0, 0], "t": [0.0]}

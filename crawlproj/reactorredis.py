@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections import deque
 
-import hiredis
 import redis
+from hiredis import ProtocolError, Reader, pack_command
 from redis._parsers import BaseParser
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred, fail
@@ -42,7 +42,7 @@ class _Connection(Protocol):
 
     def __init__(self, owner: ReactorRedis):
         self.owner = owner
-        self.reader = hiredis.Reader(replyError=BaseParser.parse_error)
+        self.reader = Reader(replyError=BaseParser.parse_error)
         self.waiting: deque = deque()   # [replies wanted, replies so far, Deferred, timer]
         self.lost: Failure | None = None
 
@@ -55,9 +55,16 @@ class _Connection(Protocol):
 
     def dataReceived(self, data: bytes) -> None:
         self.reader.feed(data)
-        while self.waiting:
-            reply = self.reader.gets()
+        while True:
+            try:
+                reply = self.reader.gets()
+            except ProtocolError as exc:
+                self._drop(redis.ConnectionError(f"Protocol error from Redis: {exc}"))
+                return
             if reply is False:
+                return
+            if not self.waiting:  # a reply nobody asked for: the replies would be misread
+                self._drop(redis.ConnectionError("Redis sent a reply nobody asked for"))
                 return
             pending = self.waiting[0]
             pending[1].append(reply)
@@ -68,7 +75,12 @@ class _Connection(Protocol):
                 pending[2].callback(pending[1])
 
     def _timed_out(self) -> None:
-        self.lost = Failure(redis.TimeoutError("Timeout reading from socket"))
+        self._drop(redis.TimeoutError("Timeout reading from socket"))
+
+    def _drop(self, error: redis.RedisError) -> None:
+        """Fail what waits with error, and the connection with it."""
+        if self.lost is None:
+            self.lost = Failure(error)
         self.transport.abortConnection()
 
     def connectionLost(self, reason=None) -> None:
@@ -111,7 +123,7 @@ class ReactorRedis:
         if not stack:
             return fail(ValueError("an empty pipeline"))
         encode = self.encoder.encode
-        packed = b"".join(hiredis.pack_command(tuple(encode(a) for a in args))
+        packed = b"".join(pack_command(tuple(encode(a) for a in args))
                           for args, _ in stack)
         callbacks = pipe.response_callbacks
         d = self._connected()
@@ -163,7 +175,7 @@ class ReactorRedis:
         if kw.get("db"):
             commands.append(("SELECT", kw["db"]))
         encode = self.encoder.encode
-        d = conn.send(b"".join(hiredis.pack_command(tuple(encode(a) for a in c)) for c in commands),
+        d = conn.send(b"".join(pack_command(tuple(encode(a) for a in c)) for c in commands),
                       len(commands), self._timeout())
 
         def checked(replies):

@@ -17,7 +17,7 @@ from crawlproj.reactorredis import ReactorRedis
 CHILD = r"""
 import json, os, signal, sys, tempfile
 import redis
-from twisted.internet import defer, reactor, task
+from twisted.internet import defer, protocol, reactor, task
 from crawlproj.embedded import free_port, spawn_server
 from crawlproj.reactorredis import ReactorRedis
 
@@ -77,6 +77,29 @@ async def main():
             out["paused"] = [type(exc).__name__, reactor.seconds() - started]
         os.kill(server.pid, signal.SIGCONT)
         out["resumed"] = shown(await io.execute(client.pipeline(transaction=False).get("again")))
+        # a server that answers garbage: what waits fails with ConnectionError
+        class Garbage(protocol.Protocol):
+            def dataReceived(self, data):
+                self.transport.write(b"?what\r\n")
+        listening = reactor.listenTCP(0, protocol.Factory.forProtocol(Garbage), interface="127.0.0.1")
+        odd = ReactorRedis.for_client(redis.Redis(port=listening.getHost().port))
+        try:
+            await odd.execute(redis.Redis().pipeline(transaction=False).ping())
+        except Exception as exc:
+            out["garbage"] = [type(exc).__name__, str(exc)[:40]]
+        await listening.stopListening()
+        # a server that sends a reply nobody asked for: the connection is
+        # dropped before it can be taken for the next command's
+        class Extra(protocol.Protocol):
+            def dataReceived(self, data):
+                self.transport.write(b"+OK\r\n" * data.count(b"*"))
+                reactor.callLater(0.05, self.transport.write, b"+UNASKED\r\n")
+        listening = reactor.listenTCP(0, protocol.Factory.forProtocol(Extra), interface="127.0.0.1")
+        odd = ReactorRedis.for_client(redis.Redis(port=listening.getHost().port))
+        first = await odd.execute(redis.Redis().pipeline(transaction=False).ping())
+        await sleep(0.2)
+        out["extra"] = [first, odd._connection is None]
+        await listening.stopListening()
     except Exception as exc:
         out["error"] = repr(exc)
     finally:
@@ -105,6 +128,8 @@ def test_replies_failures_and_reconnection_as_redis_py_gives_them():
     assert out["back"] == [["bool", True], ["bytes", "1"]]
     assert out["paused"][0] == "TimeoutError" and 0.4 <= out["paused"][1] < 5
     assert out["resumed"] == [["bytes", "1"]]
+    assert out["garbage"][0] == "ConnectionError" and "Protocol error" in out["garbage"][1]
+    assert out["extra"] == [[False], True]   # (PING answered "+OK", not "+PONG")
 
 
 def test_clients_it_cannot_serve_stay_on_threads():
