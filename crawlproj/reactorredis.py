@@ -5,8 +5,9 @@ redis-py is blocking, so a worker's writes go through a thread
 and passes the GIL back and forth around every socket call, which in a busy
 worker costs more than the round trip itself (docs/benchmarks.md: a round trip
 of three commands 271-420 µs of the process's CPU from a thread, 141-198 µs
-from the reactor; the stores' round trips made from the reactor saved about a
-unit of the simulated web's CPU a crawl). ReactorRedis sends a redis-py
+from the reactor). Made blocking on the reactor, a remote server's latency or
+a stalled one's timeout would hold the whole worker; made here, nothing
+waits. ReactorRedis sends a redis-py
 pipeline's commands as they were queued and reads the replies with hiredis,
 as redis-py reads them, and gives them as ``pipe.execute(raise_on_error=False)``
 gives them: redis-py's response callbacks applied, an error reply as the

@@ -6,11 +6,11 @@ A document already seen under another URL gets ``response.meta["duplicate_of"]``
 = that first URL (and ``meta[DUPLICATE_CAPTURED]`` = when its fetch started,
 for the revisit record that refers to it); the `web` spider then records the page with
 ``item["duplicate_of"]`` and does not extract its links again. The tests of
-the responses that arrive together go in one round trip, off the reactor
-thread (redis-py is blocking; the reactor must not wait on Redis): the exact
-test in the stores' (StoreCommit.call, crawlproj/stores/commit.py), the near
-test, which needs its replies to know what else to ask, in its own
-(GroupCall).
+the responses that arrive together go in one round trip, and the reactor
+never waits on Redis: the exact test in the stores' round trip
+(StoreCommit.call, crawlproj/stores/commit.py), which the reactor sends on a
+non-blocking connection; the near test, which needs its replies to know what
+else to ask, in round trips of its own in a thread (GroupCall).
 
 Settings: CONTENTSEEN_ENABLED, CONTENTSEEN_NEAR, CONTENTSEEN_NEAR_THRESHOLD
 (settings/base.py). Stats: contentseen/unique, contentseen/duplicates,

@@ -9,9 +9,11 @@ write is out goes in the next one, all parts' commands in one pipeline, so a
 worker makes one round trip where it made three, and each carries more pages
 (docs/benchmarks.md has the measurement).
 
-A part queues its commands on the shared pipeline (``queue(pipe, entries)``,
-in the writer thread) and reads its own replies (``answer(token, replies)``,
-there too); ``on_result`` gets the answer on the reactor thread. A part whose
+A part queues its commands on the shared pipeline (``queue(pipe, entries)``)
+and reads its own replies (``answer(token, replies)``), both where the round
+trip is made: on the reactor thread, which sends it on a non-blocking
+connection (crawlproj/reactorredis.py), or for a Cluster or TLS client in the
+writer thread; ``on_result`` gets the answer on the reactor thread. A part whose
 answer raises fails the write: it is retried, every confirmation held until
 it goes through, but the entries of the parts that were answered are not
 written again (a failing index hand-over does not push a link store page
@@ -67,7 +69,7 @@ class _Entry:
 
 class _Call(_Entry):
     """An entry asked of a part: `asked` fires with its answer (`answer`, set
-    in the writer thread) or its failure (`error`)."""
+    where the round trip is answered) or its failure (`error`)."""
 
     __slots__ = ("asked", "answer", "error")
 
