@@ -43,7 +43,7 @@ class ContentSeenMiddleware:
     def __init__(self, content_seen: ContentSeen, stats, commit: StoreCommit | None = None):
         self.content_seen = content_seen
         self.stats = stats
-        if content_seen.near or commit is None:
+        if commit is None:
             self._test = GroupCall(content_seen.test_many, name="contentseen", stats=stats)
         else:
             commit.part(PART, content_seen.queue, content_seen.answer)
@@ -58,7 +58,9 @@ class ContentSeenMiddleware:
         cs = ContentSeen(redis, Keyspace.from_settings(s, redis),
                          near=s.getbool("CONTENTSEEN_NEAR"),
                          threshold=s.getfloat("CONTENTSEEN_NEAR_THRESHOLD"))
-        return cls(cs, crawler.stats, StoreCommit.of(crawler))
+        # the near test needs its replies before it knows what else to ask:
+        # it cannot ride the stores' round trip
+        return cls(cs, crawler.stats, None if cs.near else StoreCommit.of(crawler))
 
     async def process_response(self, request, response):
         if (not 200 <= response.status < 300 or not response.body

@@ -12,34 +12,52 @@ import sys
 
 import pytest
 
-PROBE = r"""
+SETUP = r"""
 import json, logging, sys
 import redis
 from twisted.internet import reactor
 from crawlproj.stores.commit import StoreCommit
 
 client = redis.Redis.from_url(sys.argv[1])
-pipelines = []
+sent = []   # the command names of each pipeline sent, in order
+
+def names(pipe):
+    return [args[0] for args, _ in pipe.command_stack]
+
 make_pipeline = client.pipeline
-def counting_pipeline(*args, **kwargs):
+def counting_pipeline(*args, **kwargs):   # the writer thread's pipelines
     pipe = make_pipeline(*args, **kwargs)
     execute = pipe.execute
     def counted(*a, **kw):
-        pipelines.append(len(pipe))
+        sent.append(names(pipe))
         return execute(*a, **kw)
     pipe.execute = counted
     return pipe
 client.pipeline = counting_pipeline
 
+class Stats(dict):
+    def inc_value(self, key, n=1):
+        self[key] = self.get(key, 0) + n
+
+def store_commit(stats):
+    commit = StoreCommit(client, stats)
+    if sys.argv[2] == "thread":   # as for a Cluster client
+        commit.commit.send = None
+    else:  # the default for a plain client: the reactor's own round trips
+        execute = commit.io.execute
+        def counted_io(pipe):
+            sent.append(names(pipe))
+            return execute(pipe)
+        commit.io.execute = counted_io
+    return commit
+"""
+
+PROBE = SETUP + r"""
 logged = []
 class Keep(logging.Handler):
     def emit(self, record):
         logged.append(record.getMessage())
 logging.getLogger("crawlproj").addHandler(Keep())
-
-class Stats(dict):
-    def inc_value(self, key, n=1):
-        self[key] = self.get(key, 0) + n
 
 def rpush_part(key):
     def queue(pipe, values):
@@ -53,15 +71,7 @@ def rpush_part(key):
     return queue, answer
 
 stats = Stats()
-commit = StoreCommit(client, stats)
-if sys.argv[2] == "thread":   # as for a Cluster client
-    commit.commit.send = None
-else:  # the default for a plain client: the reactor's own round trips
-    execute = commit.io.execute
-    def counted_io(pipe):
-        pipelines.append(len(pipe))
-        return execute(pipe)
-    commit.io.execute = counted_io
+commit = store_commit(stats)
 commit.commit.retry_delay = 0.2
 results, confirmed = [], []
 for key in ("a", "b", "c"):
@@ -92,7 +102,7 @@ def done():
 state = {}
 reactor.callWhenRunning(turn1)
 reactor.run()
-print(json.dumps({"pipelines": pipelines, "results": results, "confirmed": confirmed,
+print(json.dumps({"pipelines": [len(p) for p in sent], "results": results, "confirmed": confirmed,
                   "state": state, "stats": stats, "logged": logged,
                   "lists": {k: [v.decode() for v in client.lrange(k, 0, -1)] for k in "abc"}}))
 """
@@ -129,29 +139,7 @@ def test_one_pipeline_for_every_store_and_a_failing_store_holds_back_only_confir
     assert out["stats"]["stores/redis_errors"] >= 2
 
 
-CALLS = r"""
-import json, sys
-import redis
-from twisted.internet import reactor
-from crawlproj.stores.commit import StoreCommit
-
-client = redis.Redis.from_url(sys.argv[1])
-sent = []
-make_pipeline = client.pipeline
-def counting_pipeline(*args, **kwargs):
-    pipe = make_pipeline(*args, **kwargs)
-    execute = pipe.execute
-    def counted(*a, **kw):
-        sent.append([c[0][0] for c in pipe.command_stack])
-        return execute(*a, **kw)
-    pipe.execute = counted
-    return pipe
-client.pipeline = counting_pipeline
-
-class Stats(dict):
-    def inc_value(self, key, n=1):
-        self[key] = self.get(key, 0) + n
-
+CALLS = SETUP + r"""
 def push(pipe, values):
     pipe.rpush("w", *values)
 def pushed(token, replies):
@@ -163,15 +151,7 @@ def count(pipe, values):
 def counted(token, replies):
     return [int(r) for r in replies]
 
-commit = StoreCommit(client, Stats())
-if sys.argv[2] == "thread":   # as for a Cluster client
-    commit.commit.send = None
-else:  # the default for a plain client: the reactor's own round trips
-    execute = commit.io.execute
-    def counted_io(pipe):
-        sent.append([c[0][0] for c in pipe.command_stack])
-        return execute(pipe)
-    commit.io.execute = counted_io
+commit = store_commit(Stats())
 commit.commit.retry_delay = 0.3
 commit.part("write", push, pushed)
 commit.part("ask", count, counted)
