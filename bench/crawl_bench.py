@@ -72,6 +72,14 @@ Measured per run:
   round's summary gives the stores' share of the worker's CPU both raw,
   1 - cp1 / full1, and on that scale (docs/benchmarks.md).
 
+--together runs each round's configurations at the same time instead, each
+against a simulated web and a Redis server of its own, so that the machine's
+drift falls on all of them alike; each round then compares the workers' own
+CPU per page over the whole runs and over the window in which every run was
+crawling (between its 10th and 90th percentile of pages), as the first to end
+leaves the others a quieter machine: the stores' share (full1 against cp1)
+measured with no scale between two moments of the machine.
+
 The code under test is --src (default HEAD) extracted with git archive into a
 temporary directory, so that edits of the work tree during a run change
 nothing; --src worktree runs the work tree itself.
@@ -1006,6 +1014,88 @@ def line_of(res: dict) -> str:
             f"  threads' cpu s {[w.get('thread_cpu_s') for w in res['scrapy_stats']]}")
 
 
+def steady_window(runs: dict, low: float = 0.1, high: float = 0.9) -> tuple[float, float]:
+    """The stretch of wall-clock time in which every run of `runs` (name ->
+    its records) was between its `low` and `high` share of its pages: past
+    every start-up and before any run's last pages."""
+    starts, ends = [], []
+    for records in runs.values():
+        done = sorted(r["t1"] for r in records if r["path"] != "/robots.txt")
+        starts.append(done[int(low * (len(done) - 1))])
+        ends.append(done[int(high * (len(done) - 1))])
+    return max(starts), min(ends)
+
+
+def together(a, spec: dict, common: dict, head: dict, names: list[str], workdir: Path) -> None:
+    """--together: each round runs every configuration at once, each against
+    a simulated web and a Redis server of its own (identical webs, from the
+    same spec), so that a drift of the machine's speed, which moves whole
+    crawls run one after another by 15-35 %, falls on all of them alike. Each
+    round compares the workers' own CPU per page twice: over the whole runs,
+    and over the window in which all of them were crawling (steady_window),
+    as the one that ends first leaves the others a quieter machine."""
+    import threading
+
+    benches = {name: Bench(spec, workdir / name.replace("/", "_"), a.seeds, common, aof=not a.no_aof)
+               for name in names}
+    results, summary = [], []
+    try:
+        for name, bench in benches.items():
+            print(json.dumps({"config": name, "reachable": len(bench.reachable),
+                              "warm": bench.warm()}), flush=True)
+        for rnd in range(1, a.repeat + 1):
+            out, taken, errors = {}, {}, []
+
+            def one(name):
+                c, bench = config(name), benches[name]
+                try:
+                    out[name] = bench.run(name, c["workers"], c["settings"], src=c["src"],
+                                          stores=c["stores"])
+                    taken[name] = (bench.last_records, bench.last_cpu_samples)
+                except BaseException as e:  # reported below, once every run has ended
+                    errors.append(f"{name}: {e}")
+
+            threads = [threading.Thread(target=one, args=(n,)) for n in names]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if errors:
+                raise SystemExit("; ".join(errors))
+            ws, we = steady_window({n: taken[n][0] for n in names})
+            window = {}
+            for name in names:
+                res = out[name]
+                res["round"] = rnd
+                records, samples = taken[name]
+                pages = sum(1 for r in records if r["path"] != "/robots.txt" and ws <= r["t1"] < we)
+                cpu = sum(cpu_between(w, ws, we) for w in samples["workers"].values())
+                window[name] = {"pages": pages, "workers_own_cpu_s": round(cpu, 2),
+                                "cpu_ms_per_page": round(1000 * cpu / max(pages, 1), 3)}
+                results.append(res)
+                print(line_of(res), file=sys.stderr, flush=True)
+                print(json.dumps(res), flush=True)
+                if any(res["exit_codes"]) or res["pages"] == 0:
+                    raise SystemExit(f"run {res['run']} failed (exit codes {res['exit_codes']}); "
+                                     f"see {res['dir']}")
+            whole = {n: round(1000 * sum(out[n]["cpu_s"]["workers_own"]) / out[n]["pages"], 3)
+                     for n in names}
+            s = {"round": rnd, "window_s": round(we - ws, 1), "window": window,
+                 "whole_runs_cpu_ms_per_page": whole}
+            if "cp1" in names and "full1" in names:
+                s["stores_share"] = {
+                    "whole_runs": round(1 - whole["cp1"] / whole["full1"], 3),
+                    "window": round(1 - window["cp1"]["cpu_ms_per_page"]
+                                    / window["full1"]["cpu_ms_per_page"], 3)}
+            summary.append(s)
+            print(s, file=sys.stderr, flush=True)
+    finally:
+        for bench in benches.values():
+            bench.close()
+        (workdir / "results.json").write_text(json.dumps({**head, "runs": results}, indent=1))
+    print(json.dumps({"summary": summary}), flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", type=int, default=1)
@@ -1026,6 +1116,9 @@ def main() -> None:
     p.add_argument("--profile-threads", action="store_true",
                    help="sample every running Python thread (default: only the one holding "
                         "the GIL), so that work done without the GIL (zlib, hashlib) counts")
+    p.add_argument("--together", action="store_true",
+                   help="run a round's configurations at the same time, each against a simulated "
+                        "web and a Redis server of its own, so that they share the machine's speed")
     p.add_argument("--no-aof", action="store_true", help="Redis without its AOF (default: AOF on, as embedded)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="extra Scrapy setting for every run")
@@ -1048,6 +1141,12 @@ def main() -> None:
     head = {"machine": machine(), "code": SRC_DESC, "code_dir": str(SRC), "spec": spec, "common_settings": common,
             "argv": sys.argv, "workdir": str(workdir)}
     print(json.dumps(head), flush=True)
+    if a.together and (a.profile or a.profile_only):
+        p.error("--together makes no profile: run --profile without it")
+    names = [c for c in a.configs.split(",") if c]
+    if a.together:
+        together(a, spec, common, head, names, workdir)
+        return
     bench = Bench(spec, workdir, a.seeds, common, aof=not a.no_aof)
     bench.profile_all = a.profile_threads
     results = []
@@ -1055,7 +1154,6 @@ def main() -> None:
         warm = bench.warm()
         print(json.dumps({"reachable": len(bench.reachable), "seeds": len(bench.seeds),
                           "setup_s": round(bench.setup_s, 1), "warm": warm}), flush=True)
-        names = [c for c in a.configs.split(",") if c]
         for rnd in range(0 if a.profile_only else a.repeat):
             for name in names:
                 c = config(name)

@@ -80,7 +80,9 @@ def test_workers_share_one_polite_frontier(redis_url, tmp_path, n_workers, parti
 def test_killed_worker_loses_nothing(redis_url, tmp_path):
     """kill -9: the dead worker's leases expire and their URLs go back to their
     queues; the survivor fetches everything, and fetches again only URLs the
-    dead worker had leased: each at most once more, no more of them than
+    dead worker had leased: each at most once more (a URL the web answers
+    with a 500, its tries once more: the dead worker's retry may already be
+    queued, its lease of the URL not yet given back), no more of them than
     leases expired."""
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         seeds, reachable = expected(sw)
@@ -99,8 +101,9 @@ def test_killed_worker_loses_nothing(redis_url, tmp_path):
         expired = stat(workers.log(1), "frontier/expired_leases")
         assert expired > 0  # the victim held leases when it died
         refetched = off_allowance(records)
-        assert all(extra == 1 for extra in refetched.values()), refetched
-        assert sum(refetched.values()) <= expired, (expired, refetched)
+        allowed = allowance(records)
+        assert all(1 <= extra <= allowed[u] for u, extra in refetched.items()), refetched
+        assert len(refetched) <= expired, (expired, refetched)
         by_victim = {checks.url_of(r) for r in records if r["ua"] == VICTIM_UA and r["t0"] < dead_at}
         # Once the victim is dead every request is the survivor's, whatever its
         # User-Agent: a retry the victim had leased goes back to its queue with
