@@ -44,10 +44,10 @@ from tests.e2e import Workers, stat
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
-WEB = {"seed": 18, "hosts": 40, "pages": 700, "page_bytes": 1500, "latency_ms": [20, 40],
+WEB = {"seed": 18, "hosts": 40, "pages": 700, "page_bytes": 1500, "latency_ms": [10, 20],
        "crawl_delay_fraction": 0.0, "p500": 0.0}
 TTL = 4.0
-SETTINGS = {"FRONTIER_DELAY_FACTOR": 1.0, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": TTL,
+SETTINGS = {"FRONTIER_DELAY_FACTOR": 0.5, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": TTL,
             "CONCURRENT_REQUESTS": 8}
 STALE_UA = "crawlproj-test stopped"
 

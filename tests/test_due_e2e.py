@@ -151,7 +151,7 @@ def test_without_the_content_seen_test_every_copy_is_crawled(site, redis_url, tm
 
 # -- restart ---------------------------------------------------------------------
 
-WEB = {"seed": 11, "hosts": 40, "pages": 700, "page_bytes": 1500, "latency_ms": [20, 40],
+WEB = {"seed": 11, "hosts": 40, "pages": 700, "page_bytes": 1500, "latency_ms": [10, 20],
        "crawl_delay_fraction": 0.0, "p500": 0.0}
 # appendfsync everysec loses at most ~2 s of writes on a crash (Redis docs);
 # a page's release reaches Redis shortly after its fetch ends
@@ -165,7 +165,7 @@ def test_crawl_survives_a_killed_and_restarted_redis(redis_server_factory, tmp_p
         seeds = sw.web.seeds(2)
         reachable = sw.web.reachable(seeds, obey_robots=True)
         workers = Workers(sw, server.url, tmp_path, seeds, "restart", {
-            "FRONTIER_DELAY_FACTOR": 1.0, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 5,
+            "FRONTIER_DELAY_FACTOR": 0.5, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 5,
             "CONCURRENT_REQUESTS": 8})
         workers.start(2)
         sw.wait_log(len(reachable) // 3, timeout=120)
