@@ -1080,8 +1080,12 @@ def together(a, spec: dict, common: dict, head: dict, names: list[str], workdir:
                                      f"see {res['dir']}")
             whole = {n: round(1000 * sum(out[n]["cpu_s"]["workers_own"]) / out[n]["pages"], 3)
                      for n in names}
+            # the work each worker's threads timed (crawlproj/groupcommit.py,
+            # timed): the near-duplicate test's is the same in every
+            # configuration, so its CPU says how fast each process ran
+            timed_work = {n: [w.get("thread_cpu_s") for w in out[n]["scrapy_stats"]] for n in names}
             s = {"round": rnd, "window_s": round(we - ws, 1), "window": window,
-                 "whole_runs_cpu_ms_per_page": whole}
+                 "whole_runs_cpu_ms_per_page": whole, "threads_cpu_s": timed_work}
             if "cp1" in names and "full1" in names:
                 s["stores_share"] = {
                     "whole_runs": round(1 - whole["cp1"] / whole["full1"], 3),
