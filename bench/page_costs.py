@@ -11,6 +11,11 @@ one vocabulary and compress unlike real ones: what the gzip lines say of the
 WARC files' size. Each gzip line also gives the compressed size over the
 pages' size.
 
+--beside also times the extraction of each page right after another part has
+run on the same page (the WARC records, the SURT of the URL, ...), against
+the extraction alone: what a part's work costs the crawl's own work beside it
+in one thread (the caches it leaves cold), which its own time does not show.
+
 Against a whole crawl's figures (crawl_bench.py: worker CPU per page with a
 part on and off) this says how much of a part's cost is its own work and how
 much is what it does to the rest of the worker (threads, hand-offs, the GIL).
@@ -35,10 +40,11 @@ sys.path.insert(0, str(ROOT))
 from crawlproj.due.contentseen import content_fingerprint  # noqa: E402
 from crawlproj.extract import extract_page  # noqa: E402
 from crawlproj.simweb.model import SimWeb  # noqa: E402
+from crawlproj.stores.cdxj import urlkey  # noqa: E402
 from crawlproj.stores.exchange import Exchange  # noqa: E402
 from crawlproj.stores.linkstore import TEXT_LEVEL, encode_page  # noqa: E402
 from crawlproj.stores.storage import LocalStorage  # noqa: E402
-from crawlproj.stores.warc import GZIP_LEVEL, WarcWriter, _gzip_member  # noqa: E402
+from crawlproj.stores.warc import GZIP_LEVEL, WarcWriter, _gzip_member, _index_fields, sha1_digest  # noqa: E402
 from crawlproj.traps.nearhost import simhash  # noqa: E402
 
 
@@ -71,6 +77,8 @@ def main() -> int:
     p.add_argument("--sample", type=int, default=200, help="HTML pages timed")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--html", type=Path, help="a directory of HTML files to take the pages from")
+    p.add_argument("--beside", action="store_true",
+                   help="also the extraction's CPU per page right after each WARC part")
     a = p.parse_args()
     bodies = []
     if a.html is not None:
@@ -150,7 +158,46 @@ def main() -> int:
             ratio = (f", {sum(len(fn(b)) for b in inputs) / len(inputs):.0f} bytes a page"
                      f" of {sum(map(len, inputs)) / len(inputs):.0f}")
         print(f"{per_page_us(fn, inputs, a.rounds):8.1f} µs  {name}{ratio}")
+    if a.beside:
+        beside(exchanges, writer, a.rounds)
     return 0
+
+
+def beside(exchanges: list, writer: WarcWriter, rounds: int) -> None:
+    """The extraction's CPU per page (least of rounds, µs) alone and right
+    after each part of the WARC records on the same page, the parts
+    interleaved round by round so that the machine's drift falls on all."""
+    def extract(e: Exchange) -> None:
+        extract_page(e.body, e.url, "utf-8", content_type=b"text/html", max_text_chars=10 ** 6)
+
+    def records(e: Exchange) -> None:
+        e._sha1 = e._digest = None
+        writer.records(e)
+
+    date = "2026-01-01T00:00:00.000000Z"
+    before = [("alone", None),
+              ("WARC records made, gzip apart (WarcWriter.records)", records),
+              ("gzip of the body (ISA-L)", lambda e: _gzip_member(e.body)),
+              ("SURT of the URL (cdxj.urlkey)", lambda e: urlkey(e.url)),
+              ("the response's index fields (cdxj.fields)",
+               lambda e: _index_fields("response", e.url, "sha1:X", e.response_head)),
+              ("the record id (uuid5)", lambda e: writer.record_id(e.url, date)),
+              ("SHA-1 of head and body", lambda e: sha1_digest(e.response_head, e.body))]
+    best = {name: float("inf") for name, _ in before}
+    for _ in range(rounds):
+        for name, part in before:
+            spent = 0.0
+            for e in exchanges:
+                if part is not None:
+                    part(e)
+                t = time.thread_time()
+                extract(e)
+                spent += time.thread_time() - t
+            best[name] = min(best[name], spent / len(exchanges))
+    alone = best["alone"]
+    print(f"link and text extraction, µs a page: {alone * 1e6:.1f} alone; right after")
+    for name, _ in before[1:]:
+        print(f"{best[name] * 1e6:8.1f} µs (+{(best[name] - alone) * 1e6:.1f})  {name}")
 
 
 if __name__ == "__main__":
