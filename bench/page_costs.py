@@ -198,6 +198,28 @@ def beside(exchanges: list, writer: WarcWriter, rounds: int) -> None:
     print(f"link and text extraction, µs a page: {alone * 1e6:.1f} alone; right after")
     for name, _ in before[1:]:
         print(f"{best[name] * 1e6:8.1f} µs (+{(best[name] - alone) * 1e6:.1f})  {name}")
+    # the same work in batches: n pages' records made, then their n extractions
+    sizes = (1, 4, 16, 64)
+    spent = {n: (float("inf"), float("inf")) for n in sizes}
+    for _ in range(rounds):
+        for n in sizes:
+            made = done = 0.0
+            for i in range(0, len(exchanges), n):
+                batch = exchanges[i:i + n]
+                t = time.thread_time()
+                for e in batch:
+                    records(e)
+                made += time.thread_time() - t
+                t = time.thread_time()
+                for e in batch:
+                    extract(e)
+                done += time.thread_time() - t
+            spent[n] = min(spent[n], (made / len(exchanges), done / len(exchanges)),
+                           key=sum)
+    print("records made n pages at a time, then their extractions: µs a page")
+    for n, (made, done) in spent.items():
+        print(f"{n:5d}  records {made * 1e6:6.1f}  extraction {done * 1e6:6.1f}  "
+              f"both {(made + done) * 1e6:6.1f}")
 
 
 if __name__ == "__main__":

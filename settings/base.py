@@ -398,6 +398,14 @@ WARC_STORAGE = None
 # found it a duplicate, written then as a revisit record) at most this long
 # (seconds) before it is written as a plain response.
 WARC_PENDING_TIMEOUT = 60.0
+# The records of the responses recorded within this many seconds are made
+# together on the reactor thread, then written in one batch: a page's records
+# made between its neighbours' parsing leave both slower (the code's locality:
+# a page's extraction took 13 % longer right after its records were made,
+# bench/page_costs.py --beside), and 0.1 s took 7-9 % off a worker's CPU in
+# whole crawls (docs/benchmarks.md, "The WARC records gathered"). A page's URL
+# lease ends once its records are written; its host's wait does not count it.
+WARC_GATHER = 0.1
 
 # Link store: every parsed page's out-links, in Redis (the ranker's working
 # set) until a partition holds LINKSTORE_SEGMENT_PAGES pages, then compacted

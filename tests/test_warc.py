@@ -407,3 +407,68 @@ def test_every_exchange_of_a_batch_gets_its_result(tmp_path):
     w.close()
     (name,) = [p for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
     assert [r[0] for r in records(tmp_path / name)] == ["warcinfo"] + ["response", "request"] * 2
+
+
+GATHER = r"""
+import json, sys, time
+from scrapy.http import HtmlResponse, Request
+from scrapy.utils.test import get_crawler
+from twisted.internet import reactor
+from crawlproj.pipelines.warc import WarcPipeline
+from crawlproj.stores.exchange import Exchange
+from crawlproj.stores.signals import exchange_recorded
+from settings import base
+
+settings = {k: getattr(base, k) for k in dir(base) if k.isupper()}
+settings.update(CRAWL_ID="gather", WARC_DIR=sys.argv[1], PAGEMETA_ENABLED=False,
+                WARC_GATHER=float(sys.argv[2]))
+crawler = get_crawler(settings_dict=settings)
+crawler._crawlproj_worker_id = "h:1:gather"  # a scheduler's id; no engine runs here
+pipeline = WarcPipeline.from_crawler(crawler)
+pipeline.open_spider()
+
+def record(i):  # a 404: written at once, no item to wait for
+    url = f"http://h1.example/gone{i}.html"
+    req = Request(url)
+    resp = HtmlResponse(url, status=404, body=b"<html>gone</html>", request=req)
+    crawler.signals.send_catch_log(exchange_recorded,
+                                   exchange=Exchange.capture(req, resp, time.time(), time.time()))
+
+for i in range(5):  # five responses in five reactor turns, 40 ms apart
+    reactor.callLater(0.04 * i, record, i)
+
+async def close():
+    await pipeline.close_spider()
+    reactor.stop()
+
+from twisted.internet.defer import Deferred
+reactor.callLater(float(sys.argv[3]), lambda: Deferred.fromCoroutine(close()))
+reactor.run()
+print(json.dumps({k: v for k, v in crawler.stats.get_stats().items() if k.startswith("warc/")}))
+"""
+
+
+@pytest.mark.parametrize("gather,batches", [(0.5, 1), (0.0, 5)])
+def test_responses_recorded_within_the_gather_window_are_written_in_one_batch(tmp_path, gather,
+                                                                                batches):
+    """WARC_GATHER: what is recorded within it is made and written together,
+    in the order recorded; with 0 each reactor turn's responses are a batch."""
+    run = subprocess.run([sys.executable, "-c", GATHER, str(tmp_path), str(gather), "1.0"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout.strip().splitlines()[-1])
+    assert stats["warc/batches"] == batches
+    assert stats["warc/responses"] == 5
+    (path,) = tmp_path.glob("*.warc.gz")
+    assert [uri for t, uri, _, _ in records(path) if t == "response"] == [
+        f"http://h1.example/gone{i}.html" for i in range(5)]
+
+
+def test_close_writes_what_is_gathered_without_waiting_out_the_window(tmp_path):
+    """A spider closing within a long WARC_GATHER: the gathered records are
+    written at once (the child would run past the test's timeout otherwise)."""
+    run = subprocess.run([sys.executable, "-c", GATHER, str(tmp_path), "3600", "0.5"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(run.stdout.strip().splitlines()[-1])
+    assert stats["warc/responses"] == 5 and stats["warc/batches"] == 1

@@ -103,6 +103,7 @@ class WarcPipeline:
         self.storage = make_storage(s.get("WARC_STORAGE"), warc_dir(s))
         self.max_size = s.getint("WARC_MAX_SIZE")
         self.pending_timeout = s.getfloat("WARC_PENDING_TIMEOUT")
+        self.gather = s.getfloat("WARC_GATHER")
         self.user_agent = s.get("USER_AGENT")
         self.guard = StoreGuard.of(crawler)
         self.writes = PendingWrites.of(crawler)
@@ -118,6 +119,8 @@ class WarcPipeline:
         self._queue: list[tuple[Exchange, dict | None, Deferred]] = []
         self._unwritten: set[Deferred] = set()  # writes handed over, not done
         self._busy = False
+        self._since = 0.0  # when the queue's first exchange came (time.monotonic)
+        self._timer = None  # the gathered batch's flush, while it waits
         crawler.signals.connect(self._recorded, exchange_recorded)
         crawler.signals.connect(self._item_gone, signals.item_dropped)
         crawler.signals.connect(self._item_gone, signals.item_error)
@@ -172,6 +175,9 @@ class WarcPipeline:
         self.pending.clear()
         for exchange in held:
             self._write(exchange)
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()  # closing: what is gathered goes now
+            self._flush()
         # every record handed over is in the file before it closes (a revisit
         # may still wait for its first copy's metadata, which the page
         # metadata pipeline is writing as it closes)
@@ -284,14 +290,17 @@ class WarcPipeline:
         if self.pool is None:
             return succeed(None)
         d = self._track(Deferred())
+        if not self._queue:
+            self._since = time.monotonic()
         self._queue.append((exchange, revisit, d))
         if not self._busy:
             self._busy = True
-            # next reactor turn: whatever this turn records joins the batch
-            reactor.callLater(0, self._flush)
+            # whatever is recorded within WARC_GATHER seconds joins the batch
+            self._timer = reactor.callLater(self.gather, self._flush)
         return d
 
     def _flush(self) -> None:
+        self._timer = None
         batch, self._queue = self._queue, []
         if not batch or self.pool is None:
             self._busy = False
@@ -357,6 +366,12 @@ class WarcPipeline:
 
     def _next(self) -> None:
         if self._queue:
-            self._flush()
+            # what came while the last batch was written gathers for the rest
+            # of its WARC_GATHER seconds
+            wait = self._since + self.gather - time.monotonic()
+            if wait > 0:
+                self._timer = reactor.callLater(wait, self._flush)
+            else:
+                self._flush()
         else:
             self._busy = False
