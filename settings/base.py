@@ -402,7 +402,7 @@ WARC_PENDING_TIMEOUT = 60.0
 # together on the reactor thread, then written in one batch: a page's records
 # made between its neighbours' parsing leave both slower (the code's locality:
 # a page's extraction took 13 % longer right after its records were made,
-# bench/page_costs.py --beside), and 0.1 s took 7-9 % off a worker's CPU in
+# bench/page_costs.py --beside), and 0.1 s took 5.9-13.7 % off a worker's CPU in
 # whole crawls (docs/benchmarks.md, "The WARC records gathered"). A page's URL
 # lease ends once its records are written; its host's wait does not count it.
 WARC_GATHER = 0.1
