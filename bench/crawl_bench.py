@@ -1062,6 +1062,11 @@ def together(a, spec: dict, common: dict, head: dict, names: list[str], workdir:
                 t.join()
             if errors:
                 raise SystemExit("; ".join(errors))
+            for name in names:
+                res = out[name]
+                if any(res["exit_codes"]) or res["pages"] == 0:
+                    raise SystemExit(f"run {res['run']} failed (exit codes {res['exit_codes']}); "
+                                     f"see {res['dir']}")
             ws, we = steady_window({n: taken[n][0] for n in names})
             window = {}
             for name in names:
@@ -1075,9 +1080,6 @@ def together(a, spec: dict, common: dict, head: dict, names: list[str], workdir:
                 results.append(res)
                 print(line_of(res), file=sys.stderr, flush=True)
                 print(json.dumps(res), flush=True)
-                if any(res["exit_codes"]) or res["pages"] == 0:
-                    raise SystemExit(f"run {res['run']} failed (exit codes {res['exit_codes']}); "
-                                     f"see {res['dir']}")
             whole = {n: round(1000 * sum(out[n]["cpu_s"]["workers_own"]) / out[n]["pages"], 3)
                      for n in names}
             # the work each worker's threads timed (crawlproj/groupcommit.py,
