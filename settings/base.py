@@ -399,13 +399,16 @@ WARC_STORAGE = None
 # (seconds) before it is written as a plain response.
 WARC_PENDING_TIMEOUT = 60.0
 # The records of the responses recorded within this many seconds are made
-# together on the reactor thread, then written in one batch: a page's records
-# made between its neighbours' parsing leave both slower (the code's locality:
-# a page's extraction took 13 % longer right after its records were made,
-# bench/page_costs.py --beside), and 0.1 s took 5.9-13.7 % off a worker's CPU in
-# whole crawls (docs/benchmarks.md, "The WARC records gathered"). A page's URL
-# lease ends once its records are written; its host's wait does not count it.
-WARC_GATHER = 0.1
+# together on the reactor thread, then written in one batch (0: each reactor
+# turn's responses are a batch). A page's records made between its neighbours'
+# parsing leave both slower (the code's locality: a page's extraction took 13 %
+# longer right after its records were made, bench/page_costs.py --beside); in
+# broad crawls 0.1 s took 5.9-13.7 % off a worker's CPU (docs/benchmarks.md,
+# "The WARC records gathered"). But a page's URL lease ends once its records
+# are written, and a crawl with one request at a time then waits the window on
+# every page (the priority-order and similarity tests ran 4-10 times as long):
+# so it is 0 by default; set it for broad crawls with many requests in flight.
+WARC_GATHER = 0.0
 
 # Link store: every parsed page's out-links, in Redis (the ranker's working
 # set) until a partition holds LINKSTORE_SEGMENT_PAGES pages, then compacted
