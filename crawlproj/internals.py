@@ -55,6 +55,11 @@ changes one fails there, loudly, and not in a crawl.
    all receive exchange_recorded, once per response; quick_sender sends it
    to the same receivers, each given what it takes, its errors logged as
    Scrapy logs them, with what robustApply reads kept per function.
+9. downloads_in_flight(): the engine's downloader holds each request from
+   its fetch until the response has come back through the downloader
+   middlewares (Downloader.active). When it holds none, no response is on
+   its way: the WARC writer's gathering window (WARC_GATHER) closes then
+   rather than wait for records that cannot come.
 """
 
 from __future__ import annotations
@@ -184,6 +189,19 @@ def raise_download_limit(crawler, limit: int) -> None:
     """Let the engine pull while its downloader holds fewer than limit requests."""
     downloader = crawler.engine.downloader
     downloader.total_concurrency = max(downloader.total_concurrency, limit)
+
+
+def downloads_in_flight(crawler, besides=None) -> int:
+    """The requests the engine's downloader holds (9), but besides; 0
+    without an engine."""
+    try:
+        engine = crawler.engine
+    except (AttributeError, RuntimeError):
+        return 0
+    downloader = getattr(engine, "downloader", None)
+    if downloader is None:
+        return 0
+    return len(downloader.active) - (besides is not None and besides in downloader.active)
 
 
 def on_close_started(crawler, callback: Callable[[], None]) -> bool:

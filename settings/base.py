@@ -404,11 +404,11 @@ WARC_PENDING_TIMEOUT = 60.0
 # parsing leave both slower (the code's locality: a page's extraction took 13 %
 # longer right after its records were made, bench/page_costs.py --beside); in
 # broad crawls 0.1 s took 5.9-13.7 % off a worker's CPU (docs/benchmarks.md,
-# "The WARC records gathered"). But a page's URL lease ends once its records
-# are written, and a crawl with one request at a time then waits the window on
-# every page (the priority-order and similarity tests ran 4-10 times as long):
-# so it is 0 by default; set it for broad crawls with many requests in flight.
-WARC_GATHER = 0.0
+# "The WARC records gathered"). The window closes early when no download is
+# in flight: nothing could join the batch, and a page's URL lease ends only
+# once its records are written (a crawl with one request at a time would wait
+# the window on every page).
+WARC_GATHER = 0.1
 
 # Link store: every parsed page's out-links, in Redis (the ranker's working
 # set) until a partition holds LINKSTORE_SEGMENT_PAGES pages, then compacted

@@ -73,7 +73,8 @@ class Pages(scrapy.Spider):
     name = "pages"
     custom_settings = {"SCHEDULER": "__main__.HookedScheduler", "LOG_LEVEL": "ERROR",
                        "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False,
-                       "ITEM_PIPELINES": {"__main__.Record": 100}}
+                       "ITEM_PIPELINES": {"__main__.Record": 100},
+                       "DOWNLOADER_MIDDLEWARES": {"__main__.InFlight": 1}}
 
     async def start(self):
         for url in seeds:
@@ -81,6 +82,20 @@ class Pages(scrapy.Spider):
 
     def parse(self, response):
         yield {"url": response.url}
+
+
+class InFlight:
+    """The downloader's count as each request enters its middlewares."""
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        m = cls()
+        m.crawler = crawler
+        return m
+
+    def process_request(self, request):
+        events.append(("in_flight", request.url, internals.downloads_in_flight(self.crawler),
+                       internals.downloads_in_flight(self.crawler, request)))
 
 
 class Record:
@@ -102,6 +117,7 @@ class Record:
             Record.waiting.addCallback(lambda _: events.append(("item", item["url"])) or item)
             return Record.waiting
         events.append(("item", item["url"]))
+        events.append(("in_flight_at_item", item["url"], internals.downloads_in_flight(self.crawler)))
         return item
 
     @staticmethod
@@ -141,6 +157,18 @@ def test_wake_makes_the_engine_pull_at_once_not_on_its_heartbeat(tmp_path):
     events = run_probe(tmp_path, lambda sw: urls.extend(sw.web.seeds(3)) or urls)
     order = [e for e in events if e[0] in ("wake", "timer") or e == ["pulled", urls[-1]]]
     assert order == [["wake"], ["pulled", urls[-1]], ["timer"]]
+
+
+def test_downloads_in_flight_counts_a_request_until_its_response_is_back(tmp_path):
+    urls = []
+    events = run_probe(tmp_path, lambda sw: urls.extend(sw.web.seeds(3)) or urls)
+    entering = {e[1]: e[2:] for e in events if e[0] == "in_flight"}
+    assert sorted(entering) == sorted(urls)
+    for counted, besides_itself in entering.values():
+        assert counted >= 1 and besides_itself == counted - 1
+    # the held seed's page is the last: when its item comes nothing is on its way
+    assert [e for e in events if e[0] == "in_flight_at_item"][-1] == ["in_flight_at_item",
+                                                                       urls[-1], 0]
 
 
 def test_close_hook_fires_before_the_engine_waits_for_requests_in_progress(tmp_path):

@@ -423,7 +423,14 @@ settings = {k: getattr(base, k) for k in dir(base) if k.isupper()}
 settings.update(CRAWL_ID="gather", WARC_DIR=sys.argv[1], PAGEMETA_ENABLED=False,
                 WARC_GATHER=float(sys.argv[2]))
 crawler = get_crawler(settings_dict=settings)
-crawler._crawlproj_worker_id = "h:1:gather"  # a scheduler's id; no engine runs here
+crawler._crawlproj_worker_id = "h:1:gather"  # a scheduler's id
+if sys.argv[4] == "downloading":
+    # a download that stays in flight: the engine's own downloader, holding
+    # a request, is all the pipeline asks of an engine (crawlproj/internals.py 9)
+    from types import SimpleNamespace
+    from scrapy.core.downloader import Downloader
+    crawler.engine = SimpleNamespace(downloader=Downloader(crawler))
+    crawler.engine.downloader.active.add(Request("http://h2.example/slow.html"))
 pipeline = WarcPipeline.from_crawler(crawler)
 pipeline.open_spider()
 
@@ -448,13 +455,16 @@ print(json.dumps({k: v for k, v in crawler.stats.get_stats().items() if k.starts
 """
 
 
-@pytest.mark.parametrize("gather,batches", [(0.5, 1), (0.0, 5)])
-def test_responses_recorded_within_the_gather_window_are_written_in_one_batch(tmp_path, gather,
-                                                                                batches):
-    """WARC_GATHER: what is recorded within it is made and written together,
-    in the order recorded; with 0 each reactor turn's responses are a batch."""
-    run = subprocess.run([sys.executable, "-c", GATHER, str(tmp_path), str(gather), "1.0"],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+@pytest.mark.parametrize("gather,downloads,batches", [
+    (0.5, "downloading", 1), (0.0, "downloading", 5), (0.5, "idle", 5)])
+def test_responses_recorded_within_the_gather_window_are_written_in_one_batch(
+        tmp_path, gather, downloads, batches):
+    """WARC_GATHER: what is recorded within it, while a download is in flight,
+    is made and written together, in the order recorded; with 0, or with no
+    download on its way (nothing could join the batch), each reactor turn's
+    responses are a batch."""
+    run = subprocess.run([sys.executable, "-c", GATHER, str(tmp_path), str(gather), "1.0",
+                          downloads], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     stats = json.loads(run.stdout.strip().splitlines()[-1])
     assert stats["warc/batches"] == batches
@@ -467,8 +477,36 @@ def test_responses_recorded_within_the_gather_window_are_written_in_one_batch(tm
 def test_close_writes_what_is_gathered_without_waiting_out_the_window(tmp_path):
     """A spider closing within a long WARC_GATHER: the gathered records are
     written at once (the child would run past the test's timeout otherwise)."""
-    run = subprocess.run([sys.executable, "-c", GATHER, str(tmp_path), "3600", "0.5"],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    run = subprocess.run([sys.executable, "-c", GATHER, str(tmp_path), "3600", "0.5",
+                          "downloading"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     stats = json.loads(run.stdout.strip().splitlines()[-1])
     assert stats["warc/responses"] == 5 and stats["warc/batches"] == 1
+
+
+@pytest.mark.e2e
+def test_a_crawl_with_one_request_at_a_time_does_not_wait_out_the_gather_window(redis_url,
+                                                                               tmp_path):
+    """A page's URL lease ends once its records are written, and with one
+    request at a time nothing else is on its way to join them: the window
+    closes at once. With the hour-long window waited on every page the crawl
+    could not finish within the workers' timeout."""
+    from crawlproj.simweb import checks
+    from crawlproj.simweb.testing import SimWebServer
+    from tests.e2e import Workers, stat
+
+    web = {"seed": 3, "hosts": 5, "pages": 30, "p_redirect": 0, "p500": 0,
+           "robots_fraction": 0, "crawl_delay_fraction": 0}
+    with SimWebServer(web, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds = sw.web.seeds(1)
+        workers = Workers(sw, redis_url, tmp_path, seeds, "gather-one", {
+            "CONCURRENT_REQUESTS": 1, "FRONTIER_PREFETCH": 1, "FRONTIER_DELAY_FACTOR": 0,
+            "WARC_GATHER": 3600})
+        workers.start(1)
+        assert workers.wait(timeout=120) == [0]
+        log = workers.log(0)
+        fetched = checks.fetch_counts(sw.read_log())
+        assert set(fetched) == sw.web.reachable(seeds)
+        # robots.txt of each host is recorded too
+        assert stat(log, "warc/responses") >= len(fetched)
+        assert stat(log, "warc/batches") >= len(fetched)

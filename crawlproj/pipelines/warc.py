@@ -45,6 +45,7 @@ from twisted.python.threadpool import ThreadPool
 
 from crawlproj.due.contentseen import DUPLICATE_CAPTURED
 from crawlproj.groupcommit import timed
+from crawlproj.internals import downloads_in_flight
 from crawlproj.pipelines.guard import FINISH_REASON, StoreGuard, warn_without_recorder
 from crawlproj.stores.common import warc_dir, worker_id
 from crawlproj.stores.exchange import Exchange
@@ -293,11 +294,23 @@ class WarcPipeline:
         if not self._queue:
             self._since = time.monotonic()
         self._queue.append((exchange, revisit, d))
+        # (a redirect or an error is recorded on its way back through the
+        # downloader: its own request is no response still to come)
+        besides = exchange.request
         if not self._busy:
             self._busy = True
             # whatever is recorded within WARC_GATHER seconds joins the batch
-            self._timer = reactor.callLater(self.gather, self._flush)
+            self._timer = reactor.callLater(self._window(self.gather, besides), self._flush)
+        elif self._timer is not None and not downloads_in_flight(self.crawler, besides):
+            self._timer.reset(0)  # the last response on its way has come
         return d
+
+    def _window(self, wait: float, besides=None) -> float:
+        """How long the batch still gathers: not at all when no response is
+        on its way to join it. A crawl with one request at a time would
+        otherwise wait the window for every page, whose URL's lease ends only
+        once its records are written."""
+        return wait if wait > 0 and downloads_in_flight(self.crawler, besides) else 0
 
     def _flush(self) -> None:
         self._timer = None
@@ -368,7 +381,7 @@ class WarcPipeline:
         if self._queue:
             # what came while the last batch was written gathers for the rest
             # of its WARC_GATHER seconds
-            wait = self._since + self.gather - time.monotonic()
+            wait = self._window(self._since + self.gather - time.monotonic())
             if wait > 0:
                 self._timer = reactor.callLater(wait, self._flush)
             else:
