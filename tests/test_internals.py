@@ -74,7 +74,7 @@ class Pages(scrapy.Spider):
     custom_settings = {"SCHEDULER": "__main__.HookedScheduler", "LOG_LEVEL": "ERROR",
                        "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False,
                        "ITEM_PIPELINES": {"__main__.Record": 100},
-                       "DOWNLOADER_MIDDLEWARES": {"__main__.InFlight": 1}}
+                       "DOWNLOADER_MIDDLEWARES": {"__main__.Record": 1}}
 
     async def start(self):
         for url in seeds:
@@ -82,20 +82,6 @@ class Pages(scrapy.Spider):
 
     def parse(self, response):
         yield {"url": response.url}
-
-
-class InFlight:
-    """The downloader's count as each request enters its middlewares."""
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        m = cls()
-        m.crawler = crawler
-        return m
-
-    def process_request(self, request):
-        events.append(("in_flight", request.url, internals.downloads_in_flight(self.crawler),
-                       internals.downloads_in_flight(self.crawler, request)))
 
 
 class Record:
@@ -106,6 +92,10 @@ class Record:
         record = cls()
         record.crawler = crawler
         return record
+
+    def process_request(self, request):  # as a downloader middleware: its count on the way in
+        events.append(("in_flight", request.url, internals.downloads_in_flight(self.crawler),
+                       internals.downloads_in_flight(self.crawler, request)))
 
     def process_item(self, item):
         if hold and Record.waiting is None:
