@@ -382,3 +382,41 @@ def test_a_flushed_crawl_is_refused_not_taken_for_an_empty_one(redis_url):
     f.redis.flushall()
     with pytest.raises(redis.ResponseError, match="CRAWLLOST"):
         lease(f)
+
+
+def _worker(f: Frontier, target=4):
+    from scrapy.utils.test import get_crawler
+
+    from crawlproj.frontier.leases import LeaseBook
+    from crawlproj.frontier.sync import FrontierSync
+    return FrontierSync(f, LeaseBook(), get_crawler().stats, target, True, 0, lambda: None)
+
+
+def _ask(worker) -> float:
+    """One sync of worker with room in its book, as its reactor would send it:
+    how long until it asks again (its armed timer)."""
+    from twisted.internet import reactor
+    worker._poll = True  # a poll: every partition asked
+    batches, riders = worker._batches([])
+    results, replies = worker.frontier.sync_with(batches, [])
+    worker._synced((results, replies, riders))
+    timer, worker._timer = worker._timer, None
+    assert timer is not None and timer.active()
+    timer.cancel()
+    return timer.getTime() - reactor.seconds()
+
+
+def test_a_worker_starved_by_a_busier_one_asks_again_soon(redis_url):
+    """Every host with queued URLs leased, all to worker a: a host a hands
+    back with no wait it leases again in the same call if it has room, so b,
+    with room and nothing, must ask within BUSY_POLL to get any (asking once
+    LONGEST_SLEEP had passed, two benchmark workers split the pages 2:1). a,
+    holding them all, learns of its hosts from its own releases."""
+    from crawlproj.frontier.sync import BUSY_POLL, LONGEST_SLEEP
+    f = make(redis_url, "busy")
+    add(f, [f"http://h{i}.ex/p{j}" for i in range(2) for j in range(3)])
+    a, b = _worker(f), _worker(f)
+    assert _ask(a) == pytest.approx(LONGEST_SLEEP, abs=0.05)
+    assert len(a.book) == 2  # one URL per host: both hosts
+    assert _ask(b) <= BUSY_POLL
+    assert len(b.book) == 0
