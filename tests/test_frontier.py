@@ -420,3 +420,45 @@ def test_a_worker_starved_by_a_busier_one_asks_again_soon(redis_url):
     assert len(a.book) == 2  # one URL per host: both hosts
     assert _ask(b) <= BUSY_POLL
     assert len(b.book) == 0
+
+
+def _hand_back_and_ask(f: Frontier, lease, n: int, held: int, who: str) -> list:
+    """One sync: lease's download ended (its host free at once), n more asked
+    by worker who, holding held hosts: the hosts leased."""
+    batch = Batch(release=[Release(lease.host, lease.token, Host.OK, URL.DONE, 0, -1)],
+                  lease=n, held=held, who=who)
+    return [x.host for x in f.sync({0: batch})[0].leased]
+
+
+def _ask_as(f: Frontier, n: int, held: int, who: str) -> list:
+    return f.sync({0: Batch(lease=n, held=held, who=who)})[0].leased
+
+
+def test_a_worker_holding_more_hosts_leaves_the_host_it_hands_back_to_a_hungry_one(redis_url):
+    """lua/sync.lua's fair share: where every host with work is leased, a
+    worker that hands a host back and asks again in the same call would get
+    it back before another worker could ask; while one holding fewer hosts
+    was given fewer than it asked (hungry), a worker holding more than one
+    host more leases nothing, and the host goes to the hungry one."""
+    f = make(redis_url, "fair")
+    add(f, [f"http://h{i}.ex/p{j}" for i in range(3) for j in range(3)])
+    a = _ask_as(f, 4, 0, "a")
+    assert len(a) == 3  # every host, as the first worker to ask
+    assert _ask_as(f, 4, 0, "b") == []  # b asked 4, got none: hungry, holding 0
+    assert _ask_as(f, 4, 1, "c") == []  # hungry too, but holding more than b
+    assert _hand_back_and_ask(f, a[0], 1, 2, "a") == []  # a holds 2 > 0 + 1
+    assert [x.host for x in _ask_as(f, 4, 0, "b")] == [a[0].host]
+
+
+def test_the_fair_share_holds_back_no_lone_worker_no_near_equal_one_and_not_for_long(
+        redis_url):
+    f = make(redis_url, "fair-alone")
+    add(f, [f"http://h{i}.ex/p{j}" for i in range(3) for j in range(3)])
+    a = _ask_as(f, 4, 0, "a")  # all three hosts, and hungry: it asked 4
+    # its own hunger does not hold it back: it leases its host again at once
+    assert _hand_back_and_ask(f, a[0], 4, 2, "a") == [a[0].host]
+    assert _ask_as(f, 4, 0, "b") == []  # b hungry, holding 0
+    # a worker one host ahead of the hungry one still leases again
+    assert _hand_back_and_ask(f, a[1], 1, 1, "a") == [a[1].host]
+    time.sleep(0.15)  # the hunger is forgotten after 100 ms unless asked again
+    assert _hand_back_and_ask(f, a[2], 1, 2, "a") == [a[2].host]

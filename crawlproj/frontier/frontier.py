@@ -108,6 +108,8 @@ class Batch:
     release: list = field(default_factory=list)   # Release tuples
     renew: list = field(default_factory=list)     # (host, token)
     lease: int = 0
+    held: int = -1     # hosts the worker holds in the partition (-1: not said)
+    who: str = ""      # the worker's id; with held, its fair share (lua/sync.lua)
 
     def args(self, frontier: Frontier) -> list:
         # The new links go as one msgpack array, not as script arguments: a
@@ -127,7 +129,7 @@ class Batch:
         out.append(len(self.renew))
         for r in self.renew:
             out.extend(r)
-        out.append(self.lease)
+        out.extend((self.lease, self.held, self.who))
         return out
 
     def __bool__(self):

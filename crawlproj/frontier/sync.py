@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import uuid
 from collections.abc import Callable
 
 from twisted.internet import reactor
@@ -59,8 +60,9 @@ class FrontierSync:
                  idle_close: bool, idle_wait: float, wake: Callable[[], None],
                  on_unreachable: Callable[[], None] | None = None,
                  on_pause: Callable[[bool], None] | None = None,
-                 on_stop: Callable[[], None] | None = None):
+                 on_stop: Callable[[], None] | None = None, who: str = ""):
         self.frontier = frontier
+        self.who = who or uuid.uuid4().hex[:8]  # the worker's id, in the fair share
         self.book = book
         self.stats = stats
         self.target = target          # leases to hold (prefetch)
@@ -192,11 +194,14 @@ class FrontierSync:
             if batch is None:
                 batch = batches[p] = Batch()
             (batch.enqueue, batch.release, batch.renew)[kind].append(item)
-        for p, n in self._wanted(batches).items():
+        wanted = self._wanted(batches)
+        held = self.book.hosts_held() if wanted else {}
+        for p, n in wanted.items():
             batch = batches.get(p)
             if batch is None:
                 batch = batches[p] = Batch()
-            batch.lease = n
+            # with the hosts held here: the fair share of scarce hosts (lua/sync.lua)
+            batch.lease, batch.held, batch.who = n, held.get(p, 0), self.who
         self._poll = False
         riders, self._riders = self._riders, []
         if not batches and not riders:
