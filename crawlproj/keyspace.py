@@ -43,8 +43,6 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
     rbuckets budget         pages per change-rate bucket, the recrawl budget's tokens
     hosts fails stats       hosts seen, backoff counts, counters (frontier/lua/sync.lua)
     hostpages               HASH   URLs leased per host: the trap guard's page budget
-    hungry                  HASH   the worker holding the fewest hosts that was given
-                                   fewer than it asked, until when (sync.lua)
     control                 HASH   the crawl's control (pause, stop: server ms), which
                                    the lease hand-out honours (crawlproj/monitor/control.py)
     th:<host> trapped       the trap guard's recent simhashes of a host, and the
@@ -352,8 +350,6 @@ class Keyspace:
                               "pause, stop -> server ms.")
     host_pages = _key("hostpages", "URLs leased per host, while the trap guard's page "
                                    "budget is on: host -> count.")
-    hungry = _key("hungry", "The worker holding the fewest hosts that was given fewer than "
-                            "it asked: who, held, until (ms).")
     queues_pattern = _pattern("q:")
     payloads_pattern = _pattern("p:")
     # continuous crawling (docs/recrawl.md, "The live crawl")

@@ -108,8 +108,6 @@ class Batch:
     release: list = field(default_factory=list)   # Release tuples
     renew: list = field(default_factory=list)     # (host, token)
     lease: int = 0
-    held: int = -1     # hosts the worker holds in the partition (-1: not said)
-    who: str = ""      # the worker's id; with held, its fair share (lua/sync.lua)
 
     def args(self, frontier: Frontier) -> list:
         # The new links go as one msgpack array, not as script arguments: a
@@ -129,7 +127,7 @@ class Batch:
         out.append(len(self.renew))
         for r in self.renew:
             out.extend(r)
-        out.extend((self.lease, self.held, self.who))
+        out.append(self.lease)
         return out
 
     def __bool__(self):

@@ -96,14 +96,6 @@ class LeaseBook:
             self._queue.append(lease)
         return []
 
-    def hosts_held(self) -> dict[int, int]:
-        """partition -> hosts held there (leases QUEUED or FETCHING)."""
-        held: dict[int, int] = {}
-        for lease in self._leases.values():
-            if lease.state != ENDED:
-                held[lease.partition] = held.get(lease.partition, 0) + 1
-        return held
-
     def holds(self, lease: Lease) -> bool:
         """Is lease still in this book (not done, given back or forgotten)?"""
         return self._leases.get((lease.partition, lease.token)) is lease

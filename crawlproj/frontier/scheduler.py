@@ -80,17 +80,17 @@ class FrontierScheduler:
         self.writes = PendingWrites.of(crawler)
         prefetch = s.get("FRONTIER_PREFETCH")
         target = int(prefetch) if prefetch else s.getint("CONCURRENT_REQUESTS") + PREFETCH_SPARE
-        self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.sync = FrontierSync(frontier, self.book, self.stats, target,
                                  s.getbool("FRONTIER_IDLE_CLOSE"), s.getfloat("FRONTIER_IDLE_WAIT"),
                                  self._wake, on_unreachable=embedded_restarter(s),
-                                 on_pause=self._paused, on_stop=self._stop, who=self.worker_id)
+                                 on_pause=self._paused, on_stop=self._stop)
         self.lease_margin = min(LEASE_MARGIN, frontier.lease_ttl_ms / 10000.0)
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
         size = s.getint("DUE_CACHE_SIZE")
         bumps = getattr(type(prioritizer), "bump", Prioritizer.bump) is not Prioritizer.bump
         self.sent = RecentURLs(size) if size > 0 and not bumps else None
+        self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         # At most CONCURRENT_REQUESTS transfers at a time, counted from the
         # engine's pull to the transfer's end, not to the end of the
         # downloader middlewares' work on the response (internals.py, 3)

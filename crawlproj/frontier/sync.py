@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-import uuid
 from collections.abc import Callable
 
 from twisted.internet import reactor
@@ -60,9 +59,8 @@ class FrontierSync:
                  idle_close: bool, idle_wait: float, wake: Callable[[], None],
                  on_unreachable: Callable[[], None] | None = None,
                  on_pause: Callable[[bool], None] | None = None,
-                 on_stop: Callable[[], None] | None = None, who: str = ""):
+                 on_stop: Callable[[], None] | None = None):
         self.frontier = frontier
-        self.who = who or uuid.uuid4().hex[:8]  # the worker's id, in the fair share
         self.book = book
         self.stats = stats
         self.target = target          # leases to hold (prefetch)
@@ -194,14 +192,11 @@ class FrontierSync:
             if batch is None:
                 batch = batches[p] = Batch()
             (batch.enqueue, batch.release, batch.renew)[kind].append(item)
-        wanted = self._wanted(batches)
-        held = self.book.hosts_held() if wanted else {}
-        for p, n in wanted.items():
+        for p, n in self._wanted(batches).items():
             batch = batches.get(p)
             if batch is None:
                 batch = batches[p] = Batch()
-            # with the hosts held here: the fair share of scarce hosts (lua/sync.lua)
-            batch.lease, batch.held, batch.who = n, held.get(p, 0), self.who
+            batch.lease = n
         self._poll = False
         riders, self._riders = self._riders, []
         if not batches and not riders:

@@ -75,9 +75,7 @@
 --              rbuckets (done with old_bucket >= 0: the page left the schedule)
 --   renew:   a count, then host, token                            (2 each)
 --   lease:   n, how many URLs to lease (one per host); none while the crawl
---            is paused (control, below), though expired leases still go back;
---            then held, the hosts the worker holds here (-1: not said), and
---            who, the worker's id: the fair share of scarce hosts (below)
+--            is paused (control, below), though expired leases still go back
 -- Returns { now_ms, {host, token, score, payload, kind, ...}, counts, lost }
 --   (kind 'r' for a recrawl, 'n' for a never-crawled URL), counts
 --   a flat list of name, value: added, duplicates, bumped, stale, expired,
@@ -449,29 +447,10 @@ end
 --    time has come move from heap to ready (a never-crawled URL queued) and to
 --    rready (a recrawl due), then the best ones are leased, within the budget.
 local asked = tonumber(ARGV[i])
-local held, who = tonumber(ARGV[i + 1] or -1), ARGV[i + 2]
 local control = redis.call('HMGET', P .. 'control', 'pause', 'stop')
 local paused, stopped = tonumber(control[1] or 0), tonumber(control[2] or 0)
 -- paused: every worker finishes what it holds and is given nothing new
 local want = paused > 0 and 0 or asked
--- The fair share of scarce hosts. A worker that hands a host back leases
--- again in the same call, so it would get its own host back before any other
--- worker could ask, and where the hosts with work are fewer than the workers'
--- slots the first to hold them would keep them while another sits idle (two
--- workers of the benchmark web split its pages 2:1). hungry names the worker
--- holding the fewest hosts here that was given fewer than it asked, for
--- HUNGRY_MS; a worker holding more than one host more than it leases
--- nothing meanwhile, and the hosts it hands back wait in ready for the
--- hungry one, which asks again within BUSY_POLL (crawlproj/frontier/sync.py).
-local HUNGRY, HUNGRY_MS = P .. 'hungry', 100
-local hungry, yielded = nil, false
-if want > 0 and held >= 0 then
-  hungry = redis.call('HMGET', HUNGRY, 'who', 'held', 'until')
-  if hungry[1] and hungry[1] ~= who and tonumber(hungry[3]) > now
-      and held > tonumber(hungry[2]) + 1 then
-    want, yielded = 0, true
-  end
-end
 local out = {}
 local tokens, starved = 0, false
 if asked > 0 then
@@ -580,17 +559,6 @@ if want > 0 then
   if budget > 0 then
     redis.call('HSET', BUDGET, 't', tostring(tokens), 'at', now)
     if starved then budget_waits = 1 end
-  end
-end
-if hungry and not yielded then
-  local holds = held + #out / 5
-  if #out / 5 < want then
-    if not hungry[1] or hungry[1] == who or tonumber(hungry[3]) <= now
-        or holds < tonumber(hungry[2]) then
-      redis.call('HSET', HUNGRY, 'who', who, 'held', holds, 'until', now + HUNGRY_MS)
-    end
-  elseif hungry[1] == who then
-    redis.call('DEL', HUNGRY)
   end
 end
 
