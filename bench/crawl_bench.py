@@ -1,7 +1,7 @@
 """Whole crawls, side by side: this frontier vs stock Scrapy vs scrapy-redis.
 
     .venv/bin/python bench/crawl_bench.py [--hosts 500 --pages 20000 --page-bytes 10000]
-        [--concurrency 32] [--repeat 1] [--configs stock,cp1,redis,cp2] [--profile]
+        [--concurrency 32] [--repeat 1] [--configs stock,cp1,redis,cp2] [--profile] [--profile-rate 50]
         [--out DIR] [--src HEAD|worktree] [--set NAME=VALUE]
 
 One simulated web (its own process, latency 0, no Crawl-delay, responses cached
@@ -1122,6 +1122,8 @@ def main() -> None:
     p.add_argument("--profile-threads", action="store_true",
                    help="sample every running Python thread (default: only the one holding "
                         "the GIL), so that work done without the GIL (zlib, hashlib) counts")
+    p.add_argument("--profile-rate", type=int, default=50,
+                   help="py-spy samples a second (a finer profile slows the worker it samples)")
     p.add_argument("--together", action="store_true",
                    help="run a round's configurations at the same time, each against a simulated "
                         "web and a Redis server of its own, so that they share the machine's speed")
@@ -1155,6 +1157,7 @@ def main() -> None:
         return
     bench = Bench(spec, workdir, a.seeds, common, aof=not a.no_aof)
     bench.profile_all = a.profile_threads
+    bench.profile_rate = a.profile_rate
     results = []
     try:
         warm = bench.warm()
