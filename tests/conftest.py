@@ -148,3 +148,33 @@ def embedded_data_dir(tmp_path, _embedded_dirs) -> Path:
     _embedded_dirs.append(data_dir)
     yield data_dir
     _force_stop_embedded(data_dir)
+
+
+# The checkout's own data dir, where a command run from the project root with
+# no CRAWL_DATA_DIR keeps its embedded server. A test must not leave one
+# there: the server outlives it, and tests running side by side (pytest -n)
+# would share it.
+CHECKOUT_DATA_DIR = Path(__file__).resolve().parent.parent / ".crawlproj"
+
+
+def _checkout_server_started() -> float | None:
+    try:
+        return float(json.loads((CHECKOUT_DATA_DIR / "redis" / "server.json").read_text())["started"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def pytest_sessionstart(session):
+    session.config._checkout_server = _checkout_server_started()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the controller looks once all have ended
+    started = _checkout_server_started()
+    if started is not None and started != session.config._checkout_server:
+        _force_stop_embedded(CHECKOUT_DATA_DIR)
+        session.config.get_terminal_writer().line(
+            f"a test started an embedded server in {CHECKOUT_DATA_DIR} (stopped now): "
+            "give its commands a CRAWL_DATA_DIR of their own", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

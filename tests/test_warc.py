@@ -501,8 +501,11 @@ from crawlproj.stores.signals import exchange_recorded
 from settings import base
 
 settings = {k: getattr(base, k) for k in dir(base) if k.isupper()}
+# no extension and no downloader middleware: the project's reach Redis (an
+# embedded server, started in the checkout's .crawlproj, would outlive the test)
 settings.update(CRAWL_ID="gather", WARC_DIR=sys.argv[1], PAGEMETA_ENABLED=False,
-                WARC_GATHER=float(sys.argv[2]))
+                WARC_GATHER=float(sys.argv[2]), EXTENSIONS={}, DOWNLOADER_MIDDLEWARES={},
+                DOWNLOADER_MIDDLEWARES_BASE={}, CRAWL_DATA_DIR=sys.argv[1] + "/data")
 crawler = get_crawler(settings_dict=settings)
 crawler._crawlproj_worker_id = "h:1:gather"  # a scheduler's id
 if sys.argv[4] == "downloading":
