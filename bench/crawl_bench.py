@@ -1,7 +1,7 @@
 """Whole crawls, side by side: this frontier vs stock Scrapy vs scrapy-redis.
 
     .venv/bin/python bench/crawl_bench.py [--hosts 500 --pages 20000 --page-bytes 10000]
-        [--concurrency 32] [--repeat 1] [--configs stock,cp1,redis,cp2] [--profile] [--profile-rate 50]
+        [--concurrency 32] [--repeat 1] [--configs stock,cp1,redis,cp2] [--profile] [--profile-rate 50] [--cprofile]
         [--out DIR] [--src HEAD|worktree] [--set NAME=VALUE]
 
 One simulated web (its own process, latency 0, no Crawl-delay, responses cached
@@ -88,7 +88,10 @@ nothing; --src worktree runs the work tree itself.
 with py-spy recording every worker (raw collapsed stacks, --nonblocking,
 --threads, idle samples left out; only the thread holding the GIL unless
 --profile-threads), summarised as top functions by self and inclusive
-samples, per thread.
+samples, per thread. With --cprofile the profile runs are made with cProfile
+instead, timed by the reactor thread's own CPU (a pstats file per worker):
+exact call counts, and each function's CPU whatever else the machine runs,
+though cProfile's own cost per call weighs on Python code more than on C.
 """
 
 from __future__ import annotations
@@ -290,6 +293,16 @@ if _out:
                            "crawlproj": getattr(mod, "__file__", None),
                            "gc_seconds_by_generation": [round(x, 3) for x in _gc["s"]],
                            "gc_collections_by_generation": _gc["n"]}, f)
+
+# --cprofile: a deterministic profile of the main (reactor) thread, timed by
+# its own CPU (what the machine's other work leaves out), for pstats
+_prof = os.environ.get("CRAWLBENCH_CPROFILE")
+if _prof:
+    import cProfile
+    import time as _ptime
+    _profiler = cProfile.Profile(_ptime.thread_time)
+    _profiler.enable()
+    atexit.register(lambda: (_profiler.disable(), _profiler.dump_stats(_prof)))
 '''
 
 # ---------------------------------------------------------------------------
@@ -532,6 +545,7 @@ class Bench:
         self.n_run = 0
         self.profile_rate = 50
         self.profile_all = False  # every running thread, not only the GIL's holder
+        self.cprofile = False     # cProfile in the workers instead of py-spy
 
     def close(self):
         try:
@@ -598,11 +612,13 @@ class Bench:
         procs, spies = [], []
         for i in range(workers):
             wenv = dict(env, CRAWLBENCH_REDIS_COUNTS=str(rdir / f"redis-counts-{i}.json"))
+            if profile and self.cprofile:
+                wenv["CRAWLBENCH_CPROFILE"] = str(rdir / f"cprofile-{i}.pstats")
             log = open(rdir / f"worker{i}.log", "wb")
             procs.append(subprocess.Popen(cmd, cwd=src, env=wenv, stdout=log,
                                           stderr=subprocess.STDOUT))
             log.close()
-        if profile:
+        if profile and not self.cprofile:
             for i, p in enumerate(procs):
                 spies.append(subprocess.Popen(
                     ["py-spy" if shutil.which("py-spy") else str(Path(PY).parent / "py-spy"),
@@ -794,7 +810,9 @@ class Bench:
             "timeline": timeline(pages, first),
             "dir": str(rdir), "crawlproj_imported_from": code_paths,
         }
-        if profile:
+        if profile and self.cprofile:
+            out["cprofile"] = [str(rdir / f"cprofile-{i}.pstats") for i in range(workers)]
+        elif profile:
             prof = [summarise_profile(rdir / f"profile-{i}.txt") for i in range(workers)]
             out["profile"] = prof
             # GIL-holding samples' shares applied to each worker's CPU time: an
@@ -1124,6 +1142,9 @@ def main() -> None:
                         "the GIL), so that work done without the GIL (zlib, hashlib) counts")
     p.add_argument("--profile-rate", type=int, default=50,
                    help="py-spy samples a second (a finer profile slows the worker it samples)")
+    p.add_argument("--cprofile", action="store_true",
+                   help="profile with cProfile (the reactor thread, by its CPU time: pstats "
+                        "files, cprofile-N.pstats in each profile run's directory) instead of py-spy")
     p.add_argument("--together", action="store_true",
                    help="run a round's configurations at the same time, each against a simulated "
                         "web and a Redis server of its own, so that they share the machine's speed")
@@ -1158,6 +1179,7 @@ def main() -> None:
     bench = Bench(spec, workdir, a.seeds, common, aof=not a.no_aof)
     bench.profile_all = a.profile_threads
     bench.profile_rate = a.profile_rate
+    bench.cprofile = a.cprofile
     results = []
     try:
         warm = bench.warm()
