@@ -305,8 +305,7 @@ def test_digests_and_record_ids_are_what_the_standard_library_makes():
     from crawlproj.stores.exchange import sha1_form
     from crawlproj.stores.warc import _random_id
 
-    for n in (*[20] * 2000, 0, 1, 5, 19, 21, 32):
-        digest = os.urandom(n)
+    for digest in (bytes(20), b"\xff" * 20, *(os.urandom(20) for _ in range(2000))):
         assert sha1_form(digest) == "sha1:" + base64.b32encode(digest).decode(), digest
     writer = WarcWriter(LocalStorage(Path("/nonexistent")), "crawl é", "h:1:x", 1 << 20)
     for i in range(2000):

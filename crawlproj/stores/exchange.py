@@ -17,7 +17,6 @@ in the frontier.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -56,9 +55,7 @@ _B32_SHIFTS = range(150, -1, -10)
 
 
 def sha1_form(digest: bytes) -> str:
-    """The WARC digest form of a SHA-1 digest: 'sha1:' + its base32."""
-    if len(digest) != 20:
-        return "sha1:" + base64.b32encode(digest).decode("ascii")
+    """The WARC digest form of a SHA-1 digest (20 bytes): 'sha1:' + its base32."""
     n = int.from_bytes(digest, "big")
     return "sha1:" + "".join([_B32_PAIRS[(n >> s) & 1023] for s in _B32_SHIFTS])
 
