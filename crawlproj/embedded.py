@@ -44,6 +44,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from crawlproj.errors import CrawlprojError
+from crawlproj.stores.common import private_dir
 
 HOST = "127.0.0.1"
 # The oldest server that knows the *-listpack-* directive names below.
@@ -480,7 +481,7 @@ class EmbeddedRedis:
         # start together end up with one server. flock is released by the kernel
         # if the holder dies. Python opens files close-on-exec, so the daemon
         # never inherits (and never keeps holding) this lock.
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(self.dir)
         os.chmod(self.dir, 0o700)  # the owner's alone, made before 0700 or not
         with open(self.dir / "lock", "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)

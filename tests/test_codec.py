@@ -62,7 +62,7 @@ def test_referer_is_stored_as_a_tail_of_the_url():
     assert len(codec.encode(plain, spider)) == len(r.url) + 30  # URL, depth, 9-byte tail, framing
     back = codec.decode(payload, spider)
     assert back.headers[b"Referer"] == b"http://h1.sim.test/p/001234.html"
-    assert back.headers[b"X-A"] == b"1" and back.meta == {"depth": 3}
+    assert b"X-A" not in back.headers and back.meta == {"depth": 3}  # not a header the spider keeps
     # another host's page: the whole Referer is the tail
     r = Request("https://b.ex/", headers={"Referer": "http://a.ex/x"})
     assert codec.decode(codec.encode(r, spider), spider).headers[b"Referer"] == b"http://a.ex/x"
@@ -173,4 +173,38 @@ def test_meta_and_headers_that_decide_the_download_are_dropped():
     }, use_bin_type=True)
     back = codec.decode(payload, S(), "a.ex")
     assert back.meta == {"depth": 2}
-    assert dict(back.headers) == {b"X-Kept": [b"1"]}
+    assert dict(back.headers) == {}
+
+    class Keeps(S):
+        frontier_headers = ("Referer", "X-Kept", "Cookie", "Host")
+
+    back = codec.decode(payload, Keeps(), "a.ex")
+    assert dict(back.headers) == {b"X-Kept": [b"1"]}  # credentials and Host never, whatever it keeps
+
+
+def test_a_queued_request_keeps_no_header_of_the_worker_that_queued_it():
+    """A retry or a redirect goes back to the frontier after the downloader
+    middlewares set the worker's own headers: the worker that fetches it next
+    sends its own User-Agent, not the first one's."""
+    spider = S()
+    r = Request("http://a.ex/p", headers={"User-Agent": "worker-one/1", "Accept-Language": "en",
+                                          "X-Forwarded-For": "203.0.113.9", "Referer": "http://a.ex/"})
+    stored = msgpack.unpackb(codec.encode(r, spider, "a.ex"))
+    assert "h" not in stored and stored["r"][1] == b""  # the Referer alone, as a tail
+    back = codec.decode(codec.encode(r, spider, "a.ex"), spider, "a.ex")
+    assert dict(back.headers) == {b"Referer": [b"http://a.ex/"]}
+
+    class Keeps(S):
+        frontier_headers = ("Accept-Language",)
+
+    back = codec.decode(codec.encode(r, Keeps(), "a.ex"), Keeps(), "a.ex")
+    assert dict(back.headers) == {b"Accept-Language": [b"en"]}
+
+
+@pytest.mark.parametrize("stored,reason", [("file:///etc/passwd", "scheme"), ("javascript:x()", "scheme"),
+                                           ("data:,x", "scheme"), ("a/b", "malformed")])
+def test_a_url_stored_without_its_origin_is_judged_as_read(stored, reason):
+    with pytest.raises(codec.BadPayload) as exc:
+        codec.decode(msgpack.packb({"u": stored}), S(), "h1.sim.test")
+    assert exc.value.reason == reason
+    assert stored in str(exc.value) and "h1.sim.test" not in str(exc.value)

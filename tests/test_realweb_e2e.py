@@ -7,6 +7,7 @@ what was fetched, how often and when is read from nginx's access log.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import pytest
@@ -52,3 +53,24 @@ def test_two_workers_crawl_a_real_site_once_and_politely(redis_url, tmp_path):
     logs = [workers.log(i) for i in range(2)]
     assert sum(stat(log, "robotstxt/forbidden") for log in logs) >= 1
     assert all(stat(log, "response_received_count") > 0 for log in logs)  # both worked
+
+
+def test_what_a_crawl_keeps_is_its_owners_alone(redis_url, tmp_path):
+    """CRAWL_DATA_DIR and what the stores make in it (WARC files, crawl logs,
+    the index, link segments) are created owner-only, whatever the umask."""
+    require_real_web()
+    old = os.umask(0o022)
+    try:
+        with NginxWeb([python_docs(tmp_path)], tmp_path / "nginx") as web:
+            workers = Workers(web, redis_url, tmp_path, [web.url(HOST, "/library/csv.html")], "private",
+                              {"DEPTH_LIMIT": 1, "CRAWL_SCOPE": "host"})
+            workers.start(1)
+            assert workers.wait() == [0]
+    finally:
+        os.umask(old)
+    data = tmp_path / "data"
+    made = [data, *(p for p in data.rglob("*") if p.is_dir())]
+    assert {p.relative_to(data).parts[0] for p in made[1:]} >= {"warc", "logs", "index"}
+    assert {str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777) for p in made
+            if p.stat().st_mode & 0o077} == {}
+    assert not (data.stat().st_mode & 0o077)

@@ -18,8 +18,10 @@ request_from_dict would import the module a payload names), callbacks only
 among the methods of the spider's own classes, http and https URLs only, on
 the host whose queue held it, payloads of bounded size, and none of the meta
 keys that decide where or how a download is made (a proxy, a size limit, a
-robots.txt exemption). A payload that breaks a rule raises BadPayload, with
-the rule's name as its reason.
+robots.txt exemption), no request header but those the spider keeps
+(FRONTIER_HEADERS), and a URL judged as it was stored, before a host is put in
+front of it. A payload that breaks a rule raises BadPayload, with the rule's
+name as its reason.
 """
 
 from __future__ import annotations
@@ -48,10 +50,16 @@ _TRANSIENT_META = ("download_slot", "download_latency", "download_timeout", "pro
 # with "_".
 _UNTRUSTED_META = ("bindaddress", "download_maxsize", "download_warnsize",
                    "dont_obey_robotstxt", "max_retry_times")
-# headers of one download, never stored: a recrawl's conditional GET
-# (middlewares/recrawl.py) sets them anew from the page's record each time
-_TRANSIENT_HEADERS = (b"If-None-Match", b"If-Modified-Since")
-# headers a payload may not set: credentials, and what names the server
+# The request headers a queued URL keeps: those the spider names in its
+# ``frontier_headers`` attribute, Referer by default (the page the link was
+# found on, which a site may use). Every other header is the fetching worker's
+# own, set by its downloader middlewares when it downloads: its User-Agent,
+# its default headers. A request that went through another worker's
+# middlewares (a retry, a redirect) would otherwise carry that worker's, and
+# a payload written by anyone could set any header.
+FRONTIER_HEADERS = ("Referer",)
+# headers a payload may never set, whatever the spider allows: credentials,
+# and what names the server
 _UNTRUSTED_HEADERS = {b"host", b"authorization", b"proxy-authorization", b"cookie"}
 # A payload is a URL, a Referer tail, a little meta: 64 KiB is far above any.
 MAX_PAYLOAD = 64 * 1024
@@ -61,6 +69,7 @@ _CLASSES = {f"{cls.__module__}.{cls.__name__}": cls for cls in (Request, FormReq
 _METHODS = {"GET", "HEAD", "POST"}
 
 _DEFAULTS = Request("http://x").to_dict()
+_DEFAULT_KEPT = frozenset(n.lower().encode() for n in FRONTIER_HEADERS)
 PACKED_BYTE = bytes((PACKED,))
 
 
@@ -86,6 +95,22 @@ def _clean_meta(meta: dict) -> dict:
     return out
 
 
+def _kept_headers(spider) -> frozenset[bytes]:
+    """The lower-cased names of the headers a queued request of spider keeps."""
+    if spider is None:
+        return _DEFAULT_KEPT
+    kept = spider.__dict__.get("_crawlproj_kept_headers")
+    if kept is None:
+        names = getattr(spider, "frontier_headers", FRONTIER_HEADERS)
+        kept = frozenset(_lower(n) for n in names if isinstance(n, (str, bytes))) - _UNTRUSTED_HEADERS
+        spider.__dict__["_crawlproj_kept_headers"] = kept
+    return kept
+
+
+def _headers(headers: dict, kept: frozenset[bytes]) -> dict:
+    return {k: v for k, v in headers.items() if isinstance(k, (bytes, str)) and _lower(k) in kept}
+
+
 def encode(request: Request, spider=None, host: str | None = None) -> bytes:
     """host: the frontier's host key (crawlproj.urls.host_of) the payload is kept under."""
     d = request.to_dict(spider=spider)
@@ -99,8 +124,7 @@ def encode(request: Request, spider=None, host: str | None = None) -> bytes:
         out["m"] = small.pop("meta")
     headers = small.pop("headers", None)
     if headers:
-        for name in _TRANSIENT_HEADERS:
-            headers.pop(name, None)
+        headers = _headers(headers, _kept_headers(spider))
         referer = headers.get(b"Referer")
         if referer and len(referer) == 1:
             del headers[b"Referer"]
@@ -143,6 +167,12 @@ def decode(payload: bytes, spider=None, host: str | None = None,
     if "u" in d:
         url = _str(d.pop("u"), "u")
         if not url.startswith(("http://", "https://")):
+            # stored without its origin, a URL is a path or a query (encode):
+            # anything else (file:///etc/passwd) is judged as it was read
+            if url[:1] not in ("/", "?", ""):
+                _check_url(url, None, max_url_length)
+                raise BadPayload("malformed", f"payload URL {url[:100]!r} is neither absolute "
+                                              "nor a path")
             if host is None:
                 raise ValueError(f"payload URL {url!r} needs its host")
             url = ("https://" if d.pop("s", None) else "http://") + host + url
@@ -155,7 +185,7 @@ def decode(payload: bytes, spider=None, host: str | None = None,
             n, tail = d.pop("r")
             d.setdefault("headers", {})[b"Referer"] = [d["url"].encode()[:n] + tail]
     names = {key: d.pop(key) for key in ("callback", "errback") if d.get(key)}
-    request = _build(d)
+    request = _build(d, _kept_headers(spider))
     _check_url(request.url, host, max_url_length)
     # No callback stays None, so Scrapy calls spider._parse as it does for a
     # fresh Request. A named one is resolved once per spider and kept: Scrapy
@@ -173,7 +203,7 @@ def _str(value, field: str) -> str:
     return value
 
 
-def _build(d: dict) -> Request:
+def _build(d: dict, kept: frozenset[bytes]) -> Request:
     """A Request of the fields a queued request has, checked."""
     name = d.pop("_class", None)
     if name is not None and name not in _CLASSES:
@@ -193,8 +223,7 @@ def _build(d: dict) -> Request:
     headers = d.get("headers") or {}
     if not isinstance(headers, dict):
         raise BadPayload("malformed", "payload headers are not a map")
-    d["headers"] = {k: v for k, v in headers.items()
-                    if not isinstance(k, (bytes, str)) or _lower(k) not in _UNTRUSTED_HEADERS}
+    d["headers"] = _headers(headers, kept)
     try:
         return cls(**d)
     except (TypeError, ValueError, LookupError, AttributeError) as exc:
@@ -210,7 +239,7 @@ def _check_url(url: str, host: str | None, max_url_length: int | None) -> None:
 
     bad = refusal(url, max_url_length or MAX_PAYLOAD)
     if bad is not None:
-        raise BadPayload(*bad)
+        raise BadPayload(bad[0], f"payload URL {url[:100]!r}: {bad[1]}")
     if host is not None and host_of(url) != host:
         # a URL under another host's key would be fetched without that
         # host's lease: no politeness, and any host at all

@@ -405,5 +405,9 @@ class Frontier:
         return totals
 
     def is_empty(self, results: dict[int, Result]) -> bool:
-        return all(r.queued == 0 and r.leases == 0 and r.pending == 0 and r.scheduled == 0
-                   for r in results.values())
+        """No host holds a queued URL (none waiting on the heap, ready or
+        leased), no URL is pending, no recrawl is scheduled. Judged by the
+        structures, not the queued counter, which entries written past the
+        frontier's script would put off (lua/sync.lua)."""
+        return all(r.heap == 0 and r.ready == 0 and r.rready == 0 and r.leases == 0
+                   and r.pending == 0 and r.scheduled == 0 for r in results.values())

@@ -29,7 +29,7 @@ from crawlproj.errors import CrawlprojError
 from crawlproj.search.anchors import AnchorStore
 from crawlproj.search.document import Document
 from crawlproj.search.ids import id64
-from crawlproj.stores.common import data_dir, safe_name
+from crawlproj.stores.common import data_dir, private_dir, safe_name
 
 SEARCH_FIELDS = ("title", "text", "anchors")
 TANTIVY_META = "meta.json"
@@ -77,7 +77,7 @@ class PageIndex:
         self._stamped = -STAMP_EVERY
         try:
             if write:
-                self.directory.mkdir(parents=True, exist_ok=True)
+                private_dir(self.directory)
             elif not (self.directory / TANTIVY_META).exists():
                 raise IndexUnavailable(f"no index at {self.directory} (a crawl with INDEX_ENABLED "
                                        "makes one; `scrapy index --rebuild` makes one from the WARC files)")

@@ -56,6 +56,25 @@ def data_dir(settings) -> Path:
     return Path(settings.get("CRAWL_DATA_DIR"))
 
 
+def private_dir(path: str | os.PathLike) -> Path:
+    """path, made with each missing directory on the way owner-only (0700):
+    what a crawl keeps (pages, logs, its index, its Redis) is no other local
+    user's to read (docs/hardening.md). A directory that exists keeps the mode
+    its owner gave it."""
+    path = Path(path)
+    missing = []
+    at = path
+    while not at.is_dir() and at != at.parent:
+        missing.append(at)
+        at = at.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:  # another worker made it first
+            pass
+    return path
+
+
 def warc_dir(settings) -> Path:
     """WARC_DIR; unset, CRAWL_DATA_DIR/warc."""
     return Path(settings.get("WARC_DIR") or data_dir(settings) / "warc")

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawlproj.stores.common import safe_name, utc_second
+from crawlproj.stores.common import private_dir, safe_name, utc_second
 from crawlproj.stores.exchange import (
     S_BLOCKED_BY_CUSTOM_PROCESSOR,
     S_ROBOTS_PRECLUDED,
@@ -101,7 +101,7 @@ class CrawlLog:
     written (line buffering), so a killed worker loses no line it logged."""
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         self.path = path
         self.f = open(path, "a", buffering=1, encoding="utf-8")
         self.lines = 0

@@ -55,7 +55,7 @@ from isal import isal_zlib
 
 from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.redisconn import lua_script
-from crawlproj.stores.common import data_dir, safe_name
+from crawlproj.stores.common import data_dir, private_dir, safe_name
 from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
@@ -227,7 +227,7 @@ class LinkStore:
             pages = [decode_page(v) for v in values]
             edges, urls = pages_to_tables(pages)
             base = self.directory / f"p{p}-{seq:06d}"
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_dir(self.directory)
             files = {}
             for kind, table in (("edges", edges), ("urls", urls), ("pages", pages_table(pages))):
                 path = base.with_name(f"{base.name}.{kind}.parquet")

@@ -49,7 +49,7 @@ from isal import isal_zlib
 from warcio.warcwriter import WARCWriter
 
 from crawlproj.stores.cdxj import fields, finish_line, index_file, line_key, scan
-from crawlproj.stores.common import safe_name, utc_second
+from crawlproj.stores.common import private_dir, safe_name, utc_second
 from crawlproj.stores.exchange import Exchange, sha1_form
 from crawlproj.stores.storage import LocalStorage, Storage
 
@@ -276,7 +276,7 @@ class WarcWriter:
             # every later page is refused whole, never written in part.
             raise self.failed
         if self.current is None:
-            self.storage.spool.mkdir(parents=True, exist_ok=True)
+            private_dir(self.storage.spool)
             path = self.storage.spool / (self._new_name() + OPEN_SUFFIX)
             info = {"software": "crawlproj (Scrapy, warcio)", "format": "WARC File Format 1.1",
                     "conformsTo": "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",

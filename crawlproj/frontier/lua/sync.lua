@@ -568,6 +568,19 @@ if added > 0 then redis.call('HINCRBY', STATS, 'enqueued', added) end
 if bumped > 0 then redis.call('HINCRBY', STATS, 'bumped', bumped) end
 local queued = tonumber(redis.call('HINCRBY', STATS, 'queued', queued_delta))
 local scheduled = tonumber(redis.call('HINCRBY', STATS, 'scheduled', scheduled_delta))
+-- Entries put in a queue by anything but this script enter uncounted and
+-- leave counted: the counters stay in range, and queued is exact again
+-- whenever no host can hold a queued URL (none on the heap, ready or leased).
+-- The emptiness test reads those structures, not the counter (frontier.py).
+if queued < 0 or (queued > 0 and redis.call('ZCARD', HEAP) + redis.call('ZCARD', READY)
+                  + redis.call('ZCARD', LEASES) == 0) then
+  queued = 0
+  redis.call('HSET', STATS, 'queued', 0)
+end
+if scheduled < 0 then
+  scheduled = 0
+  redis.call('HSET', STATS, 'scheduled', 0)
+end
 
 local next_ready = -1
 local first = redis.call('ZRANGE', HEAP, 0, 0, 'WITHSCORES')
