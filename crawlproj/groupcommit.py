@@ -11,7 +11,8 @@ The frontier's sync (crawlproj/frontier/sync.py) and the Redis-backed stores
 A write that fails because Redis is out of reach (down, restarting, paused,
 loading its data) is retried every retry_delay seconds with its entries put
 back in front, in order: the failure is logged at once, again every
-STILL_FAILING_EVERY seconds while it lasts, and its end once; a writer may
+few seconds while it lasts, and its end once, for all the worker's writers
+and tests together (crawlproj.redisconn.OutageLog); a writer may
 start the server again between tries (on_unreachable: the embedded server).
 A write that Redis refuses for a reason waiting cannot mend (redisconn.refusal:
 out of memory, the crawl's state gone) is not retried: on_refused gets the
@@ -42,13 +43,10 @@ from twisted.internet import reactor, threads
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.python.failure import Failure
 
-from crawlproj.redisconn import refusal
+from crawlproj.redisconn import OutageLog, refusal
 
 logger = logging.getLogger(__name__)
 
-# While writes keep failing, say so again this often (seconds): one line per
-# outage is easy to miss in a long log, one per try floods it.
-STILL_FAILING_EVERY = 5.0
 # How long close() waits for the last writes when Redis is out of reach (seconds)
 CLOSE_TIMEOUT = 3.0
 # A write out this long (seconds) is taken for a server that stopped answering
@@ -94,6 +92,8 @@ class GroupCommit:
         self.on_result = on_result
         self.on_refused = on_refused
         self.on_unreachable = on_unreachable   # runs in the writer thread
+        # where failures are said: the worker's one log (crawlproj/redisguard.py)
+        self.outage = OutageLog(stats)
         self.refused: str | None = None  # why Redis refuses our writes for good
         # (monotonic time, entries) of the writes done lately, when replay is on
         self._written: deque | None = deque() if replay else None
@@ -103,9 +103,7 @@ class GroupCommit:
         self._again = False     # a write was asked for while one was out
         self._timer = None
         self._failing = False
-        self._failing_since = 0.0
         self._write_started = 0.0
-        self._said_at = 0.0
         self._stopping = False
         self._closed: Deferred | None = None
         self._close_timer = None
@@ -238,7 +236,7 @@ class GroupCommit:
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/redis_writes")
         if self._failing:
-            logger.info("%s: Redis writes work again", self.name)
+            self.outage.ok(self.name)
             self._failing = False
         for w in waiters:
             if w is not None and not w.called:
@@ -260,17 +258,10 @@ class GroupCommit:
         if reason is not None:
             self._refuse(reason)
             return
-        now = time.monotonic()
+        self.outage.failed(self.name, failure.getErrorMessage(), self.retry_delay)
         if not self._failing:
-            logger.error("%s: Redis write failed (retrying every %.0f s): %s",
-                         self.name, self.retry_delay, failure.getErrorMessage())
-            self._failing, self._failing_since, self._said_at = True, now, now
-            self._replay(now)
-        elif now - self._said_at >= STILL_FAILING_EVERY:
-            self._said_at = now
-            logger.warning("%s: Redis still failing after %.0f s (%d entries waiting): %s",
-                           self.name, now - self._failing_since, len(self._entries),
-                           failure.getErrorMessage())
+            self._failing = True
+            self._replay(time.monotonic())
         if self._stopping:
             self._release_waiters()
         self._timer = reactor.callLater(self.retry_delay, self._write)
@@ -286,6 +277,14 @@ class GroupCommit:
         self._waiters[:0] = [None] * len(again)
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/replayed", len(again))
+
+    def refuse(self, reason: str) -> None:
+        """Write nothing more (another writer of the worker met reason): what
+        waits is dropped, its waiters released."""
+        if self.refused is None:
+            self.refused = reason
+            self._drop()
+            self._maybe_closed()
 
     def _refuse(self, reason: str) -> None:
         """Redis refuses our writes for good: say why (once), write no more."""

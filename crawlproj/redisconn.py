@@ -11,7 +11,10 @@ makes a new client, so each component (and each test) owns its connections.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
+from collections.abc import Callable
 from importlib import resources
 from urllib.parse import urlsplit
 
@@ -21,6 +24,12 @@ from redis.exceptions import RedisClusterException
 
 from crawlproj.embedded import EmbeddedRedis
 from crawlproj.errors import CrawlprojError
+
+logger = logging.getLogger(__name__)
+
+# While Redis keeps failing, say so again this often (seconds): one line per
+# outage is easy to miss in a long log, one per try floods it.
+STILL_FAILING_EVERY = 5.0
 
 # Seconds a command may wait for its reply: far above any call of the
 # crawl's (a sync script takes milliseconds), well below a user's patience
@@ -86,7 +95,19 @@ REFUSALS = {
 }
 
 
-def refusal(exc: BaseException) -> str | None:
+class Refusal(str):
+    """Why Redis refuses a write for good; ``code`` is the reply's code
+    (OOM, MISCONF, NOPERM, CRAWLLOST)."""
+
+    code: str
+
+    def __new__(cls, code: str, text: str):
+        self = super().__new__(cls, text)
+        self.code = code
+        return self
+
+
+def refusal(exc: BaseException) -> Refusal | None:
     """Why Redis refuses a write for good, or None for a failure worth
     retrying (unreachable, timed out, loading, restarting)."""
     if not isinstance(exc, redis.ResponseError):
@@ -103,7 +124,53 @@ def refusal(exc: BaseException) -> str | None:
     else:
         code = next((c for c in REFUSALS if text.startswith(c) or f" {c} " in f" {text} "),
                     None)
-    return None if code is None else f"{REFUSALS[code]} ({text[:200]})"
+    return None if code is None else Refusal(code, f"{REFUSALS[code]} ({text[:200]})")
+
+
+class OutageLog:
+    """What one worker says of a Redis outage: a line when it starts, one
+    every STILL_FAILING_EVERY seconds while it lasts, one when it ends, and
+    the failures in between counted (redis/failures/<source>), not logged:
+    an outage of a minute is three lines, not one per page and store. Each
+    source (a group commit, a per-page test) reports its failures and its
+    successes; the outage ends when every source that failed works again."""
+
+    def __init__(self, stats=None, every: float = STILL_FAILING_EVERY, clock=time.monotonic,
+                 limit: float = 0.0, on_limit: Callable[[float], None] | None = None):
+        self.stats = stats
+        self.every = every
+        self.clock = clock
+        self.limit = limit          # seconds an outage may last (0: no limit) ...
+        self.on_limit = on_limit    # ... before this is called, once, with its length
+        self.failing: dict[str, str] = {}  # source -> its last error
+        self.since: float | None = None
+        self._said_at = 0.0
+        self._failures = 0
+
+    def failed(self, source: str, error: str, retry: float | None = None) -> None:
+        now = self.clock()
+        self._failures += 1
+        if self.stats is not None:
+            self.stats.inc_value(f"redis/failures/{source}")
+        self.failing[source] = error
+        if self.since is None:
+            self.since = self._said_at = now
+            again = f", retrying every {retry:g} s" if retry else ""
+            logger.error("Redis call failed (%s%s): %s", source, again, error)
+        elif now - self._said_at >= self.every:
+            self._said_at = now
+            logger.warning("Redis still failing after %.0f s (%s; %d failures): %s",
+                           now - self.since, ", ".join(sorted(self.failing)), self._failures, error)
+        if self.limit and now - self.since >= self.limit and self.on_limit is not None:
+            on_limit, self.on_limit = self.on_limit, None
+            on_limit(now - self.since)
+
+    def ok(self, source: str) -> None:
+        if not self.failing or self.failing.pop(source, None) is None or self.failing:
+            return
+        logger.info("Redis calls work again after %.0f s (%d failures in between)",
+                    self.clock() - self.since, self._failures)
+        self.since, self._failures = None, 0
 
 
 def _getbool(settings, name: str) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from functools import partial
 
+from redis import RedisError
 from scrapy.exceptions import NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -32,6 +33,7 @@ from crawlproj.due.contentseen import DUPLICATE_CAPTURED, ContentSeen, is_text
 from crawlproj.groupcommit import GroupCall
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
+from crawlproj.redisguard import RedisGuard
 from crawlproj.stores.commit import StoreCommit
 from middlewares.record import T0
 
@@ -40,9 +42,11 @@ PART = "content-seen test"
 
 
 class ContentSeenMiddleware:
-    def __init__(self, content_seen: ContentSeen, stats, commit: StoreCommit | None = None):
+    def __init__(self, content_seen: ContentSeen, stats, guard: RedisGuard,
+                 commit: StoreCommit | None = None):
         self.content_seen = content_seen
         self.stats = stats
+        self.guard = guard
         if commit is None:
             self._test = GroupCall(content_seen.test_many, name="contentseen", stats=stats)
         else:
@@ -60,7 +64,8 @@ class ContentSeenMiddleware:
                          threshold=s.getfloat("CONTENTSEEN_NEAR_THRESHOLD"))
         # the near test needs its replies before it knows what else to ask:
         # it cannot ride the stores' round trip
-        return cls(cs, crawler.stats, None if cs.near else StoreCommit.of(crawler))
+        return cls(cs, crawler.stats, RedisGuard.of(crawler),
+                   None if cs.near else StoreCommit.of(crawler))
 
     async def process_response(self, request, response):
         if (not 200 <= response.status < 300 or not response.body
@@ -70,10 +75,15 @@ class ContentSeenMiddleware:
         try:
             verdict = await maybe_deferred_to_future(self._test(
                 (response.url, response.body, text, request.meta.get(T0))))
-        except Exception as exc:  # never lose a page to a Redis hiccup
+        except RedisError as exc:  # never lose a page to a Redis hiccup; the outage is said once
+            self.stats.inc_value("contentseen/errors")
+            self.guard.failed(PART, exc)
+            return response
+        except Exception as exc:
             logger.error("content-seen test failed for %s: %s", response.url[:200], exc)
             self.stats.inc_value("contentseen/errors")
             return response
+        self.guard.answered(PART)
         self.stats.inc_value("contentseen/redis_commands", verdict.commands)
         if verdict.duplicate_of is None:
             self.stats.inc_value("contentseen/unique")

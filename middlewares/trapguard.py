@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 
+from redis import RedisError
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -32,6 +33,7 @@ from crawlproj.groupcommit import GroupCall
 from crawlproj.items import PageItem
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
+from crawlproj.redisguard import RedisGuard
 from crawlproj.traps.nearhost import SUSPECT_META, NearHosts, Verdict, simhash
 from crawlproj.urls import host_of
 
@@ -39,10 +41,11 @@ logger = logging.getLogger(__name__)
 
 
 class NearDuplicateHostsMiddleware:
-    def __init__(self, near: NearHosts, budget: int, stats):
+    def __init__(self, near: NearHosts, budget: int, stats, guard: RedisGuard):
         self.near = near
         self.budget = budget
         self.stats = stats
+        self.guard = guard
         self._logged: set[str] = set()
         self._test = GroupCall(self._test_many, name="trapguard", stats=stats)
 
@@ -56,7 +59,7 @@ class NearDuplicateHostsMiddleware:
         near = NearHosts(redis, Keyspace.from_settings(s, redis),
                          window=s.getint("TRAPGUARD_NEAR_DUPLICATE_WINDOW"),
                          bits=s.getint("TRAPGUARD_NEAR_DUPLICATE_BITS"), budget=budget)
-        return cls(near, budget, crawler.stats)
+        return cls(near, budget, crawler.stats, RedisGuard.of(crawler))
 
     def _test_many(self, pages: list[tuple[str, str]]) -> list[Verdict | None]:
         """In a thread: the verdicts of (host, text) pages (None: no words)."""
@@ -71,10 +74,15 @@ class NearDuplicateHostsMiddleware:
         host = host_of(response.url)
         try:
             verdict = await maybe_deferred_to_future(self._test((host, item["text"])))
-        except Exception as exc:  # never lose a page's links to a Redis hiccup
+        except RedisError as exc:  # never lose a page's links to a Redis hiccup; said once
+            self.stats.inc_value("trapguard/errors")
+            self.guard.failed("near-duplicate test", exc)
+            return None
+        except Exception as exc:
             logger.error("near-duplicate test failed for %s: %s", response.url[:200], exc)
             self.stats.inc_value("trapguard/errors")
             return None
+        self.guard.answered("near-duplicate test")
         if verdict is None or not verdict.near:
             return None
         self.stats.inc_value("trapguard/near_duplicate_pages")

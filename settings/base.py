@@ -78,6 +78,12 @@ REDIS_CLUSTER = os.environ.get("REDIS_CLUSTER", "").lower() in ("1", "true", "ye
 # server. settings.cluster sets it: a worker meant to share a crawl with other
 # machines must not crawl alone on its own machine's server.
 REDIS_URL_REQUIRED = False
+# Seconds a worker waits for a Redis that does not answer (down, paused,
+# restarting) before it stops (finish reason redis_unreachable, exit status 5).
+# 0 = as long as it takes: what the worker holds waits, nothing is lost, and
+# the crawl goes on when the server answers. A supervisor that restarts
+# workers elsewhere may want a limit.
+REDIS_OUTAGE_LIMIT = 0.0
 
 # The crawl's namespace: workers with the same id share one frontier and DUE;
 # other crawl ids on the same server are untouched.

@@ -165,8 +165,8 @@ def test_an_unwritable_data_dir_with_the_embedded_server(tmp_path, args):
     for data in unwritable_data_dirs(tmp_path):
         run = scrapy(*args, env_extra={"CRAWL_DATA_DIR": str(data)})
         assert run.returncode == 2, run.stderr
-        # the directory the server could not make
-        where, reason = (data / "redis", "Not a directory") if data.parent.is_file() \
+        # the first directory the server could not make
+        where, reason = (data, "Not a directory") if data.parent.is_file() \
             else (data, "Permission denied")
         assert one_line(run) == (
             f"crawlproj: the embedded Redis server cannot use {where}: {reason} (set "
@@ -225,7 +225,7 @@ def test_a_busy_simulated_web_port():
 def test_a_crawl_stopped_by_a_store_error_exits_non_zero(redis_url, tmp_path):
     """The WARC directory cannot be made (a file is in the way): the store
     guard stops the crawl (finish reason store_error), and the worker says so
-    in one last line and exits 1, so a script or Scrapyd sees the failure."""
+    in one last line and exits 6, so a script or Scrapyd sees the failure."""
     (tmp_path / "a-file").write_text("")
     with SimWebServer({"seed": 3, "hosts": 4, "pages": 30}) as sw:
         seeds = ",".join(sw.web.seeds(2))
@@ -235,10 +235,10 @@ def test_a_crawl_stopped_by_a_store_error_exits_non_zero(redis_url, tmp_path):
             [sys.executable, "-m", "scrapy", "crawl", "web", "-a", f"seeds={seeds}",
              "-s", f"WARC_DIR={tmp_path / 'a-file' / 'warc'}", "-s", "LOG_LEVEL=WARNING"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1, run.stderr
+    assert run.returncode == 6, run.stderr
     assert "Traceback" not in run.stderr
     errors = [ln for ln in run.stderr.splitlines() if " ERROR: " in ln]
     assert len(errors) == 1 and "cannot write" in errors[0] and "Not a directory" in errors[0]
     assert run.stderr.strip().splitlines()[-1] == (
-        "crawlproj: the crawl stopped on an error (finish reason store_error; the log says "
-        "what failed)")
+        "crawlproj: the crawl stopped on an error: a store cannot write (finish reason "
+        "store_error); the log says what failed (exit status 6)")

@@ -112,6 +112,12 @@ def errors_in(log: str, text: str) -> int:
     return sum(1 for line in log.splitlines() if text in line)
 
 
+def worker_lines(log: str, text: str) -> int:
+    """Lines of the worker's own process: its indexer, a process of its own
+    with a client of its own, says its own outage ("(indexer")."""
+    return sum(1 for line in log.splitlines() if text in line and "(indexer" not in line)
+
+
 # -- Redis down, paused, restarted ---------------------------------------------
 
 
@@ -132,8 +138,9 @@ def test_redis_down_longer_than_the_lease_ttl(redis_server_factory, tmp_path, cr
         assert [r for r in records if r["t0"] > fault_at + down], "no crawl after the restart"
         for i in (0, 1):
             log = workers.log(i)
-            assert "frontier: Redis write failed" in log
-            assert "frontier: Redis still failing" in log  # said again while it lasts
+            assert "Redis call failed (frontier" in log or "Redis call failed (stores" in log
+            assert worker_lines(log, "Redis call failed") == 1  # one line when it starts
+            assert "Redis still failing after" in log  # said again while it lasts
             # one try a second (retry_delay) while it lasts, however many
             # entries are added meanwhile; no busy loop
             assert stat(log, "frontier/redis_errors") <= down + 4
@@ -157,9 +164,9 @@ def test_redis_paused_for_20_seconds(redis_server_factory, tmp_path, crawls):
         for i in (0, 1):
             log = workers.log(i)
             # a paused server answers nothing: the read timeout tells it
-            assert "frontier: Redis write failed" in log
-            assert "frontier: Redis still failing" in log  # said again while it lasts
-            assert "frontier: Redis writes work again" in log
+            assert worker_lines(log, "Redis call failed") == 1
+            assert "Redis still failing after" in log  # said again while it lasts
+            assert worker_lines(log, "Redis calls work again after") == 1
 
 
 def test_ctrl_c_ends_a_worker_while_redis_is_paused(redis_server_factory, tmp_path, crawls):
@@ -194,6 +201,24 @@ def test_sigterm_ends_a_worker_while_redis_is_down(redis_server_factory, tmp_pat
         finish_with_a_new_worker(workers, sw, reachable, fault_at + LONGEST_SLEEP)
 
 
+def test_a_worker_stops_when_redis_is_silent_past_the_outage_limit(redis_server_factory, tmp_path,
+                                                                    crawls):
+    """REDIS_OUTAGE_LIMIT: Redis killed and not restarted; the worker stops
+    once the outage has lasted that long, with exit status 5, and its URLs
+    are not lost (a worker started when the server is back finishes)."""
+    server = redis_server_factory(appendonly=True)
+    with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
+        workers, reachable = start_crawl(crawls, sw, server.url, tmp_path, "silent", n=1,
+                                         REDIS_OUTAGE_LIMIT=3)
+        fault_at = time.time()
+        server.kill()
+        assert_each_stopped_once(workers, "Redis has not answered for", "redis_unreachable", 5,
+                                 "Redis did not answer for REDIS_OUTAGE_LIMIT")
+        assert worker_lines(workers.log(0), "Redis call failed") == 1
+        server.restart()
+        finish_with_a_new_worker(workers, sw, reachable, fault_at + LONGEST_SLEEP)
+
+
 def test_ctrl_c_while_the_crawl_starts_ends_the_worker(redis_url, tmp_path, crawls):
     """Scrapy stops the reactor without closing the spider when Ctrl-C comes
     while the crawl starts: no thread a store started may keep the process."""
@@ -213,39 +238,60 @@ def test_ctrl_c_while_the_crawl_starts_ends_the_worker(redis_url, tmp_path, craw
 # -- Redis refuses: the crawl stops, once, losing nothing ------------------------
 
 
-STOP_LINE = "Stopping the crawl (finish reason redis_refused)"
-
-
-def assert_each_stopped_once(workers, reason: str) -> None:
-    """Every worker ends, having said why once."""
+def assert_each_stopped_once(workers, reason: str, finish: str, status: int, what: str) -> None:
+    """Every worker ends with the exit status of its failure's class, having
+    said why once, and its last line says so."""
     for p in workers.procs:
-        p.wait(60)  # raises if a worker does not end
+        assert p.wait(60) == status  # raises if a worker does not end
     for i in range(len(workers.procs)):
         log = workers.log(i)
-        assert errors_in(log, STOP_LINE) == 1, log[-3000:]
+        assert errors_in(log, f"Stopping the crawl (finish reason {finish})") == 1, log[-3000:]
         assert reason in log
-        assert "'finish_reason': 'redis_refused'" in log
+        assert f"'finish_reason': '{finish}'" in log
+        assert log.strip().splitlines()[-1] == (
+            f"crawlproj: the crawl stopped on an error: {what} (finish reason {finish}); the log "
+            f"says what failed (exit status {status})")
 
 
 def test_redis_restarted_empty_stops_the_crawl(redis_server_factory, tmp_path, crawls):
+    """The server comes back without the crawl: each worker stops with exit
+    status 3, says the crawl must be restored or seeded again (not that its
+    URLs go back to their queues: there are none), and writes nothing into
+    the empty server (no page metadata, links, worker records)."""
     server = redis_server_factory(appendonly=False)
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         workers, _ = start_crawl(crawls, sw, server.url, tmp_path, "empty")
         server.kill()
         time.sleep(0.5)
         server.restart()  # no AOF: the crawl's state is gone
-        assert_each_stopped_once(workers, "the crawl's state is not on the Redis server")
-        assert "DUE not configured" not in workers.log(0) + workers.log(1)
+        assert_each_stopped_once(workers, "the crawl's state is not on the Redis server",
+                                 "redis_lost", 3, "the crawl's state is gone from Redis")
+        logs = workers.log(0) + workers.log(1)
+        assert "DUE not configured" not in logs
+        assert "go back to their queues" not in logs and "seed the crawl anew" in logs
+        with server.client() as c:
+            assert c.keys("*") == []
 
 
 def test_redis_out_of_memory_stops_the_crawl_and_loses_nothing(redis_server_factory, tmp_path, crawls):
+    """Every write refused: each worker stops with exit status 4. A Ctrl-C
+    while one closes lets its close finish (the spider closed, its stats
+    dumped, its frontier closed), and a second one was not needed."""
     server = redis_server_factory(appendonly=True)
     with SimWebServer(WEB, log_path=str(tmp_path / "web.jsonl")) as sw:
         workers, reachable = start_crawl(crawls, sw, server.url, tmp_path, "oom")
         fault_at = time.time()
         with server.client() as c:
             c.config_set("maxmemory", "1")  # noeviction: every write refused
-        assert_each_stopped_once(workers, "Redis is out of memory (maxmemory) and refuses writes")
+        while "Stopping the crawl" not in workers.log(0) and workers.procs[0].poll() is None:
+            time.sleep(0.01)
+        Workers.signal(workers.procs[0], signal.SIGINT)  # while it closes
+        assert_each_stopped_once(workers, "Redis is out of memory (maxmemory) and refuses writes",
+                                 "redis_refused", 4, "Redis refuses the crawl's writes")
+        first = workers.log(0)
+        assert "Received SIGINT while the crawl is closing" in first
+        for line in ("Spider closed (redis_refused)", "Dumping Scrapy stats", "Frontier closed"):
+            assert line in first, first[-3000:]
         records = sw.settle_log()
         assert set(checks.fetch_counts(records)) < reachable  # the crawl did stop early
         with server.client() as c:

@@ -90,15 +90,18 @@ class LimitedWorkers(Workers):
             subprocess.Popen = real
 
 
+STORE_ERROR_LINE = ("crawlproj: the crawl stopped on an error: a store cannot write (finish "
+                    "reason store_error); the log says what failed (exit status 6)")
+
+
 def _single_store_error(log: str) -> None:
     """One error line names the store, and the worker's last line says it
-    stopped on it (its exit status is 1)."""
+    stopped on it (its exit status is 6)."""
     assert "'finish_reason': 'store_error'" in log
     errors = [ln for ln in log.splitlines() if "cannot write" in ln and "ERROR" in ln]
     assert len(errors) == 1, errors
     assert "Traceback" not in log
-    assert log.strip().splitlines()[-1] == ("crawlproj: the crawl stopped on an error (finish "
-                                            "reason store_error; the log says what failed)")
+    assert log.strip().splitlines()[-1] == STORE_ERROR_LINE
 
 
 def test_full_disk_stops_the_crawl_and_loses_nothing(redis_url, tmp_path):
@@ -113,7 +116,7 @@ def test_full_disk_stops_the_crawl_and_loses_nothing(redis_url, tmp_path):
             if not mounted:
                 first.fsize = 96 * 1024
             (p,) = _start_with_data_dir(first, small)
-            assert p.wait(120) == 1  # stopped on a store error
+            assert p.wait(120) == 6  # stopped on a store error
             log = first.log(0)
             _single_store_error(log)
             assert "No space left on device" in log or "File too large" in log
@@ -173,7 +176,7 @@ def test_unwritable_output_directory_stops_before_crawling(redis_url, tmp_path):
             (tmp_path / "w1").mkdir()
             first = Workers(sw, redis_url, tmp_path / "w1", seeds, "ro", FAST)
             (p,) = _start_with_data_dir(first, data_dir)
-            assert p.wait(120) == 1  # stopped on a store error
+            assert p.wait(120) == 6  # stopped on a store error
             _single_store_error(first.log(0))
             fetched_before = len(sw.settle_log())
             assert fetched_before == 0

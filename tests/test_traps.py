@@ -14,6 +14,7 @@ from scrapy.settings import Settings
 
 from crawlproj.addon import apply_table
 from crawlproj.due.fingerprint import url_fingerprint
+from crawlproj.due.urlseen import URLSeen
 from crawlproj.frontier.admission import Refused, Trap, admit
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
 from crawlproj.keyspace import Keyspace
@@ -206,11 +207,27 @@ def test_bit_counts_are_the_columns_of_the_features_bits():
             assert bit_counts(features).tolist() == plain.tolist(), n
 
 
+def crawl_keyspace(r, crawl_id: str) -> Keyspace:
+    """A crawl's keyspace with its state set up (the DUE's records), as a worker finds it."""
+    ks = Keyspace.open(r, crawl_id, 2)
+    URLSeen(r, ks).set_up()
+    return ks
+
+
+def test_a_server_without_the_crawls_state_gets_no_window(redis_url):
+    """A server that came back empty: the test is refused (CRAWLLOST) and no
+    key is written into it."""
+    r = redis.Redis.from_url(redis_url)
+    with pytest.raises(redis.ResponseError, match="CRAWLLOST"):
+        NearHosts(r, Keyspace.open(r, "gone", 2)).test("cal.ex", simhash(calendar(1)))
+    assert r.keys("*") == [b"cp:{gone}:meta"]  # the keyspace's own record, nothing of the test
+
+
 def test_a_batch_of_pages_goes_through_the_window_in_order(redis_url):
     r = redis.Redis.from_url(redis_url)
-    ks = Keyspace.open(r, "t", 2)
+    ks = crawl_keyspace(r, "t")
     hashes = [simhash(calendar(m)) for m in range(12)]
-    one_by_one = [NearHosts(r, Keyspace.open(r, "t1", 2)).test("cal.ex", h) for h in hashes]
+    one_by_one = [NearHosts(r, crawl_keyspace(r, "t1")).test("cal.ex", h) for h in hashes]
     near = NearHosts(r, ks)
     batched = near.test_many([("cal.ex", h) for h in hashes[:6]] + [("news.ex", hashes[0])])
     batched += near.test_many([("cal.ex", h) for h in hashes[6:]])
@@ -221,7 +238,7 @@ def test_a_batch_of_pages_goes_through_the_window_in_order(redis_url):
 
 def test_a_host_is_flagged_by_its_recent_near_duplicates_across_workers(redis_url):
     r = redis.Redis.from_url(redis_url)
-    ks = Keyspace.open(r, "t", 2)
+    ks = crawl_keyspace(r, "t")
     workers = [NearHosts(r, ks, window=16, bits=3, budget=5) for _ in range(2)]
     hashes = [simhash(calendar(m)) for m in range(12)]
     expected, flags = [], []

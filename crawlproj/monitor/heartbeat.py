@@ -196,6 +196,10 @@ class Heartbeat:
         own: the frontier's sync has closed by now."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        from crawlproj.redisguard import RedisGuard  # after Scrapy installed its reactor
+
+        if RedisGuard.of(self.crawler).lost:
+            return  # the crawl's state is gone from the server: no record to litter it with
         self.state = "closed"
         self._reason = reason or ""
         self._tick_rates()

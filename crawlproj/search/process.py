@@ -133,6 +133,7 @@ def _serve(order: dict, reports) -> None:
     from scrapy.utils.log import configure_logging
 
     from crawlproj.keyspace import Keyspace
+    from crawlproj.redisconn import OutageLog
     from crawlproj.search.runner import IndexerRunner
 
     settings = Settings()
@@ -155,6 +156,7 @@ def _serve(order: dict, reports) -> None:
     logger.info("Indexer process %d of worker %d (crawlproj from %s)", os.getpid(), parent,
                 importlib.resources.files("crawlproj"))
     tick = settings.getfloat("INDEX_TICK")
+    outage = OutageLog()  # an outage is said when it starts, now and then, and when it ends
     try:
         while not _stop and os.getppid() == parent:
             try:
@@ -162,8 +164,9 @@ def _serve(order: dict, reports) -> None:
                     logger.info("Indexer lock held by %s; the indexer process leaves",
                                 runner.lock.holder())
                     break
+                outage.ok("indexer")
             except RedisError as exc:  # out of reach a while: the next tick tries again
-                logger.error("Indexer: %s", exc)
+                outage.failed("indexer", str(exc), tick)
             until = time.monotonic() + tick
             while not _stop and time.monotonic() < until:
                 time.sleep(min(0.1, tick))

@@ -44,6 +44,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.python.failure import Failure
 
 from crawlproj.groupcommit import GroupCommit
+from crawlproj.keyspace import Keyspace
 from crawlproj.reactorredis import ReactorRedis
 from crawlproj.redisconn import embedded_restarter, get_redis
 from crawlproj.redisguard import RedisGuard
@@ -91,9 +92,14 @@ class _Call(_Entry):
 
 
 class StoreCommit:
-    def __init__(self, redis, stats=None, on_unreachable=None):
+    def __init__(self, redis, stats=None, on_unreachable=None, state_key: str | None = None):
         self.redis = redis
         self.parts: dict[str, Part] = {}
+        # A key that exists while the crawl's state is on the server (a
+        # partition's DUE record). After a failed write the server may have
+        # come back empty: the next write first asks for it, so that nothing
+        # is written into a server that lost the crawl (CRAWLLOST).
+        self.state_key = state_key
         # the round trip made by the reactor thread where the client allows
         # (crawlproj/reactorredis.py), else in a thread
         self.io = ReactorRedis.for_client(redis)
@@ -107,8 +113,9 @@ class StoreCommit:
         commit = getattr(crawler, "_crawlproj_store_commit", None)
         if commit is None:
             s = crawler.settings
+            redis = get_redis(s)
             commit = crawler._crawlproj_store_commit = cls(
-                get_redis(s), crawler.stats, embedded_restarter(s))
+                redis, crawler.stats, embedded_restarter(s), Keyspace.from_settings(s, redis).due(0))
             RedisGuard.of(crawler).watch(commit.commit)
         return commit
 
@@ -139,10 +146,22 @@ class StoreCommit:
         self.commit.close().addBoth(done.callback)
         return done
 
+    def _checked(self) -> bool:
+        """Whether the crawl's state must be seen before this write: the last one failed."""
+        return self.state_key is not None and self.commit.failing
+
+    @staticmethod
+    def _crawl_there(exists) -> None:
+        if not int(exists):
+            raise redis_py.ResponseError("CRAWLLOST the crawl's state is not on this server: it "
+                                         "came back without its data, or was flushed")
+
     def _write(self, entries: list[_Entry]) -> list[tuple[Part, Any]]:
         """In the writer thread: every part's commands in one pipeline."""
         per, calls = _todo(entries)
         try:
+            if self._checked():
+                self._crawl_there(self.redis.exists(self.state_key))
             pipe = self.redis.pipeline(transaction=False)
             queued = self._queue(pipe, per)
             return self._answer(queued, pipe.execute(raise_on_error=False) if len(pipe) else [])
@@ -165,7 +184,14 @@ class StoreCommit:
             queued = self._queue(pipe, per)
         except Exception:
             return fail().addErrback(failed)
-        d = self.io.execute(pipe) if len(pipe) else succeed([])
+        if self._checked():
+            check = self.redis.pipeline(transaction=False)
+            check.exists(self.state_key)
+            d = self.io.execute(check)
+            d.addCallback(lambda replies: self._crawl_there(replies[0]))
+            d.addCallback(lambda _: self.io.execute(pipe) if len(pipe) else [])
+        else:
+            d = self.io.execute(pipe) if len(pipe) else succeed([])
         d.addCallback(lambda replies: self._answer(queued, replies))
         return d.addErrback(failed)
 

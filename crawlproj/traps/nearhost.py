@@ -180,7 +180,8 @@ class NearHosts:
         pipe = self.redis.pipeline(transaction=False)
         for host, fingerprint in pages:
             p = self.keyspace.partition_of(host)
-            pipe.evalsha(self._sha, 2, self.keyspace.trap_hashes(p, host), self.keyspace.trapped(p),
+            pipe.evalsha(self._sha, 3, self.keyspace.trap_hashes(p, host), self.keyspace.trapped(p),
+                         self.keyspace.due(p),
                          fingerprint >> 32, fingerprint & 0xFFFFFFFF, self.window, self.bits,
                          self.budget, host)
         return pipe.execute()

@@ -8,11 +8,17 @@
 -- KEYS[2]  trapped    HASH   hosts with more than `budget` near duplicates
 --                     among their last `window` pages: the frontier drops
 --                     their queued suspects (frontier/lua/sync.lua)
+-- KEYS[3]  due        the partition's DUE record: the crawl's state is on this
+--                     server (a server that came back empty must not get keys)
 -- ARGV     the page's simhash as two unsigned 32-bit halves (hi, lo), window,
 --          k (a near duplicate is within k bits of a recent page), budget, host
 -- Returns  {near (0 or 1), near duplicates among the host's last `window`
 --          pages, this one included}
 
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  return redis.error_reply("CRAWLLOST the crawl's state is not on this server (no " .. KEYS[3] ..
+                           "): it restarted without its data, or was flushed")
+end
 local hi, lo = tonumber(ARGV[1]), tonumber(ARGV[2])
 local window, k, budget, host = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local SIZE = 9
