@@ -57,10 +57,13 @@ from crawlproj.recrawl.record import (
     ChangeSettingError,
     Fetch,
     change_threshold,
+    is_rebased,
     pack_payload,
 )
 from crawlproj.recrawl.record import changed as changed_since
 from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
+from crawlproj.recrawl.state import rebase as rebase_state
+from crawlproj.sitemaps.discovery import HOP, SITEMAP
 
 logger = logging.getLogger(__name__)
 
@@ -349,12 +352,15 @@ class Recrawl:
             return self._schedule(request, prev, held, old)
         # a 2xx, or a 304 to a conditional GET
         etag, lm = fetch.etag, fetch.last_modified
+        # a change was counted since the last fetch without a fetch (a
+        # sitemap's lastmod): this fetch is the page's new baseline
+        rebase = bool(held) and is_rebased(held[3])
         if fetch.status == 304:
             changed, digest = False, held[3]
             etag = etag or held[1]
         else:
             digest = fetch.kept
-            changed = bool(held) and changed_since(held[3], fetch, self.change)
+            changed = bool(held) and not rebase and changed_since(held[3], fetch, self.change)
         lm_at = parse_http_date(lm)
         date = parse_http_date(fetch.date) or fetch.at
         if lm_at is None or lm_at > date + CLOCK_SKEW:
@@ -364,6 +370,7 @@ class Recrawl:
         validator = (etag != held[1]) if held and etag and held[1] else None
         if stats is not None and held:
             stats.inc_value("recrawl/not_modified" if fetch.status == 304
+                            else "recrawl/rebased" if rebase
                             else "recrawl/changed" if changed else "recrawl/unchanged")
         now = fetch.at * self.scale
         server_lm = parse_http_date(lm)
@@ -376,7 +383,10 @@ class Recrawl:
         # made Last-Modified unusable there, and the Last-Modified estimator,
         # which sees how recent a change is, was never used.
         observed_lm = lm if server_lm is None else now - (date - server_lm)
-        state = update(prev, Observation(now, changed, observed_lm, validator))
+        if rebase:
+            state = rebase_state(prev, now)
+        else:
+            state = update(prev, Observation(now, changed, observed_lm, validator))
         record = [state.pack(), etag, int(lm_at or 0), digest]
         return self._schedule(request, state, record, old)
 
@@ -393,11 +403,15 @@ class Recrawl:
         host = self.frontier_host(request.url)
         https = request.url.startswith("https://")
         origin = ("https://" if https else "http://") + host
-        if request.url.startswith(origin) and request.url[len(origin):len(origin) + 1] in ("/", "?"):
+        # a sitemap keeps what makes it one (crawlproj/sitemaps), which the
+        # packed form has no room for
+        sitemap = {k: request.meta[k] for k in (SITEMAP, HOP) if k in request.meta}
+        if not sitemap and request.url.startswith(origin) \
+                and request.url[len(origin):len(origin) + 1] in ("/", "?"):
             payload = pack_payload(request.url[len(origin):], https, request.meta.get("depth", 0),
                                    record)
         else:   # a URL whose host key is not its origin's (a port, userinfo): as a request
-            meta = {STORED: record}
+            meta = {STORED: record, **sitemap}
             if request.meta.get("depth"):
                 meta["depth"] = request.meta["depth"]
             payload = codec.encode(Request(request.url, meta=meta), host=host)

@@ -110,6 +110,19 @@ def _halved(s: RecrawlState) -> RecrawlState:
                    t_unchanged=s.t_unchanged / 2, lm_exposure=s.lm_exposure / 2)
 
 
+def rebase(state: RecrawlState, now: float) -> RecrawlState:
+    """The state after a fetch that follows a change counted without one (a
+    sitemap's lastmod past the last fetch, crawlproj/sitemaps/lastmod.py):
+    that change and the time up to its report are in the state already, so
+    the fetch only starts the next interval; it counts no interval of its
+    own, since whether the page changed again between the report and the
+    fetch cannot be told from a digest taken before the report."""
+    if now <= state.last_fetch:
+        return state
+    last_change = state.last_fetch - state.last_change_age
+    return replace(state, last_fetch=now, last_change_age=max(0.0, now - last_change))
+
+
 def update(state: RecrawlState, obs: Observation) -> RecrawlState:
     """The state after one more fetch."""
     now = float(obs.fetched_at)

@@ -29,6 +29,8 @@ COUNTERS = (  # name, help, figure path in the status
     ("crawlproj_leases", "Leases handed out by the frontier", ("frontier", "leased")),
     ("crawlproj_leases_expired", "Leases that expired and went back to their queues",
      ("frontier", "expired_leases")),
+    ("crawlproj_sitemaps_fetched", "Sitemap files read", ("sitemaps", "fetched")),
+    ("crawlproj_sitemap_urls", "URLs read in sitemaps", ("sitemaps", "urls_found")),
 )
 GAUGES = (
     ("crawlproj_queued_urls", "URLs queued in the frontier", ("queued",)),

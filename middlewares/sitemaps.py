@@ -1,0 +1,91 @@
+"""Sitemaps (sitemaps.org) as Scrapy middlewares; the work is crawlproj/sitemaps'.
+
+SitemapMiddleware, a spider middleware (960: next to the spider, so that what
+it adds passes every other one, as a page's links do): a robots.txt fetched
+(crawlproj.signals.robots_txt_fetched) has its sitemaps requested through
+the frontier; a sitemap's response, after whatever the spider made of it
+(its item, for the stores), gives its URLs, or an index its sitemaps
+(crawlproj.sitemaps.worker.Sitemaps). A sitemap whose fetch failed is counted
+and said once.
+
+SitemapDownloadMiddleware, a downloader middleware: a sitemap is read up to
+SITEMAP_MAX_BYTES, the protocol's 50 MB, whatever DOWNLOAD_MAXSIZE says for
+pages: its download, and Scrapy's decompression of a Content-Encoding, stop
+there (what came is kept and read).
+
+Both idle unless SITEMAP_ENABLED.
+"""
+
+from __future__ import annotations
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured, StopDownload
+from scrapy.spidermiddlewares.httperror import HttpError
+
+from crawlproj.signals import robots_txt_fetched
+from crawlproj.sitemaps.discovery import SITEMAP
+from crawlproj.sitemaps.worker import Sitemaps
+from crawlproj.stores.signals import attempt_failed
+
+BYTES = "_crawlproj_sitemap_bytes"  # private meta ('_' keys never reach the frontier)
+
+
+class SitemapMiddleware:
+    def __init__(self, sitemaps: Sitemaps):
+        self.sitemaps = sitemaps
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        if not crawler.settings.getbool("SITEMAP_ENABLED"):
+            raise NotConfigured
+        mw = cls(Sitemaps.from_crawler(crawler))
+        crawler.signals.connect(mw._robots, robots_txt_fetched)
+        crawler.signals.connect(mw._attempt_failed, attempt_failed)
+        return mw
+
+    def _robots(self, origin, body, **kwargs):
+        self.sitemaps.robots_fetched(origin, body)
+
+    def _attempt_failed(self, attempt, **kwargs):
+        if SITEMAP in attempt.request.meta:
+            self.sitemaps.failed(attempt.request, attempt.reason)
+
+    async def process_spider_output(self, response, result, spider=None):
+        async for x in result:
+            yield x
+        if SITEMAP in response.meta:
+            async for request in self.sitemaps.read(response, spider):
+                yield request
+
+    def process_spider_exception(self, response, exception, spider=None):
+        if isinstance(exception, HttpError) and SITEMAP in response.meta:
+            self.sitemaps.failed(response.request, f"http_{response.status}")
+        return None
+
+
+class SitemapDownloadMiddleware:
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        s = crawler.settings
+        if not s.getbool("SITEMAP_ENABLED"):
+            raise NotConfigured
+        mw = cls(s.getint("SITEMAP_MAX_BYTES"))
+        crawler.signals.connect(mw._bytes_received, signals.bytes_received)
+        return mw
+
+    def process_request(self, request, spider=None):
+        if SITEMAP in request.meta:
+            request.meta.pop(BYTES, None)  # a retry counts its own
+            request.meta["download_maxsize"] = self.max_bytes
+            request.meta["download_warnsize"] = self.max_bytes
+        return None
+
+    def _bytes_received(self, data, request, spider=None):
+        if SITEMAP not in request.meta:
+            return
+        got = request.meta[BYTES] = request.meta.get(BYTES, 0) + len(data)
+        if got >= self.max_bytes:
+            raise StopDownload(fail=False)
