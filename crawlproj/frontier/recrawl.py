@@ -57,11 +57,10 @@ from crawlproj.recrawl.record import (
     ChangeSettingError,
     Fetch,
     change_threshold,
-    is_rebased,
     pack_payload,
 )
 from crawlproj.recrawl.record import changed as changed_since
-from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
+from crawlproj.recrawl.state import CLOCK_SKEW, REPORTED, Observation, RecrawlState, update
 from crawlproj.recrawl.state import rebase as rebase_state
 from crawlproj.sitemaps.discovery import HOP, SITEMAP
 
@@ -354,7 +353,7 @@ class Recrawl:
         etag, lm = fetch.etag, fetch.last_modified
         # a change was counted since the last fetch without a fetch (a
         # sitemap's lastmod): this fetch is the page's new baseline
-        rebase = bool(held) and is_rebased(held[3])
+        rebase = bool(prev.flags & REPORTED)
         if fetch.status == 304:
             changed, digest = False, held[3]
             etag = etag or held[1]
@@ -370,7 +369,7 @@ class Recrawl:
         validator = (etag != held[1]) if held and etag and held[1] else None
         if stats is not None and held:
             stats.inc_value("recrawl/not_modified" if fetch.status == 304
-                            else "recrawl/rebased" if rebase
+                            else "recrawl/reported" if rebase
                             else "recrawl/changed" if changed else "recrawl/unchanged")
         now = fetch.at * self.scale
         server_lm = parse_http_date(lm)

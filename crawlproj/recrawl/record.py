@@ -84,18 +84,6 @@ def changed(previous: bytes, fetch: Fetch, threshold: float | None) -> bool:
     return True                    # a sketch and a digest: nothing to compare, count a change
 
 
-def rebased(kept: bytes) -> bytes:
-    """What a record keeps in place of its digest (or sketch) once a change
-    was counted without a fetch (a sitemap's lastmod, crawlproj/sitemaps):
-    zeros of the same length, which the next fetch recognises (is_rebased)
-    and takes as the new baseline instead of comparing with it."""
-    return bytes(len(kept))
-
-
-def is_rebased(kept: bytes) -> bool:
-    return bool(kept) and not any(kept)
-
-
 @dataclass(frozen=True)
 class Fetch:
     """What middlewares/recrawl.py saw of a page's response."""

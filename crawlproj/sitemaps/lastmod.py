@@ -31,8 +31,8 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from crawlproj.frontier.recrawl import live_bucket
-from crawlproj.recrawl.record import PACKED, pack_payload, rebased, unpack_payload
-from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
+from crawlproj.recrawl.record import PACKED, pack_payload, unpack_payload
+from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, reported
 from crawlproj.urls import host_of
 
 __all__ = ["LastmodFeed", "observe", "w3c_datetime"]
@@ -79,8 +79,8 @@ def observe(payload: bytes, changed_at: float, now: float) -> tuple[bytes, int, 
         return None
     if state.last_fetch <= 0.0 or changed_at <= state.last_fetch or now <= state.last_fetch:
         return None
-    new = update(state, Observation(now, True, min(changed_at, now)))
-    record = [new.pack(), record[1], record[2], rebased(record[3])]
+    new = reported(state, Observation(now, True, min(changed_at, now)))
+    record = [new.pack(), record[1], record[2], record[3]]
     return pack_payload(tail, https, depth, record), live_bucket(state), live_bucket(new)
 
 

@@ -10,8 +10,9 @@ formats"). The protocol caps a file at 50,000 URLs and 50 MB uncompressed;
 - gzip is told by its magic bytes (RFC 1952 §2.3.1: 1f 8b), not by the
   Content-Type or the file name, and inflated a chunk at a time, never past
   the byte limit: a gzip bomb costs the limit, not its ratio;
-- XML is parsed as a stream (lxml's iterparse over that inflated stream), each
-  entry dropped from the tree once read, with no entity resolved (a
+- XML is parsed as a stream (lxml's iterparse, fed that inflated stream a
+  chunk at a time through its XMLPullParser form), each entry dropped from
+  the tree once read, with no entity resolved (a
   "billion laughs" stays a few references), no DTD loaded, no network, and
   lxml's default bounds on text and depth (huge_tree off);
 - what was read before a problem (malformed XML, a cut gzip, a limit) is
@@ -194,45 +195,64 @@ class SitemapReader:
     # -- XML ------------------------------------------------------------------
 
     def _xml(self, head: bytes, stream: _Stream) -> Iterator[Entry]:
-        source = _Prefixed(head, stream)
-        parser = etree.iterparse(source, events=("start", "end"), resolve_entities=False,
-                                 no_network=True, load_dtd=False, huge_tree=False,
-                                 remove_comments=True, remove_pis=True)
-        entry_tag = None
-        root = None
-        try:
-            for event, elem in parser:
-                if root is None:
-                    root = elem
-                    name = _localname(elem.tag)
-                    if name == "urlset":
-                        self.kind, entry_tag = URLSET, "url"
-                    elif name == "sitemapindex":
-                        self.kind, entry_tag = INDEX, "sitemap"
-                    else:
-                        what = "an HTML page" if name.lower() == "html" else f"XML whose root is <{name}>"
-                        self.problem("not_sitemap", f"{what}, not <urlset> or <sitemapindex>")
-                        return
-                    continue
-                if event != "end" or elem.getparent() is not root:
-                    continue
-                if _localname(elem.tag) == entry_tag:
-                    entry = self._entry(elem)
-                    if entry is not None:
-                        if self._full():
-                            return
-                        self.entries += 1
-                        yield entry
-                # the tree keeps no entry once read
-                elem.clear()
-                while elem.getprevious() is not None:
-                    del root[0]
-                root.remove(elem)
-        except etree.XMLSyntaxError as exc:
-            if not stream.cut and stream.bad_gzip is None:
-                self.problem("malformed", f"XML stops parsing: {_first_line(exc)}")
-        if root is None and not self.problems and stream.bad_gzip is None:
+        # XMLPullParser is iterparse fed a chunk at a time: unlike iterparse
+        # over a file, it keeps the events parsed before an error
+        parser = etree.XMLPullParser(events=("start", "end"), resolve_entities=False,
+                                     no_network=True, load_dtd=False, huge_tree=False,
+                                     remove_comments=True, remove_pis=True)
+        self._root = self._entry_tag = None
+        data, error = head, None
+        while error is None:
+            try:
+                if data:
+                    parser.feed(data)
+                else:
+                    parser.close()
+            except etree.XMLSyntaxError as exc:
+                error = exc
+            for entry in self._events(parser.read_events()):
+                if entry is None:
+                    return
+                yield entry
+            if not data:
+                break
+            data = stream.read(CHUNK)
+        if error is not None and not stream.cut and stream.bad_gzip is None and \
+                not self.problems:
+            self.problem("malformed", f"XML stops parsing: {_first_line(error)}")
+        elif self._root is None and not self.problems and stream.bad_gzip is None:
             self.problem("malformed", "no XML element")
+
+    def _events(self, events) -> Iterator[Entry | None]:
+        """The entries of parser events; None once reading must stop."""
+        for event, elem in events:
+            root = self._root
+            if root is None:
+                self._root = elem
+                name = _localname(elem.tag)
+                if name == "urlset":
+                    self.kind, self._entry_tag = URLSET, "url"
+                elif name == "sitemapindex":
+                    self.kind, self._entry_tag = INDEX, "sitemap"
+                else:
+                    what = "an HTML page" if name.lower() == "html" else f"XML whose root is <{name}>"
+                    self.problem("not_sitemap", f"{what}, not <urlset> or <sitemapindex>")
+                    yield None
+                    return
+                continue
+            if event != "end" or elem.getparent() is not root:
+                continue
+            if _localname(elem.tag) == self._entry_tag:
+                entry = self._entry(elem)
+                if entry is not None:
+                    if self._full():
+                        yield None
+                        return
+                    self.entries += 1
+                    yield entry
+            # the tree keeps no entry once read
+            elem.clear()
+            root.remove(elem)
 
     def _entry(self, elem) -> Entry | None:
         loc = lastmod = None
@@ -289,19 +309,6 @@ class SitemapReader:
             self.kind = None
             self.bad_entries = 0
             self.problem("not_sitemap", "text without a single URL line")
-
-
-class _Prefixed:
-    """The bytes already read to sniff the file, then the rest of the stream."""
-
-    def __init__(self, head: bytes, stream: _Stream):
-        self.head, self.stream = head, stream
-
-    def read(self, n: int = CHUNK) -> bytes:
-        if self.head:
-            out, self.head = self.head, b""
-            return out
-        return self.stream.read(n)
 
 
 def _first_line(exc: Exception) -> str:
