@@ -8,10 +8,14 @@ the frontier; a sitemap's response, after whatever the spider made of it
 (crawlproj.sitemaps.worker.Sitemaps). A sitemap whose fetch failed is counted
 and said once.
 
-SitemapDownloadMiddleware, a downloader middleware: a sitemap is read up to
+SitemapDownloadMiddleware, a downloader middleware (595: its responses come
+to it before HttpCompressionMiddleware, 590): a sitemap is read up to
 SITEMAP_MAX_BYTES, the protocol's 50 MB, whatever DOWNLOAD_MAXSIZE says for
-pages: its download, and Scrapy's decompression of a Content-Encoding, stop
-there (what came is kept and read).
+pages. Its download stops there, keeping what came (bytes_received), also
+when its length is announced larger (Scrapy's own limit, which would cancel
+it at once, is lifted for the transfer); a Content-Encoding is then
+decompressed by Scrapy within the same limit (past it, Scrapy drops the
+response with one warning).
 
 Both idle unless SITEMAP_ENABLED.
 """
@@ -79,9 +83,15 @@ class SitemapDownloadMiddleware:
     def process_request(self, request, spider=None):
         if SITEMAP in request.meta:
             request.meta.pop(BYTES, None)  # a retry counts its own
-            request.meta["download_maxsize"] = self.max_bytes
-            request.meta["download_warnsize"] = self.max_bytes
+            # the transfer is stopped by _bytes_received, not cancelled
+            request.meta["download_maxsize"] = request.meta["download_warnsize"] = 0
         return None
+
+    def process_response(self, request, response, spider=None):
+        if SITEMAP in request.meta:
+            # the limit Scrapy's decompression of a Content-Encoding keeps
+            request.meta["download_maxsize"] = request.meta["download_warnsize"] = self.max_bytes
+        return response
 
     def _bytes_received(self, data, request, spider=None):
         if SITEMAP not in request.meta:

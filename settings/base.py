@@ -624,8 +624,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Scrapy's per-worker RobotsTxtMiddleware
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.robots.RobotsMiddleware": 100,
-    # a sitemap is read up to SITEMAP_MAX_BYTES, whatever DOWNLOAD_MAXSIZE
-    "middlewares.sitemaps.SitemapDownloadMiddleware": 110,
+    # a sitemap is read up to SITEMAP_MAX_BYTES, whatever DOWNLOAD_MAXSIZE: its
+    # transfer stops there, then HttpCompressionMiddleware (590) keeps that limit
+    "middlewares.sitemaps.SitemapDownloadMiddleware": 595,
     # the content-seen test: last before the spider, on decoded bodies of the
     # final (post-redirect) responses
     "middlewares.contentseen.ContentSeenMiddleware": 80,

@@ -105,6 +105,13 @@ def test_a_truncated_gzip_keeps_what_came_before_the_cut():
     assert all(e.loc.endswith(f"p={i}") for i, e in enumerate(entries))
 
 
+def test_a_cut_document_gives_no_half_entry():
+    body = urlset(3)
+    cut = body[:body.index(b"/articles/2.html")]
+    reader, entries = read(cut)
+    assert [e.loc[-4:] for e in entries] == ["&p=0", "&p=1"] and reasons(reader) == ["malformed"]
+
+
 def test_garbage_after_the_gzip_magic_is_no_sitemap():
     reader, entries = read(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 10)
     assert entries == [] and reader.kind is None and reasons(reader) == ["not_gzip"]

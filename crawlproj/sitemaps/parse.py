@@ -53,11 +53,12 @@ class Entry:
 
 class _Stream:
     """The file's bytes as a file object, inflated when gzip, cut at limit
-    bytes (``cut`` is then True); ``bad_gzip`` holds what zlib said of a
-    stream that is not gzip after all, or was cut short."""
+    bytes (``cut`` is then True, as it is at the end of a body whose download
+    was stopped: body_cut); ``bad_gzip`` holds what zlib said of a stream
+    that is not gzip after all, or was cut short."""
 
-    def __init__(self, body: bytes, limit: int):
-        self.body, self.limit = body, limit
+    def __init__(self, body: bytes, limit: int, body_cut: bool = False):
+        self.body, self.limit, self.body_cut = body, limit, body_cut
         self.pos = 0           # bytes of body consumed
         self.out = 0           # bytes handed out
         self.cut = False
@@ -86,7 +87,10 @@ class _Stream:
                     z = self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
                     continue
                 if self.pos >= len(self.body):
-                    self.bad_gzip = "the gzip stream ends early (truncated)"
+                    if self.body_cut:
+                        self.cut = True
+                    else:
+                        self.bad_gzip = "the gzip stream ends early (truncated)"
                     break
                 data = self.body[self.pos:self.pos + CHUNK]
                 self.pos += len(data)
@@ -113,6 +117,8 @@ class _Stream:
         if self._z is None:
             data = self.body[self.pos:self.pos + n]
             self.pos += len(data)
+            if not data and self.body_cut:
+                self.cut = True
         else:
             data = self._pending[:n]
             self._pending = self._pending[n:]
@@ -146,11 +152,14 @@ class SitemapReader:
     XML root, no URL at all), ``too_large`` (past max_bytes uncompressed),
     ``too_many_urls`` (past max_urls entries) and ``bad_entry`` (an entry
     without a usable <loc>, counted in ``bad_entries``); ``entries`` the
-    entries given; ``size`` the uncompressed bytes read.
+    entries given; ``size`` the uncompressed bytes read. body_cut: the body
+    is the start of a file whose download stopped at max_bytes (its end is
+    the limit's, not a fault of the file).
     """
 
-    def __init__(self, body: bytes, max_urls: int, max_bytes: int):
+    def __init__(self, body: bytes, max_urls: int, max_bytes: int, body_cut: bool = False):
         self.body = body
+        self.body_cut = body_cut
         self.max_urls = max_urls
         self.max_bytes = max_bytes
         self.kind: str | None = None
@@ -164,7 +173,7 @@ class SitemapReader:
         self.problems.append((reason, message))
 
     def __iter__(self) -> Iterator[Entry]:
-        stream = _Stream(self.body, self.max_bytes)
+        stream = _Stream(self.body, self.max_bytes, self.body_cut)
         head = stream.read(SNIFF)
         start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
         if not start and stream.bad_gzip is None:
@@ -210,6 +219,10 @@ class SitemapReader:
                     parser.close()
             except etree.XMLSyntaxError as exc:
                 error = exc
+                if not data:
+                    # a document cut short: closing it ends its open elements,
+                    # the entry being read among them, which is no entry
+                    break
             for entry in self._events(parser.read_events()):
                 if entry is None:
                     return

@@ -27,7 +27,8 @@ crawl goes on. The counters:
                                  or the download error)
     sitemaps/invalid/<why>       sitemaps with a problem (parse.SitemapReader's reasons)
     sitemaps/indexes             of them, sitemap indexes
-    sitemaps/dropped/<why>       sitemaps not requested: depth, files_per_host, scope
+    sitemaps/dropped/<why>       sitemaps not requested: depth, files_per_host, scope, and
+                                 an index's entries: malformed, cross_host, outside_path
     sitemaps/urls/found          URLs read in sitemaps
     sitemaps/urls/dropped/<why>  of them, dropped: malformed, cross_host, outside_path, scope
     sitemaps/urls/admitted       taken by the frontier's admission (new or not: the DUE
@@ -110,7 +111,7 @@ class Sitemaps:
         self.count("dropped/scope", len(urls) - len(requests))
         if requests:
             d = threads.deferToThread(self._granted, requests)
-            d.addCallback(self._crawl)
+            d.addCallback(lambda granted: self._crawl(granted, len(requests)))
             d.addErrback(lambda f: logger.warning("Sitemaps of %s not requested: %s", origin,
                                                   f.getErrorMessage()))
 
@@ -132,12 +133,12 @@ class Sitemaps:
             n = self.budget.take(host, len(rs))
             out += rs[:n]
             if n < len(rs):
-                self.count("dropped/files_per_host", len(rs) - n)
                 logger.warning("Sitemaps of %s past SITEMAP_MAX_FILES (%d): %d not requested",
                                host, self.budget.limit, len(rs) - n)
         return out
 
-    def _crawl(self, requests: list[Request]) -> None:
+    def _crawl(self, requests: list[Request], asked: int) -> None:
+        self.count("dropped/files_per_host", asked - len(requests))
         engine = self.crawler.engine
         for r in requests:
             try:
@@ -168,11 +169,9 @@ class Sitemaps:
             return
         level, named_by = meta
         self.count("fetched")
-        reader = SitemapReader(response.body, self.max_urls, self.max_bytes)
+        reader = SitemapReader(response.body, self.max_urls, self.max_bytes,
+                               body_cut="download_stopped" in (response.flags or []))
         entries = await maybe_deferred_to_future(threads.deferToThread(list, reader))
-        if "download_stopped" in (response.flags or []) and not any(
-                r == "too_large" for r, _ in reader.problems):
-            reader.problem("too_large", f"the download stopped at {self.max_bytes} bytes")
         scope = SitemapScope(response.url, named_by)
         dropped: Counter = Counter()
         wanted: list[str] = []
@@ -195,7 +194,10 @@ class Sitemaps:
             self.count(f"invalid/{reason}")
         if reader.kind == INDEX:
             self.count("indexes")
-            for r in await self._children(wanted, level, dropped):
+            children = await self._children(wanted, level, dropped)
+            for reason, n in dropped.items():
+                self.count(f"dropped/{reason}", n)
+            for r in children:
                 self.count("requested")
                 yield r
         else:
@@ -213,12 +215,12 @@ class Sitemaps:
         if not urls:
             return []
         if level + 1 > self.max_depth:
-            self.count("dropped/depth", len(urls))
             dropped["depth"] += len(urls)
             return []
         requests = [self.request(url, level + 1, "") for url in urls]
         granted = await maybe_deferred_to_future(threads.deferToThread(self._granted, requests))
-        dropped["files_per_host"] += len(requests) - len(granted)
+        if len(granted) < len(requests):
+            dropped["files_per_host"] += len(requests) - len(granted)
         return granted
 
     def _feed_lastmods(self, response, lastmods: list[tuple[str, float]]) -> None:
