@@ -90,6 +90,10 @@ SITEMAP_GUESS = False
 # fetch counts as a change of the page in its change-rate estimate, and the
 # page is due at once (crawlproj/sitemaps/lastmod.py, docs/recrawl.md).
 SITEMAP_LASTMOD = True
+# With RECRAWL_ENABLED: a sitemap is fetched again after this many seconds of
+# the recrawl model's clock (RECRAWL_TIME_SCALE), whatever its own changes: it
+# is read for what it says of its pages, and each fetch counts in RECRAWL_BUDGET.
+SITEMAP_REFRESH = 86400.0
 
 # --------------------------------------------------------------------------
 # Where the crawl lives

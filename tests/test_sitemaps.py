@@ -15,6 +15,7 @@ import redis
 
 from crawlproj.frontier import codec
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
+from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.keyspace import Keyspace
 from crawlproj.recrawl.record import pack_payload, unpack_payload
 from crawlproj.recrawl.state import REPORTED, Observation, RecrawlState, update
@@ -294,7 +295,6 @@ def test_the_fetch_after_a_lastmod_change_counts_it_once():
     changed and count the change the lastmod had counted already."""
     from scrapy import Request
 
-    from crawlproj.frontier.recrawl import Recrawl
     from crawlproj.recrawl.record import HELD, OBSERVED, STORED, Fetch
 
     recrawl = Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1.0)
@@ -333,7 +333,7 @@ def test_a_lastmod_makes_a_scheduled_page_due_now_in_redis(frontier):
     moved = schedule(f, f"http://{HOST}/news", scheduled(now - 100.0))
     still = schedule(f, f"http://{HOST}/still", scheduled(now - 100.0))
     due_before = f.redis.zscore(ks.recrawl_queue(0, HOST), moved)
-    feed = LastmodFeed(f, 1.0)
+    feed = LastmodFeed(f, Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1.0))
     # server's clock 1000 s ahead of ours: lastmods are read by their age at its Date
     date = now + 1000.0
     revised, future = feed.feed([(f"http://{HOST}/news", date - 50.0),     # after the fetch
@@ -360,7 +360,7 @@ def test_a_revision_never_undoes_a_fetch_made_meanwhile(frontier):
     # another worker fetched the page meanwhile: its payload is another
     fresher = scheduled(time.time() - 1.0)
     f.redis.hset(f.keyspace.payloads(0, HOST), fp, fresher)
-    assert f.revise(HOST, [(fp, payload, new, old_bucket, new_bucket)]) == 0
+    assert f.revise(HOST, [(fp, payload, new, old_bucket, new_bucket, "1")]) == 0
     assert f.redis.hget(f.keyspace.payloads(0, HOST), fp) == fresher
 
 
@@ -370,3 +370,29 @@ def test_the_file_budget_is_one_for_the_whole_crawl(frontier):
     assert [a.take(HOST, 3), b.take(HOST, 3), a.take(HOST, 3), b.take("other.example", 2)] \
         == [3, 2, 0, 2]
     assert FileBudget(f.redis, f.keyspace, 0).take(HOST, 7) == 7
+
+
+def test_a_page_the_plan_gives_nothing_is_revised_not_made_due(frontier):
+    """Optimal's cut-off: a page changing too fast for the budget is stale
+    again soon after any fetch; its reported change is counted, its due time
+    stays."""
+    from crawlproj.frontier.recrawl import live_bucket
+    from crawlproj.recrawl import buckets
+
+    f = frontier
+    now = time.time()
+    state = RecrawlState()
+    for i in range(20):  # seen changed at every fetch, 15 minutes apart
+        at = now - 20_000 + i * 900
+        state = update(state, Observation(at, True, at - 60))
+    fast, slow = live_bucket(state), buckets.bucket_of(0.1 / 86400)
+    recrawl = Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1e-4)
+    recrawl.set_plan({fast: 100, slow: 100}, 0)
+    assert recrawl.starved(fast) and not recrawl.starved(slow)
+    fp = schedule(f, f"http://{HOST}/fast", pack_payload("/fast", False, 0,
+                                                          [state.pack(), "", 0, b"\x01" * 8]))
+    due = f.redis.zscore(f.keyspace.recrawl_queue(0, HOST), fp)
+    assert LastmodFeed(f, recrawl).feed([(f"http://{HOST}/fast", now - 30)], now, now) == (1, 0)
+    assert f.redis.zscore(f.keyspace.recrawl_queue(0, HOST), fp) == due
+    record = unpack_payload(f.redis.hget(f.keyspace.payloads(0, HOST), fp))[3]
+    assert RecrawlState.unpack(record[0]).changes == state.changes + 1

@@ -359,9 +359,9 @@ class Frontier:
     def revise(self, host: str, pages: list[tuple]) -> int:
         """Pages of host scheduled for recrawl that changed since their last
         fetch (a sitemap's lastmod says so): each (fingerprint, payload read,
-        new payload, old bucket, new bucket) gets its new payload and is due
-        now, unless its payload is no longer the one read (lua/revise.lua).
-        The number revised."""
+        new payload, old bucket, new bucket, "1" to be due now or "0") gets
+        its new payload, unless its payload is no longer the one read
+        (lua/revise.lua). The number revised."""
         if not pages:
             return 0
         args = [host] + [x for page in pages for x in page]

@@ -136,8 +136,12 @@ class Recrawl:
                  scale: float = 1.0, min_interval: float = 60.0,
                  max_interval: float = 90 * buckets.DAY, strategy: int = 1,
                  period: float = buckets.DAY, periods: int = 14,
-                 change: float | None = None):
+                 change: float | None = None, sitemap_refresh: float = buckets.DAY):
         self.frontier = frontier
+        # a sitemap is read for what it says of its pages, not kept fresh for
+        # its own sake: fetched again on a schedule of its own, outside the
+        # plan's population (crawlproj/sitemaps/lastmod.py)
+        self.sitemap_refresh = sitemap_refresh
         self.change = change                  # resemblance threshold; None: the digest
         self.policy = policy
         self.budget = budget / scale          # fetches per crawl-second
@@ -155,6 +159,7 @@ class Recrawl:
         self._leased: tuple[float, int] | None = None  # (wall time, leases) at the last plan
         self.spent = 0.0                     # fetches per wall second, between the last plans
         self._interval: dict[int, float] = {}  # bucket -> seconds (crawl clock)
+        self._starved: frozenset[int] = frozenset()  # buckets the plan gives nothing
 
     @classmethod
     def from_settings(cls, settings, frontier) -> Recrawl | None:
@@ -168,7 +173,8 @@ class Recrawl:
                    settings.getint("RECRAWL_WEBFOUNTAIN_STRATEGY"),
                    settings.getfloat("RECRAWL_WEBFOUNTAIN_PERIOD"),
                    settings.getint("RECRAWL_WEBFOUNTAIN_PERIODS"),
-                   change_threshold(settings.get("RECRAWL_CHANGE")))
+                   change_threshold(settings.get("RECRAWL_CHANGE")),
+                   settings.getfloat("SITEMAP_REFRESH"))
 
     def now(self) -> float:
         return time.time() * self.scale
@@ -315,12 +321,19 @@ class Recrawl:
                 aim *= budget / spend
             for k, interval in zip(known, clamped):
                 intervals[k] = float(interval)
+            self._starved = frozenset(k for k, f in zip(known, p.frequency) if not f > 0)
             if self.policy == "webfountain" and p.new_rate > 0 and new:
                 self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
         self._interval = intervals
 
     def _clamp(self, interval: float) -> float:
         return min(self.max_interval, max(self.min_interval, interval))
+
+    def starved(self, bucket: int) -> bool:
+        """Does the plan give this bucket's pages nothing? They change too
+        fast for the budget (optimal's cut-off): a fetch of one known to have
+        changed would be stale again before long."""
+        return bucket in self._starved
 
     def interval(self, bucket: int) -> float:
         """Seconds (crawl clock) until a page of the bucket is due again."""
@@ -339,7 +352,7 @@ class Recrawl:
         held = request.meta.get(HELD) if recrawl else None
         fetch: Fetch | None = request.meta.get(OBSERVED)
         prev = RecrawlState.unpack(held[0]) if held else RecrawlState()
-        old = live_bucket(prev) if held else -1
+        old = live_bucket(prev) if held and SITEMAP not in request.meta else -1
         outcome = "error" if fetch is None else self._outcome(fetch.status, held)
         if stats is not None and (held or outcome == "fetched"):
             stats.inc_value(f"recrawl/{outcome if held else 'first'}")
@@ -414,6 +427,8 @@ class Recrawl:
             if request.meta.get("depth"):
                 meta["depth"] = request.meta["depth"]
             payload = codec.encode(Request(request.url, meta=meta), host=host)
+        if SITEMAP in sitemap:
+            return Schedule(self.sitemap_refresh / self.scale, payload, -1, -1)
         return Schedule(self.interval(new) / self.boost / self.scale, payload, old, new)
 
     @staticmethod

@@ -9,7 +9,9 @@ a Last-Modified dates a change (Cho & Garcia-Molina's Last-Modified
 estimator, crawlproj/recrawl/estimate.py: the change seen, and the time from
 it to the observation known to be without another). The page is then stale
 in the crawl's copy: it is due at once (frontier lua/revise.lua), within the
-recrawl budget like any due page. The fetch that follows starts the next
+recrawl budget like any due page, unless the plan gives its change-rate
+bucket nothing (optimal's cut-off: a page that changes too fast for the
+budget is stale again soon after any fetch; its due time stays). The fetch that follows starts the next
 interval (crawlproj.recrawl.state.rebase): the change it would see is the
 one already counted.
 
@@ -87,12 +89,14 @@ def observe(payload: bytes, changed_at: float, now: float) -> tuple[bytes, int, 
 class LastmodFeed:
     """Hands a sitemap's lastmods to the frontier's scheduled pages.
 
-    frontier: the worker's (crawlproj.frontier.Frontier); scale: the crawl
-    clock's seconds per wall second (RECRAWL_TIME_SCALE)."""
+    frontier: the worker's (crawlproj.frontier.Frontier); recrawl: its plan
+    (crawlproj.frontier.recrawl.Recrawl: the crawl clock's scale, the
+    buckets the plan gives nothing)."""
 
-    def __init__(self, frontier, scale: float, batch: int = 1000):
+    def __init__(self, frontier, recrawl, batch: int = 1000):
         self.frontier = frontier
-        self.scale = scale
+        self.recrawl = recrawl
+        self.scale = recrawl.scale
         self.batch = batch
 
     def on_crawl_clock(self, lastmod: float, date: float, now: float) -> float | None:
@@ -145,5 +149,7 @@ class LastmodFeed:
                 continue  # never crawled, or being fetched: nothing to revise
             seen = observe(payload, at, now)
             if seen is not None:
-                pages.append((fp, payload, *seen))
+                new, old_bucket, new_bucket = seen
+                due = "0" if self.recrawl.starved(new_bucket) else "1"
+                pages.append((fp, payload, new, old_bucket, new_bucket, due))
         return f.revise(host, pages)

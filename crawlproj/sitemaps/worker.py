@@ -248,7 +248,7 @@ class Sitemaps:
             if frontier is None or recrawl is None:
                 self.lastmod = False
                 return None
-            self._feed = LastmodFeed(frontier, recrawl.scale)
+            self._feed = LastmodFeed(frontier, recrawl)
         return self._feed
 
     def _say(self, url: str, reader: SitemapReader, read: int, dropped: Counter) -> None:

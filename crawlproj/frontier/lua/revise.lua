@@ -1,5 +1,6 @@
 -- Revise scheduled pages of ONE host: a page known to have changed since its
--- last fetch gets the recrawl record the worker made for it and is due now.
+-- last fetch gets the recrawl record the worker made for it, and is due now
+-- unless the worker says it is not worth a fetch.
 --
 -- What tells it: a sitemap's <lastmod> past the page's last fetch
 -- (crawlproj/sitemaps/lastmod.py; WebFountain §4 keeps a page's change
@@ -12,7 +13,8 @@
 -- KEYS[1]  the partition's key prefix, e.g. "cp:{crawl/3}:"
 -- ARGV     host, then per page: fingerprint, payload read, new payload,
 --          old bucket, new bucket (its change-rate bucket before and after,
---          counted in rbuckets as sync.lua counts them)
+--          counted in rbuckets as sync.lua counts them), due now ('1' or '0':
+--          the plan gives the page's bucket nothing, its due time stays)
 -- Returns  the number of pages revised
 --
 -- The host's state (sync.lua's heap, ready, rready, leases, idle): a host
@@ -30,12 +32,15 @@ local RBUCKETS = P .. 'rbuckets'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local revised = 0
-for i = 2, #ARGV, 5 do
+local revised, hastened = 0, 0
+for i = 2, #ARGV, 6 do
   local fp = ARGV[i]
   if redis.call('ZSCORE', dues, fp) and redis.call('HGET', payloads, fp) == ARGV[i + 1] then
     redis.call('HSET', payloads, fp, ARGV[i + 2])
-    redis.call('ZADD', dues, 'XX', 'LT', now, fp)
+    if ARGV[i + 5] == '1' then
+      redis.call('ZADD', dues, 'XX', 'LT', now, fp)
+      hastened = hastened + 1
+    end
     local old, new = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
     if old ~= new then
       if new >= 0 then redis.call('HINCRBY', RBUCKETS, new, 1) end
@@ -45,7 +50,7 @@ for i = 2, #ARGV, 5 do
   end
 end
 
-if revised > 0 and not redis.call('ZSCORE', RREADY, host) then
+if hastened > 0 and not redis.call('ZSCORE', RREADY, host) then
   if redis.call('ZSCORE', READY, host) then
     redis.call('ZADD', RREADY, now, host)
   elseif redis.call('ZSCORE', HEAP, host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
