@@ -396,3 +396,25 @@ def test_a_page_the_plan_gives_nothing_is_revised_not_made_due(frontier):
     assert f.redis.zscore(f.keyspace.recrawl_queue(0, HOST), fp) == due
     record = unpack_payload(f.redis.hget(f.keyspace.payloads(0, HOST), fp))[3]
     assert RecrawlState.unpack(record[0]).changes == state.changes + 1
+
+
+def test_the_crawl_log_and_scrapy_report_tell_urls_from_sitemaps():
+    """Heritrix's hop M (Hop.MANIFEST) ends the discovery path of a sitemap
+    and of the URLs it lists; `scrapy report` counts their attempts."""
+    from scrapy import Request
+
+    from crawlproj.stores.crawllog import Line
+    from crawlproj.stores.exchange import discovery_path
+    from crawlproj.stores.report import CrawlReport
+
+    assert discovery_path(Request("http://a.test/p", meta={"depth": 2, "hop": "M"})) == "LM"
+    assert discovery_path(Request("http://a.test/s.xml", meta={"hop": "M", "sitemap": [0, ""]})) == "M"
+    assert discovery_path(Request("http://a.test/q", meta={"depth": 2})) == "LL"
+
+    def line(status, url, hops):
+        return Line(status, 10, url, hops, "-", "text/html", "#001", "-", "-")
+
+    report = CrawlReport.from_lines([line(200, "http://a.test/p", "LM"), line(404, "http://a.test/x", "M"),
+                                     line(200, "http://a.test/q", "LL")])
+    assert (report.sitemap_attempts, report.sitemap_documents) == (2, 1)
+    assert "URLs from sitemaps (discovery path M): 2 attempts, 1 documents" in report.text()

@@ -16,7 +16,10 @@ from collections import Counter
 from urllib.parse import urljoin
 
 import pytest
+import redis as redis_lib
 
+from crawlproj.keyspace import Keyspace
+from crawlproj.monitor.status import crawl_status
 from crawlproj.simweb import checks
 from tests.e2e import Workers, stat
 from tests.nginxweb import PYTHON_DOCS, NginxWeb, Site, require_real_web
@@ -167,3 +170,9 @@ def test_two_workers_read_a_sites_sitemaps_once_and_politely(redis_url, tmp_path
     assert total("sitemaps/fetched") == 10  # every sitemap but deep3
     assert not any(k.startswith("'sitemaps/failed") for log in logs for k in log.split())
     assert all(stat(log, "frontier/leased") > 0 for log in logs)  # both took part
+    # the crawl-wide counts the dashboard and /api/status show
+    r = redis_lib.Redis.from_url(redis_url)
+    sitemaps = crawl_status(r, Keyspace.found(r, "sitemaps"))["sitemaps"]
+    assert sitemaps["fetched"] == 10 and sitemaps["invalid"] == 4  # broken, html, bomb, huge
+    assert sitemaps["urls_found"] == total("sitemaps/urls/found")
+    assert sitemaps["urls_admitted"] == total("sitemaps/urls/admitted") >= len(ONLY_IN_SITEMAPS)
