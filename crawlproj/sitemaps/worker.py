@@ -43,6 +43,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
 from scrapy import Request, signals
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -71,7 +72,21 @@ logger = logging.getLogger(__name__)
 PREFIX = "sitemaps/"
 
 
+@dataclass
+class _Read:
+    """What one sitemap gave."""
+
+    entries: int = 0
+    wanted: list[str] = field(default_factory=list)
+    dropped: Counter = field(default_factory=Counter)
+    lastmods: list[tuple[str, float]] = field(default_factory=list)
+    bad_lastmods: int = 0
+
+
 class Sitemaps:
+    """One worker's sitemaps (see the module's doc). lastmod: feed lastmods
+    to the recrawl schedule (SITEMAP_LASTMOD in a continuous crawl)."""
+
     def __init__(self, crawler, budget: FileBudget, max_urls: int, max_bytes: int,
                  max_depth: int, guess: bool, lastmod: bool):
         self.crawler = crawler
@@ -79,7 +94,7 @@ class Sitemaps:
         self.budget = budget
         self.max_urls, self.max_bytes, self.max_depth = max_urls, max_bytes, max_depth
         self.guess = guess
-        self.lastmod = lastmod and crawler.settings.getbool("RECRAWL_ENABLED")
+        self.lastmod = lastmod
         self._feed: LastmodFeed | None = None
         crawler.signals.connect(self._scheduled, signals.request_scheduled)
         crawler.signals.connect(self._dropped, signals.request_dropped)
@@ -91,7 +106,7 @@ class Sitemaps:
         budget = FileBudget(redis, Keyspace.from_settings(s, redis), s.getint("SITEMAP_MAX_FILES"))
         return cls(crawler, budget, s.getint("SITEMAP_MAX_URLS"), s.getint("SITEMAP_MAX_BYTES"),
                    s.getint("SITEMAP_MAX_DEPTH"), s.getbool("SITEMAP_GUESS"),
-                   s.getbool("SITEMAP_LASTMOD"))
+                   s.getbool("SITEMAP_LASTMOD") and s.getbool("RECRAWL_ENABLED"))
 
     def count(self, name: str, n: int = 1) -> None:
         if n:
@@ -147,15 +162,21 @@ class Sitemaps:
                 return
             self.count("requested")
 
+    @staticmethod
+    def _listed(request) -> bool:
+        """A URL a sitemap listed, scheduled for the first time (not a
+        sitemap, nor a redirect's or a retry's copy)."""
+        meta = request.meta
+        return meta.get(HOP) == MANIFEST and SITEMAP not in meta \
+            and not meta.get("redirect_times") and not meta.get("retry_times")
+
     def _scheduled(self, request, spider=None):
-        if request.meta.get(HOP) == MANIFEST and SITEMAP not in request.meta \
-                and not request.meta.get("redirect_times") and not request.meta.get("retry_times"):
+        if self._listed(request):
             self.count("urls/admitted")
 
     def _dropped(self, request, spider=None):
-        if request.meta.get(HOP) == MANIFEST and SITEMAP not in request.meta \
-                and not request.meta.get("redirect_times") and not request.meta.get("retry_times"):
-            self.count("urls/admitted", -1)
+        if self._listed(request):
+            self.count("urls/admitted", -1)  # the scheduler refused it
 
     # -- reading -----------------------------------------------------------------
 
@@ -171,44 +192,51 @@ class Sitemaps:
         self.count("fetched")
         reader = SitemapReader(response.body, self.max_urls, self.max_bytes,
                                body_cut="download_stopped" in (response.flags or []))
-        entries = await maybe_deferred_to_future(threads.deferToThread(list, reader))
-        scope = SitemapScope(response.url, named_by)
-        dropped: Counter = Counter()
-        wanted: list[str] = []
-        lastmods: list[tuple[str, float]] = []
-        for entry in entries:
-            url, why = scope.check(entry.loc)
-            if why is not None:
-                dropped[why] += 1
-            elif reader.kind != INDEX and not self._in_scope(response.url, url):
-                dropped["scope"] += 1
-            else:
-                wanted.append(url)
-                if reader.kind != INDEX and entry.lastmod is not None and self.lastmod:
-                    at = w3c_datetime(entry.lastmod)
-                    if at is None:
-                        self.count("lastmod/invalid")
-                    else:
-                        lastmods.append((url, at))
+        # parsed and sorted in a thread: 50,000 entries are a second of work
+        read = await maybe_deferred_to_future(threads.deferToThread(
+            self._sort, reader, SitemapScope(response.url, named_by), response.url))
         for reason, _ in reader.problems:
             self.count(f"invalid/{reason}")
+        self.count("lastmod/invalid", read.bad_lastmods)
         if reader.kind == INDEX:
             self.count("indexes")
-            children = await self._children(wanted, level, dropped)
-            for reason, n in dropped.items():
+            children = await self._children(read.wanted, level, read.dropped)
+            for reason, n in read.dropped.items():
                 self.count(f"dropped/{reason}", n)
             for r in children:
                 self.count("requested")
                 yield r
         else:
-            self.count("urls/found", len(entries))
-            for reason, n in dropped.items():
+            self.count("urls/found", read.entries)
+            for reason, n in read.dropped.items():
                 self.count(f"urls/dropped/{reason}", n)
-            for url in wanted:
+            for url in read.wanted:
                 yield Request(url, meta={HOP: MANIFEST})
-            if lastmods:
-                self._feed_lastmods(response, lastmods)
-        self._say(response.url, reader, len(entries), dropped)
+            if read.lastmods:
+                self._feed_lastmods(response, read.lastmods)
+        self._say(response.url, reader, read.entries, read.dropped)
+
+    def _sort(self, reader: SitemapReader, scope: SitemapScope, source: str) -> _Read:
+        """A sitemap's entries read and sorted: wanted, dropped (by reason),
+        and the lastmods of the wanted URLs (in a thread: no stats here)."""
+        out = _Read()
+        for entry in reader:
+            out.entries += 1
+            urlset = reader.kind != INDEX
+            url, why = scope.check(entry.loc)
+            if why is None and urlset and not self._in_scope(source, url):
+                why = "scope"
+            if why is not None:
+                out.dropped[why] += 1
+                continue
+            out.wanted.append(url)
+            if urlset and self.lastmod and entry.lastmod is not None:
+                at = w3c_datetime(entry.lastmod)
+                if at is None:
+                    out.bad_lastmods += 1
+                else:
+                    out.lastmods.append((url, at))
+        return out
 
     async def _children(self, urls: list[str], level: int, dropped: Counter) -> list[Request]:
         """The requests of an index's sitemaps, within depth and budget."""
