@@ -5,9 +5,3 @@
 #: The similarity prioritizer counts the page for its IDF estimate and marks
 #: it hot on the response's meta.
 page_parsed = object()
-
-#: Sent by the robots middleware once it has fetched an origin's robots.txt
-#: and knows what it means: ``origin`` (``http://host``), ``body`` (the bytes
-#: parsed; None when the origin has none, a 4xx). The sitemaps it names are
-#: requested then (crawlproj/sitemaps).
-robots_txt_fetched = object()

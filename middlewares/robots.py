@@ -21,9 +21,6 @@ politeness. Here (docs/frontier.md, "robots.txt"):
   most five redirects are followed, a 4xx allows all, a 5xx, 429 or network
   error makes the host wait ROBOTS_RETRY_WAIT with its URLs queued, and
   robots.txt is fetched again then;
-- once it knows what a robots.txt means, it says so (the signal
-  crawlproj.signals.robots_txt_fetched): the sitemaps it names are
-  requested then (crawlproj/sitemaps);
 - a disallowed URL is dropped (robotstxt/forbidden); an allowed one carries
   its host's Crawl-delay to the frontier as ``request.meta["crawl_delay"]``
   (FRONTIER_OBEY_CRAWL_DELAY).
@@ -56,7 +53,6 @@ from crawlproj.robots import (
     robots_url,
     verdict,
 )
-from crawlproj.signals import robots_txt_fetched
 
 logger = logging.getLogger(__name__)
 
@@ -188,13 +184,10 @@ class RobotsMiddleware:
             return await self._known(origin, ALLOW_ALL), False
         meaning = verdict(status)
         if meaning == "parse":
-            body = self._body(response)
-            rules, stored = Rules.parsed(body, self.useragent)
+            rules, stored = Rules.parsed(self._body(response), self.useragent)
             await self._store(origin, stored, rules)
-            self._fetched(origin, body)
             return rules, False
         if meaning == "allow":
-            self._fetched(origin, None)
             return await self._known(origin, ALLOW_ALL), False
         failures += 1
         self.stats.inc_value("robotstxt/unreachable")
@@ -204,10 +197,6 @@ class RobotsMiddleware:
             return await self._known(origin, DISALLOW_ALL), False
         await self._store(origin, failed(failures))
         return None, True
-
-    def _fetched(self, origin: str, body: bytes | None) -> None:
-        """Say so: the sitemaps robots.txt names are read elsewhere (crawlproj/sitemaps)."""
-        self.crawler.signals.send_catch_log(robots_txt_fetched, origin=origin, body=body)
 
     async def _known(self, origin: str, stored: bytes) -> Rules:
         await self._store(origin, stored)

@@ -1,9 +1,10 @@
 """Sitemaps (sitemaps.org) as Scrapy middlewares; the work is crawlproj/sitemaps'.
 
 SitemapMiddleware, a spider middleware (960: next to the spider, so that what
-it adds passes every other one, as a page's links do): a robots.txt fetched
-(crawlproj.signals.robots_txt_fetched) has its sitemaps requested through
-the frontier; a sitemap's response, after whatever the spider made of it
+it adds passes every other one, as a page's links do): a robots.txt the
+robots middleware fetched (a response of a request carrying
+crawlproj.robots.ROBOTS_FOR, seen through Scrapy's response_received) has its
+sitemaps requested through the frontier; a sitemap's response, after whatever the spider made of it
 (its item, for the stores), gives its URLs, or an index its sitemaps
 (crawlproj.sitemaps.worker.Sitemaps). A sitemap whose fetch failed is counted
 and said once.
@@ -26,7 +27,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured, StopDownload
 from scrapy.spidermiddlewares.httperror import HttpError
 
-from crawlproj.signals import robots_txt_fetched
+from crawlproj.robots import ROBOTS_FOR
 from crawlproj.sitemaps.discovery import SITEMAP
 from crawlproj.sitemaps.worker import Sitemaps
 from crawlproj.stores.signals import attempt_failed
@@ -43,12 +44,13 @@ class SitemapMiddleware:
         if not crawler.settings.getbool("SITEMAP_ENABLED"):
             raise NotConfigured
         mw = cls(Sitemaps.from_crawler(crawler))
-        crawler.signals.connect(mw._robots, robots_txt_fetched)
+        crawler.signals.connect(mw._response, signals.response_received)
         crawler.signals.connect(mw._attempt_failed, attempt_failed)
         return mw
 
-    def _robots(self, origin, body, **kwargs):
-        self.sitemaps.robots_fetched(origin, body)
+    def _response(self, response, request, spider=None):
+        if request.meta.get(ROBOTS_FOR) is not None:
+            self.sitemaps.robots_response(request, response)
 
     def _attempt_failed(self, attempt, **kwargs):
         if SITEMAP in attempt.request.meta:

@@ -63,39 +63,6 @@ ROBOTS_RETRY_WAIT = 60.0
 ROBOTS_RETRY_TIMES = 5
 
 # --------------------------------------------------------------------------
-# Sitemaps (sitemaps.org; crawlproj/sitemaps, docs/sitemaps.md): the sitemaps a
-# host's robots.txt names are fetched through the frontier like its pages
-# (under the host's lease, politeness and Crawl-delay kept, once per crawl)
-# and their URLs enter the frontier as links do (scope, admission, the DUE)
-# [Mercator §3.3: robots.txt fetched as a request like any other]
-# --------------------------------------------------------------------------
-# Read the sitemaps robots.txt names (needs ROBOTSTXT_OBEY, which fetches it).
-SITEMAP_ENABLED = True
-# The protocol's limits of one sitemap file: at most this many URLs (or
-# sitemaps, in an index) and bytes uncompressed are read; a file past them is
-# read up to there (its download and its inflating stop), logged, counted.
-SITEMAP_MAX_URLS = 50_000
-SITEMAP_MAX_BYTES = 50 * 1024 * 1024
-# Indexes followed below a sitemap robots.txt names: 1 reads the sitemaps an
-# index names, 2 also those of an index named there; deeper ones are dropped.
-SITEMAP_MAX_DEPTH = 2
-# Sitemap files per host for the whole crawl, counted in Redis (a trap guard's
-# budget: an index of 50,000 indexes is a crawler trap); 0 = no limit.
-SITEMAP_MAX_FILES = 1000
-# Try /sitemap.xml on hosts whose robots.txt names no sitemap (sitemaps.org
-# names robots.txt and submission as the ways to tell crawlers; a guess costs
-# a request per host, mostly a 404).
-SITEMAP_GUESS = False
-# With RECRAWL_ENABLED: a sitemap's <lastmod> past a scheduled page's last
-# fetch counts as a change of the page in its change-rate estimate, and the
-# page is due at once (crawlproj/sitemaps/lastmod.py, docs/recrawl.md).
-SITEMAP_LASTMOD = True
-# With RECRAWL_ENABLED: a sitemap is fetched again after this many seconds of
-# the recrawl model's clock (RECRAWL_TIME_SCALE), whatever its own changes: it
-# is read for what it says of its pages, and each fetch counts in RECRAWL_BUDGET.
-SITEMAP_REFRESH = 86400.0
-
-# --------------------------------------------------------------------------
 # Where the crawl lives
 # --------------------------------------------------------------------------
 
@@ -410,6 +377,39 @@ TRAPGUARD_NEAR_DUPLICATE_WINDOW = 16
 # line and headers without end. Cut them at this many bytes (0 = no limit;
 # Twisted alone bounds a header line, 16 KiB, not their number).
 TRAPGUARD_MAX_HEAD_BYTES = 256 * 1024
+
+# --------------------------------------------------------------------------
+# Sitemaps (sitemaps.org; crawlproj/sitemaps, docs/sitemaps.md): the sitemaps a
+# host's robots.txt names are fetched through the frontier like its pages
+# (under the host's lease, politeness and Crawl-delay kept, once per crawl)
+# and their URLs enter the frontier as links do (scope, admission, the DUE)
+# [Mercator §3.3: robots.txt fetched as a request like any other]
+# --------------------------------------------------------------------------
+# Read the sitemaps robots.txt names (needs ROBOTSTXT_OBEY, which fetches it).
+SITEMAP_ENABLED = True
+# The protocol's limits of one sitemap file: at most this many URLs (or
+# sitemaps, in an index) and bytes uncompressed are read; a file past them is
+# read up to there (its download and its inflating stop), logged, counted.
+SITEMAP_MAX_URLS = 50_000
+SITEMAP_MAX_BYTES = 50 * 1024 * 1024
+# Indexes followed below a sitemap robots.txt names: 1 reads the sitemaps an
+# index names, 2 also those of an index named there; deeper ones are dropped.
+SITEMAP_MAX_DEPTH = 2
+# Sitemap files per host for the whole crawl, counted in Redis (a trap guard's
+# budget: an index of 50,000 indexes is a crawler trap); 0 = no limit.
+SITEMAP_MAX_FILES = 1000
+# Try /sitemap.xml on hosts whose robots.txt names no sitemap (sitemaps.org
+# names robots.txt and submission as the ways to tell crawlers; a guess costs
+# a request per host, mostly a 404).
+SITEMAP_GUESS = False
+# With RECRAWL_ENABLED: a sitemap's <lastmod> past a scheduled page's last
+# fetch counts as a change of the page in its change-rate estimate, and the
+# page is due at once (crawlproj/sitemaps/lastmod.py, docs/recrawl.md).
+SITEMAP_LASTMOD = True
+# With RECRAWL_ENABLED: a sitemap is fetched again after this many seconds of
+# the recrawl model's clock (RECRAWL_TIME_SCALE), whatever its own changes: it
+# is read for what it says of its pages, and each fetch counts in RECRAWL_BUDGET.
+SITEMAP_REFRESH = 86400.0
 
 # --------------------------------------------------------------------------
 # Stores: the crawl's output (crawlproj/stores, crawlproj/pipelines, docs/stores.md)

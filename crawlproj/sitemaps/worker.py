@@ -2,9 +2,10 @@
 
 :class:`Sitemaps` is what middlewares/sitemaps.py hands its work to:
 
-- ``robots_fetched``: a robots.txt was fetched (middlewares/robots.py sends
-  crawlproj.signals.robots_txt_fetched, once per origin per crawl): each
-  sitemap it names (or /sitemap.xml with SITEMAP_GUESS, when it names none)
+- ``robots_response``: a robots.txt came (middlewares/robots.py fetches it
+  once per origin per crawl, under the lease of the page that needed it;
+  Scrapy's response_received signal shows it here): each sitemap it names
+  (or /sitemap.xml with SITEMAP_GUESS, when it names none or answers 4xx)
   goes to the frontier as a request. The frontier makes it what robots.txt
   is: fetched under its host's lease, one request per host at a time across
   every worker, after the host's politeness wait and Crawl-delay, checked
@@ -52,6 +53,7 @@ from twisted.internet import threads
 from crawlproj.keyspace import Keyspace
 from crawlproj.recrawl.estimate import parse_http_date
 from crawlproj.redisconn import get_redis
+from crawlproj.robots import ROBOTS_FOR, origin_of, verdict
 from crawlproj.sitemaps.budget import FileBudget
 from crawlproj.sitemaps.discovery import (
     HOP,
@@ -113,6 +115,24 @@ class Sitemaps:
             self.stats.inc_value(PREFIX + name, n)
 
     # -- discovery -------------------------------------------------------------
+
+    def robots_response(self, request, response) -> None:
+        """A robots.txt response, as the robots middleware reads it (RFC 9309
+        §2.3.1, crawlproj.robots.verdict): a 2xx is parsed, a 4xx means none;
+        a redirect's target comes as a response of its own, and a 5xx means
+        robots.txt is fetched again later."""
+        status = response.status
+        if 300 <= status < 400:
+            return
+        meaning = verdict(status)
+        if meaning == "retry":
+            return
+        body = None
+        if meaning == "parse":
+            body = response.body
+            if "download_stopped" in (response.flags or []):
+                body = body[:body.rfind(b"\n") + 1]  # a line cut in two names no sitemap
+        self.robots_fetched(origin_of(request.meta[ROBOTS_FOR].url), body)
 
     def robots_fetched(self, origin: str, body: bytes | None) -> None:
         """The sitemaps of an origin whose robots.txt was fetched (body None:
