@@ -176,3 +176,23 @@ def test_two_workers_read_a_sites_sitemaps_once_and_politely(redis_url, tmp_path
     assert sitemaps["fetched"] == 10 and sitemaps["invalid"] == 4  # broken, html, bomb, huge
     assert sitemaps["urls_found"] == total("sitemaps/urls/found")
     assert sitemaps["urls_admitted"] == total("sitemaps/urls/admitted") >= len(ONLY_IN_SITEMAPS)
+
+
+@pytest.mark.parametrize("guess", [False, True])
+def test_a_host_without_robots_txt_has_its_root_sitemap_tried_only_when_asked(
+        guess, redis_url, tmp_path):
+    """SITEMAP_GUESS: /sitemap.xml is tried where robots.txt names no
+    sitemap (here it answers 404); off by default."""
+    require_real_web()
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "sitemap.xml").write_text(urlset(f"{BASE}/library/zlib.html"))
+    host = Site(HOST, PYTHON_DOCS, f"location = /sitemap.xml {{ alias {extra}/sitemap.xml; }}")
+    with NginxWeb([host], tmp_path / "nginx") as web:
+        workers = Workers(web, redis_url, tmp_path, [web.url(HOST, SEED)], f"guess-{guess}",
+                          {"DEPTH_LIMIT": 1, "CRAWL_SCOPE": "host", "SITEMAP_GUESS": guess})
+        workers.start(1)
+        assert workers.wait() == [0]
+        paths = Counter(r["path"] for r in web.settle_log())
+    assert paths["/robots.txt"] == 1
+    assert paths["/sitemap.xml"] == paths["/library/zlib.html"] == int(guess)
