@@ -5,6 +5,16 @@ simulated web, freshness measured from the web's request log alone.
         --per-page-day 0.2,0.1 --days 30 | --fetches-per-page 12 --dists loguniform,gamma
         --policies uniform,adaptive,optimal,webfountain1,webfountain2,webfountain3]
     .venv/bin/python bench/recrawl_bench.py --budget-check     (1 and 2 workers)
+    .venv/bin/python bench/recrawl_bench.py --sitemaps --policies optimal
+        [--variants none,lastmod --sitemap-refresh 2]
+
+With --sitemaps every host's robots.txt names a sitemap of its pages with
+their <lastmod>, and each policy runs once per variant on the same web and
+budget: "none" reads no sitemap (SITEMAP_ENABLED off), "sitemaps" reads them
+without their lastmod (SITEMAP_LASTMOD off: their fetches' cost alone),
+"lastmod" feeds each lastmod past a page's last fetch to its change-rate
+estimate and makes it due (crawlproj/sitemaps/lastmod.py); a sitemap is
+fetched again every --sitemap-refresh simulated days (SITEMAP_REFRESH).
 
 For each change-rate distribution (log-uniform from once a year to every 15
 minutes, the range WebFountain observed; Gamma(0.8, 0.25) per day, Cho &
@@ -45,13 +55,19 @@ from crawlproj.recrawl.freshness import freshness as closed_form  # noqa: E402
 from crawlproj.recrawl.policies import optimal, uniform  # noqa: E402
 from crawlproj.recrawl.population import Population  # noqa: E402
 from crawlproj.simweb import checks, freshness  # noqa: E402
+from crawlproj.simweb.model import SITEMAP_PATH  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 
 DISTS = {"loguniform": "loguniform:0.00274:96", "gamma": "gamma:0.8:0.25"}
 
 
+VARIANTS = {"none": {"SITEMAP_ENABLED": False},
+            "sitemaps": {"SITEMAP_ENABLED": True, "SITEMAP_LASTMOD": False},
+            "lastmod": {"SITEMAP_ENABLED": True, "SITEMAP_LASTMOD": True}}
+
+
 def run_policy(sw, redis_url: str, tmp: Path, crawl_id: str, policy: str, budget: float,
-               scale: float, seconds: float, workers: int = 1) -> dict:
+               scale: float, seconds: float, workers: int = 1, extra: dict | None = None) -> dict:
     strategy = "1"
     if policy.startswith("webfountain"):
         policy, strategy = "webfountain", policy[len("webfountain"):] or "1"
@@ -69,7 +85,8 @@ def run_policy(sw, redis_url: str, tmp: Path, crawl_id: str, policy: str, budget
                 "RECRAWL_TIME_SCALE": scale, "RECRAWL_PLAN_INTERVAL": 2,
                 # a page the plan gives nothing is still seen every 30 days
                 "RECRAWL_MAX_INTERVAL": 30 * 86400,
-                "INDEX_ENABLED": False, "LINKSTORE_ENABLED": False, "WARC_ENABLED": False}
+                "INDEX_ENABLED": False, "LINKSTORE_ENABLED": False, "WARC_ENABLED": False,
+                **(extra or {})}
     procs = []
     for i in range(workers):
         cmd = [sys.executable, "-m", "scrapy", "crawl", "web"]
@@ -91,7 +108,7 @@ def run_policy(sw, redis_url: str, tmp: Path, crawl_id: str, policy: str, budget
 def measure(sw, records, started: float, stopped: float, budget: float) -> dict:
     web = sw.web
     mine = [r for r in records if started <= r["t0"] <= stopped]
-    pages = [r for r in mine if r["path"] != "/robots.txt"]
+    pages = [r for r in mine if r["path"] not in ("/robots.txt", SITEMAP_PATH)]
     # the HTML pages the crawl can reach from its seeds, robots.txt obeyed
     reach = web.reachable(web.seeds(5), obey_robots=True)
     html = [v for v in range(web.n_nodes) if web.is_html(v) and web.url(v) in reach]
@@ -133,7 +150,9 @@ def measure(sw, records, started: float, stopped: float, budget: float) -> dict:
     oracle = float((pop.pages * closed_form(pop.rate, f_opt)).sum() / pop.total)
     uni = float((pop.pages * closed_form(pop.rate, f_uni)).sum() / pop.total)
     fetches_html = sum(1 for r in pages if checks.url_of(r) in html_urls)
+    sitemaps = sum(1 for r in in_window if r["path"] == SITEMAP_PATH)
     return {"freshness": rep.total.freshness, "age_days": rep.total.age,
+            "sitemap_share": sitemaps / max(1, len(in_window)),
             "window_days": web.clock.day(stopped) - web.clock.day(window_start),
             "fetches_per_page": fetches_html / len(html),
             "spent_per_s": spent, "spent_ratio": spent / budget,
@@ -157,6 +176,12 @@ def main() -> None:
                     default="uniform,adaptive,optimal,webfountain1,webfountain2,webfountain3")
     ap.add_argument("--budget-check", action="store_true",
                     help="uniform with 1 and with 2 workers: the spent budget only")
+    ap.add_argument("--sitemaps", action="store_true",
+                    help="every host names a sitemap with lastmod; each policy per --variants")
+    ap.add_argument("--variants", default="none,lastmod",
+                    help="with --sitemaps: none, sitemaps, lastmod (comma-separated)")
+    ap.add_argument("--sitemap-refresh", type=float, default=2.0,
+                    help="with --sitemaps: simulated days between two fetches of a sitemap")
     ap.add_argument("--json", help="write the rows here too")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="recrawl-bench-"))
@@ -172,20 +197,23 @@ def main() -> None:
             for dist in a.dists.split(","):
                 spec = {"seed": 5, "hosts": a.hosts, "pages": a.pages, "page_bytes": 2000,
                         "latency_ms": [1, 3], "change_dist": DISTS[dist],
-                        "day_seconds": a.day_seconds}
-                runs = [("uniform", 1), ("uniform", 2)] if a.budget_check else \
-                    [(p, 1) for p in a.policies.split(",")]
-                for policy, workers in runs:
-                    name = f"{dist}-{per_page_day:g}-{policy}-{workers}"
+                        "day_seconds": a.day_seconds, "sitemaps": 1.0 if a.sitemaps else 0.0}
+                runs = [("uniform", 1, "-"), ("uniform", 2, "-")] if a.budget_check else \
+                    [(p, 1, v) for p in a.policies.split(",")
+                     for v in (a.variants.split(",") if a.sitemaps else ["-"])]
+                for policy, workers, variant in runs:
+                    extra = dict(VARIANTS.get(variant, {}), SITEMAP_REFRESH=a.sitemap_refresh * 86400)
+                    name = f"{dist}-{per_page_day:g}-{policy}-{workers}-{variant}"
                     with SimWebServer(spec, log_path=str(tmp / f"{name}.jsonl")) as sw:
                         (tmp / "seeds.txt").write_text("\n".join(sw.web.seeds(5)) + "\n")
                         budget = per_page_day * a.pages / a.day_seconds
                         scale = 86400.0 / a.day_seconds
                         t = run_policy(sw, redis_url, tmp, name, policy, budget, scale,
-                                       days * a.day_seconds, workers)
+                                       days * a.day_seconds, workers, extra)
                         records = sw.settle_log()
                         row = {"dist": dist, "per_page_day": per_page_day, "days": days,
-                               "policy": policy, "workers": workers, "budget": budget,
+                               "policy": policy, "workers": workers, "variant": variant,
+                               "budget": budget,
                                **measure(sw, records, t["started"], t["stopped"], budget)}
                         rows.append(row)
                         print(json.dumps(row), flush=True)
@@ -196,12 +224,13 @@ def main() -> None:
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     print()
-    print("| web | budget/page/day | days | policy | workers | freshness | oracle "
+    print("| web | budget/page/day | days | policy | workers | sitemaps | freshness | oracle "
           "| uniform (closed form) | fetches/page | spent / budget | 304s | conditional GET saved |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['dist']} | {r['per_page_day']:g} | {r['days']:g} | {r['policy']} | "
-              f"{r['workers']} | {r['freshness']:.4f} | "
+              f"{r['workers']} | {r['variant']} ({r['sitemap_share']:.1%} of fetches) | "
+              f"{r['freshness']:.4f} | "
               f"{r['oracle']:.4f} | {r['uniform_closed_form']:.4f} | {r['fetches_per_page']:.1f} | "
               f"{r['spent_ratio']:.3f} | {r['not_modified']} | {r['conditional_saved']:.1%} |")
 

@@ -55,7 +55,7 @@ TABLE = "settings.base"
 # The prefixes of crawlproj's setting names; every name in the table has one
 # (tests/test_settings_table.py), so a misspelt name is recognised as ours.
 PREFIXES = ("FRONTIER_", "DUE_", "CONTENTSEEN_", "RANKER_", "PAGERANK_", "PRIORITIZER_",
-            "RECRAWL_", "WARC_", "LINKSTORE_", "PAGEMETA_", "CRAWLLOG_", "CRAWL_",
+            "RECRAWL_", "WARC_", "LINKSTORE_", "PAGEMETA_", "CRAWLLOG_", "CRAWL_", "SITEMAP_",
             "REDIS_", "GC_", "PAGE_", "ADDRESS_GUARD_", "INDEX_", "SEARCH_", "UI_",
             "ROBOTS_", "TRAPGUARD_", "MONITOR_", "SIMILARITY_", "REALTIME_")
 

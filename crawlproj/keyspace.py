@@ -55,6 +55,8 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
     links links:segments links:lock  the link store (crawlproj/stores/linkstore.py)
     pm:<b>                  HASH   page metadata bucket b (crawlproj/stores/pagemeta.py)
     r:<origin>              STRING an origin's robots.txt rules, expiring (crawlproj/robots.py)
+    sitemaps                HASH   sitemap files taken per host: SITEMAP_MAX_FILES's count
+                                   (crawlproj/sitemaps/budget.py)
 
 Lua scripts get the partition prefix as KEYS[1] and name the keys under it
 themselves; the methods here give Python the same names (tests/test_keyspace.py
@@ -410,4 +412,8 @@ class Keyspace:
 
     robots = _member_key("r:", "An origin's robots.txt rules (in its host's partition).")
     robots_pattern = _pattern("r:")
+
+    # -- sitemaps (crawlproj/sitemaps) ------------------------------------------------
+
+    sitemap_files = _key("sitemaps", "Sitemap files taken per host, crawl-wide: host -> count.")
     partition_pattern = _pattern("")  # every key of one partition

@@ -385,6 +385,39 @@ TRAPGUARD_NEAR_DUPLICATE_WINDOW = 16
 TRAPGUARD_MAX_HEAD_BYTES = 256 * 1024
 
 # --------------------------------------------------------------------------
+# Sitemaps (sitemaps.org; crawlproj/sitemaps, docs/sitemaps.md): the sitemaps a
+# host's robots.txt names are fetched through the frontier like its pages
+# (under the host's lease, politeness and Crawl-delay kept, once per crawl)
+# and their URLs enter the frontier as links do (scope, admission, the DUE)
+# [Mercator §3.3: robots.txt fetched as a request like any other]
+# --------------------------------------------------------------------------
+# Read the sitemaps robots.txt names (needs ROBOTSTXT_OBEY, which fetches it).
+SITEMAP_ENABLED = True
+# The protocol's limits of one sitemap file: at most this many URLs (or
+# sitemaps, in an index) and bytes uncompressed are read; a file past them is
+# read up to there (its download and its inflating stop), logged, counted.
+SITEMAP_MAX_URLS = 50_000
+SITEMAP_MAX_BYTES = 50 * 1024 * 1024
+# Indexes followed below a sitemap robots.txt names: 1 reads the sitemaps an
+# index names, 2 also those of an index named there; deeper ones are dropped.
+SITEMAP_MAX_DEPTH = 2
+# Sitemap files per host for the whole crawl, counted in Redis (a trap guard's
+# budget: an index of 50,000 indexes is a crawler trap); 0 = no limit.
+SITEMAP_MAX_FILES = 1000
+# Try /sitemap.xml on hosts whose robots.txt names no sitemap (sitemaps.org
+# names robots.txt and submission as the ways to tell crawlers; a guess costs
+# a request per host, mostly a 404).
+SITEMAP_GUESS = False
+# With RECRAWL_ENABLED: a sitemap's <lastmod> past a scheduled page's last
+# fetch counts as a change of the page in its change-rate estimate, and the
+# page is due at once (crawlproj/sitemaps/lastmod.py, docs/recrawl.md).
+SITEMAP_LASTMOD = True
+# With RECRAWL_ENABLED: a sitemap is fetched again after this many seconds of
+# the recrawl model's clock (RECRAWL_TIME_SCALE), whatever its own changes: it
+# is read for what it says of its pages, and each fetch counts in RECRAWL_BUDGET.
+SITEMAP_REFRESH = 86400.0
+
+# --------------------------------------------------------------------------
 # Stores: the crawl's output (crawlproj/stores, crawlproj/pipelines, docs/stores.md)
 # [Mercator §2: content store, link and URL databases; Heritrix: WARC + crawl.log]
 # --------------------------------------------------------------------------
@@ -591,6 +624,9 @@ SPIDER_MIDDLEWARES = {
     # the trap guard's near-duplicate rule: the links of a near-duplicate page
     # of a host past its budget are dropped (after link contexts are counted)
     "middlewares.trapguard.NearDuplicateHostsMiddleware": 945,
+    # a sitemap's URLs (or an index's sitemaps), next to the spider so that they
+    # pass every other middleware as a page's links do (SITEMAP_ENABLED)
+    "middlewares.sitemaps.SitemapMiddleware": 960,
 }
 DOWNLOADER_MIDDLEWARES = {
     # robots.txt fetched once per origin per crawl under the host's lease, rules
@@ -598,6 +634,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Scrapy's per-worker RobotsTxtMiddleware
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.robots.RobotsMiddleware": 100,
+    # a sitemap is read up to SITEMAP_MAX_BYTES, whatever DOWNLOAD_MAXSIZE: its
+    # transfer stops there, then HttpCompressionMiddleware (590) keeps that limit
+    "middlewares.sitemaps.SitemapDownloadMiddleware": 595,
     # the content-seen test: last before the spider, on decoded bodies of the
     # final (post-redirect) responses
     "middlewares.contentseen.ContentSeenMiddleware": 80,

@@ -280,7 +280,7 @@ def test_rescore_of_ready_host_and_leased_member(redis_url):
     # rewriting a member that was leased in between is a no-op (ZADD XX)
     r = redis.Redis.from_url(redis_url)
     gone = url_fingerprint("http://a.ex/1")
-    assert r.evalsha(f._rescore_sha, 1, f.prefix(0), "a.ex", 1, "7", gone) == 0
+    assert f._rescore_call(0, ["a.ex", 1, "7", gone]) == 0
     assert r.zscore(f.keyspace.ready(0), "b.ex") == -5.0
     release(f, first)
     got = lease(f, 10)

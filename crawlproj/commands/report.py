@@ -56,6 +56,8 @@ class Command(ScrapyCommand):
         if opts.json:
             print(json.dumps({"attempts": report.attempts, "robots_fetches": report.robots_fetches,
                               "dns_lookups": report.dns_lookups, "dns_failures": report.dns_failures,
+                              "sitemap_attempts": report.sitemap_attempts,
+                              "sitemap_documents": report.sitemap_documents,
                               "outcomes": dict(report.outcomes),
                               "statuses": {str(k): v for k, v in report.statuses.items()},
                               "documents": report.documents, "document_bytes": report.document_bytes,

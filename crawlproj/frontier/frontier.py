@@ -28,6 +28,7 @@ from crawlproj.redisconn import lua_script
 # The DUE's seen test (crawlproj/due/lua/seen.lua) runs inside the sync script.
 SYNC_LUA = SEEN_LUA + lua_script("crawlproj.frontier", "sync.lua")
 RESCORE_LUA = lua_script("crawlproj.frontier", "rescore.lua")
+REVISE_LUA = lua_script("crawlproj.frontier", "revise.lua")
 
 
 class CrawlMismatch(CrawlprojError):
@@ -203,7 +204,7 @@ class Frontier:
         # the URL-seen test [Mercator §3.2], in the same partitions (docs/due.md)
         self.due = URLSeen(redis, keyspace, due)
         self._sha = None
-        self._rescore_sha = None
+        self._shas: dict[str, str] = {}  # script text -> its SHA1 on the server
 
     @classmethod
     def from_settings(cls, settings, redis):
@@ -304,8 +305,6 @@ class Frontier:
         ZADD XX there, so nothing is lost or queued twice; URLs enqueued in
         between keep the score their prioritizer gave them.
         """
-        if self._rescore_sha is None:
-            self._rescore_sha = self.redis.script_load(RESCORE_LUA)
         totals = {"hosts": 0, "urls": 0, "changed": 0}
         for p in (range(self.partitions) if partitions is None else partitions):
             hosts = self.queued_hosts(p)
@@ -341,11 +340,32 @@ class Frontier:
         return totals
 
     def _rescore_call(self, p: int, args: list) -> int:
-        try:
-            return int(self.redis.evalsha(self._rescore_sha, 1, self.prefix(p), *args))
-        except NoScriptError:
-            self._rescore_sha = self.redis.script_load(RESCORE_LUA)
-            return int(self.redis.evalsha(self._rescore_sha, 1, self.prefix(p), *args))
+        return self._eval(RESCORE_LUA, p, args)
+
+    def _eval(self, script: str, p: int, args: list) -> int:
+        """A script's call on partition p, loaded once (and again when the
+        server lost it: a restart, a flush)."""
+        sha = self._shas.get(script)
+        if sha is not None:
+            try:
+                return int(self.redis.evalsha(sha, 1, self.prefix(p), *args))
+            except NoScriptError:
+                pass
+        sha = self._shas[script] = self.redis.script_load(script)
+        return int(self.redis.evalsha(sha, 1, self.prefix(p), *args))
+
+    # -- scheduled pages known to have changed ----------------------------
+
+    def revise(self, host: str, pages: list[tuple]) -> int:
+        """Pages of host scheduled for recrawl that changed since their last
+        fetch (a sitemap's lastmod says so): each (fingerprint, payload read,
+        new payload, old bucket, new bucket, "1" to be due now or "0") gets
+        its new payload, unless its payload is no longer the one read
+        (lua/revise.lua). The number revised."""
+        if not pages:
+            return 0
+        args = [host] + [x for page in pages for x in page]
+        return self._eval(REVISE_LUA, self.partition_of(host), args)
 
     # -- operator views ---------------------------------------------------
 

@@ -60,7 +60,9 @@ from crawlproj.recrawl.record import (
     pack_payload,
 )
 from crawlproj.recrawl.record import changed as changed_since
-from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, update
+from crawlproj.recrawl.state import CLOCK_SKEW, REPORTED, Observation, RecrawlState, update
+from crawlproj.recrawl.state import rebase as rebase_state
+from crawlproj.sitemaps.discovery import HOP, SITEMAP
 
 logger = logging.getLogger(__name__)
 
@@ -134,8 +136,12 @@ class Recrawl:
                  scale: float = 1.0, min_interval: float = 60.0,
                  max_interval: float = 90 * buckets.DAY, strategy: int = 1,
                  period: float = buckets.DAY, periods: int = 14,
-                 change: float | None = None):
+                 change: float | None = None, sitemap_refresh: float = buckets.DAY):
         self.frontier = frontier
+        # a sitemap is read for what it says of its pages, not kept fresh for
+        # its own sake: fetched again on a schedule of its own, outside the
+        # plan's population (crawlproj/sitemaps/lastmod.py)
+        self.sitemap_refresh = sitemap_refresh
         self.change = change                  # resemblance threshold; None: the digest
         self.policy = policy
         self.budget = budget / scale          # fetches per crawl-second
@@ -153,6 +159,7 @@ class Recrawl:
         self._leased: tuple[float, int] | None = None  # (wall time, leases) at the last plan
         self.spent = 0.0                     # fetches per wall second, between the last plans
         self._interval: dict[int, float] = {}  # bucket -> seconds (crawl clock)
+        self._starved: frozenset[int] = frozenset()  # buckets the plan gives nothing
 
     @classmethod
     def from_settings(cls, settings, frontier) -> Recrawl | None:
@@ -166,7 +173,8 @@ class Recrawl:
                    settings.getint("RECRAWL_WEBFOUNTAIN_STRATEGY"),
                    settings.getfloat("RECRAWL_WEBFOUNTAIN_PERIOD"),
                    settings.getint("RECRAWL_WEBFOUNTAIN_PERIODS"),
-                   change_threshold(settings.get("RECRAWL_CHANGE")))
+                   change_threshold(settings.get("RECRAWL_CHANGE")),
+                   settings.getfloat("SITEMAP_REFRESH"))
 
     def now(self) -> float:
         return time.time() * self.scale
@@ -313,12 +321,19 @@ class Recrawl:
                 aim *= budget / spend
             for k, interval in zip(known, clamped):
                 intervals[k] = float(interval)
+            self._starved = frozenset(k for k, f in zip(known, p.frequency) if not f > 0)
             if self.policy == "webfountain" and p.new_rate > 0 and new:
                 self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
         self._interval = intervals
 
     def _clamp(self, interval: float) -> float:
         return min(self.max_interval, max(self.min_interval, interval))
+
+    def starved(self, bucket: int) -> bool:
+        """Does the plan give this bucket's pages nothing? They change too
+        fast for the budget (optimal's cut-off): a fetch of one known to have
+        changed would be stale again before long."""
+        return bucket in self._starved
 
     def interval(self, bucket: int) -> float:
         """Seconds (crawl clock) until a page of the bucket is due again."""
@@ -337,7 +352,7 @@ class Recrawl:
         held = request.meta.get(HELD) if recrawl else None
         fetch: Fetch | None = request.meta.get(OBSERVED)
         prev = RecrawlState.unpack(held[0]) if held else RecrawlState()
-        old = live_bucket(prev) if held else -1
+        old = live_bucket(prev) if held and SITEMAP not in request.meta else -1
         outcome = "error" if fetch is None else self._outcome(fetch.status, held)
         if stats is not None and (held or outcome == "fetched"):
             stats.inc_value(f"recrawl/{outcome if held else 'first'}")
@@ -349,12 +364,15 @@ class Recrawl:
             return self._schedule(request, prev, held, old)
         # a 2xx, or a 304 to a conditional GET
         etag, lm = fetch.etag, fetch.last_modified
+        # a change was counted since the last fetch without a fetch (a
+        # sitemap's lastmod): this fetch is the page's new baseline
+        rebase = bool(prev.flags & REPORTED)
         if fetch.status == 304:
             changed, digest = False, held[3]
             etag = etag or held[1]
         else:
             digest = fetch.kept
-            changed = bool(held) and changed_since(held[3], fetch, self.change)
+            changed = bool(held) and not rebase and changed_since(held[3], fetch, self.change)
         lm_at = parse_http_date(lm)
         date = parse_http_date(fetch.date) or fetch.at
         if lm_at is None or lm_at > date + CLOCK_SKEW:
@@ -364,6 +382,7 @@ class Recrawl:
         validator = (etag != held[1]) if held and etag and held[1] else None
         if stats is not None and held:
             stats.inc_value("recrawl/not_modified" if fetch.status == 304
+                            else "recrawl/reported" if rebase
                             else "recrawl/changed" if changed else "recrawl/unchanged")
         now = fetch.at * self.scale
         server_lm = parse_http_date(lm)
@@ -376,7 +395,10 @@ class Recrawl:
         # made Last-Modified unusable there, and the Last-Modified estimator,
         # which sees how recent a change is, was never used.
         observed_lm = lm if server_lm is None else now - (date - server_lm)
-        state = update(prev, Observation(now, changed, observed_lm, validator))
+        if rebase:
+            state = rebase_state(prev, now)
+        else:
+            state = update(prev, Observation(now, changed, observed_lm, validator))
         record = [state.pack(), etag, int(lm_at or 0), digest]
         return self._schedule(request, state, record, old)
 
@@ -393,14 +415,20 @@ class Recrawl:
         host = self.frontier_host(request.url)
         https = request.url.startswith("https://")
         origin = ("https://" if https else "http://") + host
-        if request.url.startswith(origin) and request.url[len(origin):len(origin) + 1] in ("/", "?"):
+        # a sitemap keeps what makes it one (crawlproj/sitemaps), which the
+        # packed form has no room for
+        sitemap = {k: request.meta[k] for k in (SITEMAP, HOP) if k in request.meta}
+        if not sitemap and request.url.startswith(origin) \
+                and request.url[len(origin):len(origin) + 1] in ("/", "?"):
             payload = pack_payload(request.url[len(origin):], https, request.meta.get("depth", 0),
                                    record)
         else:   # a URL whose host key is not its origin's (a port, userinfo): as a request
-            meta = {STORED: record}
+            meta = {STORED: record, **sitemap}
             if request.meta.get("depth"):
                 meta["depth"] = request.meta["depth"]
             payload = codec.encode(Request(request.url, meta=meta), host=host)
+        if SITEMAP in sitemap:
+            return Schedule(self.sitemap_refresh / self.scale, payload, -1, -1)
         return Schedule(self.interval(new) / self.boost / self.scale, payload, old, new)
 
     @staticmethod

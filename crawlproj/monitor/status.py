@@ -215,6 +215,11 @@ def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True) -> dict
         "indexer": {"written": totals.get("index/written", 0),
                     "last_batch": max((w["index_last_batch"] for w in workers), default="") or None,
                     "holder": (redis.get(keyspace.indexer_lock) or b"").decode("utf-8", "replace")},
+        # crawlproj/sitemaps/worker.py's counters
+        "sitemaps": {"fetched": totals.get("sitemaps/fetched", 0),
+                     "urls_found": totals.get("sitemaps/urls/found", 0),
+                     "urls_admitted": totals.get("sitemaps/urls/admitted", 0),
+                     "invalid": sum(v for k, v in totals.items() if k.startswith("sitemaps/invalid/"))},
         "totals": totals,
         "log_tail": _log_tail(workers),
     }

@@ -2,7 +2,7 @@
 between fetches, packed in 36 bytes.
 
     offset size  field
-    0      1     flags (LM_UNUSABLE, VALIDATOR_UNSTABLE)
+    0      1     flags (LM_UNUSABLE, VALIDATOR_UNSTABLE, REPORTED)
     1      1     bucket: WebFountain's one-byte change-rate class (0 = no estimate)
     2      2     fetches: intervals observed (u16)
     4      2     changes: intervals that saw a change (u16)
@@ -42,6 +42,10 @@ FORMAT = struct.Struct("<BBHHHdfffff")
 SIZE = FORMAT.size                  # 36
 LM_UNUSABLE = 0x01
 VALIDATOR_UNSTABLE = 0x02
+# A change was counted since the last fetch without a fetch: the site
+# reported it (a sitemap's lastmod, crawlproj/sitemaps/lastmod.py). The next
+# fetch starts the next interval instead of counting one (rebase).
+REPORTED = 0x04
 CLOCK_SKEW = 60.0                   # a Last-Modified this far past the fetch time is in the future
 COUNT_MAX = 0xFFFF
 ADAPTIVE = AdaptiveSchedule()
@@ -108,6 +112,25 @@ def _halved(s: RecrawlState) -> RecrawlState:
     return replace(s, fetches=s.fetches // 2, changes=s.changes // 2,
                    lm_changes=s.lm_changes // 2, t_changed=s.t_changed / 2,
                    t_unchanged=s.t_unchanged / 2, lm_exposure=s.lm_exposure / 2)
+
+
+def reported(state: RecrawlState, obs: Observation) -> RecrawlState:
+    """The state after the site reported a change (obs: changed, dated by
+    the report's time of change) that no fetch has seen yet."""
+    new = update(state, obs)
+    return replace(new, flags=new.flags | REPORTED)
+
+
+def rebase(state: RecrawlState, now: float) -> RecrawlState:
+    """The state after the fetch that follows a reported change: that change
+    and the time up to its report are in the state already, so the fetch
+    only starts the next interval; it counts no interval of its own, since
+    whether the page changed again between the report and the fetch cannot
+    be told from a digest taken before the report."""
+    last_change = state.last_fetch - state.last_change_age
+    at = max(now, state.last_fetch)
+    return replace(state, flags=state.flags & ~REPORTED, last_fetch=at,
+                   last_change_age=max(0.0, at - last_change))
 
 
 def update(state: RecrawlState, obs: Observation) -> RecrawlState:

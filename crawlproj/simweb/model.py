@@ -23,6 +23,7 @@ Node ids are the HTML-ish pages (including pages answering 500 or a redirect);
 from __future__ import annotations
 
 import bisect
+import email.utils
 import html
 import json
 import math
@@ -72,6 +73,9 @@ S_SIZES, S_STATUS, S_PRIVATE, S_REDIR, S_LINKS, S_RENDER, S_TITLE = range(1, 8)
 S_ROBOTS, S_DELAY, S_LATENCY, S_CHANGE, S_PHASE, S_TEXT, S_BINARY = range(8, 15)
 S_RATE, S_GAP, S_ETAG, S_LM, S_RELINK = range(15, 20)
 S_TOPIC, S_TOPIC_LINK, S_TOPIC_TEXT, S_AROUND = range(20, 24)
+S_SITEMAP = 24
+# Where a host with a sitemap (the generate option ``sitemaps``) keeps it.
+SITEMAP_PATH = "/sitemap.xml"
 
 # --------------------------------------------------------------------------
 # Words: a fixed pronounceable vocabulary (same for every seed) for titles,
@@ -297,6 +301,8 @@ class SimWeb:
         self._delay = array("d", (cd if _unit(seed, h, S_DELAY) < cdf else 0.0 for h in range(n)))
         rf = o.get("robots_fraction", 0.0) if disallow else 0.0
         self._disallow = bytearray(1 if _unit(seed, h, S_ROBOTS) < rf else 0 for h in range(n))
+        sf = float(o.get("sitemaps", 0.0))
+        self._sitemap = bytearray(1 if _unit(seed, h, S_SITEMAP) < sf else 0 for h in range(n))
         self._robots_cache: dict[int, bytes | None] = {}
         self._title_cache: dict[int, str] = {}
 
@@ -466,6 +472,8 @@ class SimWeb:
                     lines.append("Disallow: /private/")
                 if self._delay[h]:
                     lines.append(f"Crawl-delay: {self._delay[h]:g}")
+            if self._sitemap[h]:
+                lines += ["", f"Sitemap: http://{self.hosts[h]}{SITEMAP_PATH}"]
             self._robots_cache[h] = ("\n".join(lines) + "\n").encode() if lines else None
         return self._robots_cache[h]
 
@@ -635,6 +643,8 @@ class SimWeb:
             if body is None:
                 return Response(404, TEXT, b"no robots.txt\n")
             return Response(200, TEXT, body)
+        if path == SITEMAP_PATH and self._sitemap[h]:
+            return self._sitemap_response(h, time.time() if t is None else t)
         node = self._locate(h, path)
         if node is None:
             extra = self._extra_response(h, path)
@@ -663,6 +673,36 @@ class SimWeb:
                                                  else self._change.changed(node, v))))
         return Response(200, HTML, self.render(node, t), expires=self._expires(node, v),
                         version=v, etag=self.etag(node, v), last_modified=lm)
+
+    def has_sitemap(self, host: str) -> bool:
+        """Whether a host's robots.txt names a sitemap (the option ``sitemaps``)."""
+        h = self.host_id(host)
+        return h is not None and bool(self._sitemap[h])
+
+    def _host_nodes(self, h: int) -> range:
+        raise NotImplementedError
+
+    def _sitemap_response(self, h: int, t: float) -> Response:
+        """The host's sitemap (sitemaps.org): its pages that answer 200 with
+        HTML, each with its current version's change time as <lastmod> on a
+        web with change processes. Made anew for every request, with the
+        Date a lastmod is read against (its cache would keep an old Date)."""
+        host = self.hosts[h]
+        entries = []
+        for node in self._host_nodes(h):
+            if self._kind(node) != K_OK:
+                continue
+            entry = f"<url><loc>http://{host}{self.host_path(node)[1]}</loc>"
+            if self._change is not None:
+                changed = self.clock.http_seconds(self.changed(node, self.version(node, t)))
+                entry += f"<lastmod>{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(math.floor(changed)))}</lastmod>"
+            entries.append(entry + "</url>")
+        body = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+                '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                + "\n".join(entries) + "\n</urlset>\n").encode()
+        date = self.clock.http_date(self.clock.day(t)) if self._change is not None \
+            else email.utils.formatdate(t, usegmt=True)
+        return Response(200, "application/xml", body, expires=0.0, headers=(("Date", date),))
 
     # ---- crawl-level queries -------------------------------------------------
     def seeds(self, k: int = 1) -> list[str]:
@@ -769,6 +809,8 @@ _GENERATE_OPTIONS: list[tuple[str, Any, str]] = [
     ("binary_bytes", 4096, "size of .png/.pdf resources"),
     ("robots_fraction", 0.2, "hosts whose robots.txt disallows /private/"),
     ("private_fraction", 0.1, "of the leaf pages on those hosts, under /private/"),
+    ("sitemaps", 0.0, "hosts whose robots.txt names a /sitemap.xml of their HTML pages "
+                      "(with <lastmod> on a web with change processes)"),
     ("crawl_delay_fraction", 0.05, "hosts whose robots.txt has a Crawl-delay"),
     ("crawl_delay", 0.5, "that Crawl-delay, seconds"),
     ("latency_ms", 0, "per-host response delay: a number, or [lo, hi] drawn per host"),
@@ -981,6 +1023,9 @@ class GeneratedWeb(SimWeb):
             raise IndexError(node)
         h = bisect.bisect_right(self._off, node) - 1
         return self.hosts[h], self._path(node, h, node - self._off[h])
+
+    def _host_nodes(self, h: int) -> range:
+        return range(self._off[h], self._off[h + 1])
 
     def _locate(self, h: int, path: str) -> int | None:
         if path == "/":

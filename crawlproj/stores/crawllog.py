@@ -8,8 +8,8 @@ ms); fetch status (HTTP status, or a negative Heritrix code, FetchStatusCodes:
 -1 DNS failure, -2 connection failed, -3 connection lost, -4 timeout, -5
 other error, -6 DNS prerequisite failed, -9998 excluded by robots.txt, -5002
 refused by a middleware); body size in bytes, '-' when no response came;
-URL; discovery path (L link hop, R redirect, P prerequisite i.e. robots.txt
-and DNS, '-' seed); via (referrer or redirecting URL; for robots.txt, the URL
+URL; discovery path (L link hop, M found in a sitemap, R redirect, P
+prerequisite i.e. robots.txt and DNS, '-' seed); via (referrer or redirecting URL; for robots.txt, the URL
 that needed it); MIME type; the thread, as '#' and three digits: here the
 worker's download slot (a request holds the lowest free one from the
 downloader until its response or error, as a Heritrix ToeThread holds a URI;

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from crawlproj.internals import RESPONSE_HEAD
 from crawlproj.robots import ROBOTS_FOR
+from crawlproj.sitemaps.discovery import HOP, MANIFEST
 
 # Heritrix fetch status codes for attempts without an HTTP status
 # (org.archive.modules.fetcher.FetchStatusCodes).
@@ -134,12 +135,17 @@ def response_head(response) -> bytes:
 
 
 def discovery_path(request) -> str:
-    """Heritrix's hop path: L per link hop from a seed, R per redirect, P for a
-    prerequisite (robots.txt), '-' for a seed; at most the last 50 hops."""
+    """Heritrix's hop path: L per link hop from a seed, M for the last when it
+    was found in a sitemap (Hop.MANIFEST: the sitemaps robots.txt names and
+    the URLs they list), R per redirect, P for a prerequisite (robots.txt),
+    '-' for a seed; at most the last 50 hops."""
     meta = request.meta
     if is_robots_request(request):
         return "P"
-    hops = "L" * int(meta.get("depth") or 0) + "R" * int(meta.get("redirect_times") or 0)
+    hops = "L" * int(meta.get("depth") or 0)
+    if meta.get(HOP) == MANIFEST:
+        hops = hops[:-1] + MANIFEST
+    hops += "R" * int(meta.get("redirect_times") or 0)
     return hops[-50:] or "-"
 
 

@@ -96,6 +96,10 @@ class CrawlReport:
     pages_per_host: Counter = field(default_factory=Counter)
     bytes_per_host: Counter = field(default_factory=Counter)
     workers: set = field(default_factory=set)
+    # attempts of sitemaps and of the URLs they list (discovery path ending
+    # in M, Heritrix's Hop.MANIFEST), and of those, documents
+    sitemap_attempts: int = 0
+    sitemap_documents: int = 0
 
     @classmethod
     def from_lines(cls, lines: Iterable[Line]) -> CrawlReport:
@@ -111,11 +115,14 @@ class CrawlReport:
                 r.robots_fetches += 1
                 continue
             r.attempts += 1
+            from_sitemap = line.hops.endswith("M")
+            r.sitemap_attempts += from_sitemap
             r.outcomes[outcome(line.status)] += 1
             r.statuses[line.status] += 1
             if line.status == 200:
                 host = host_of(line.url)  # the server, as the frontier was polite to it
                 r.documents += 1
+                r.sitemap_documents += from_sitemap
                 size = line.size or 0
                 r.document_bytes += size
                 r.content_types[line.mime] += 1
@@ -154,6 +161,8 @@ class CrawlReport:
                f"{len(self.workers)} worker(s), plus {self.robots_fetches} robots.txt fetches"
                + (f" and {self.dns_lookups} DNS lookups ({self.dns_failures} failed)"
                   if self.dns_lookups else ""),
+               f"URLs from sitemaps (discovery path M): {self.sitemap_attempts} attempts, "
+               f"{self.sitemap_documents} documents",
                "", "Outcome of download attempts (Figure 6)"]
         for name in OUTCOMES:
             out.append(f"  {name:<24} {self.outcomes[name]:>10}  {pct(self.outcomes[name], self.attempts)}")

@@ -24,6 +24,8 @@ COUNTERS = (  # name, help, figure path in the status
      ("figures", "document_bytes")),
     ("crawlproj_documents", "Documents fetched with status 200", ("figures", "documents")),
     ("crawlproj_robots_fetches", "robots.txt downloads", ("figures", "robots_fetches")),
+    ("crawlproj_sitemaps_fetched", "Sitemap files read", ("sitemaps", "fetched")),
+    ("crawlproj_sitemap_urls", "URLs read in sitemaps", ("sitemaps", "urls_found")),
     ("crawlproj_urls_enqueued", "URLs admitted to the frontier", ("frontier", "enqueued")),
     ("crawlproj_urls_duplicate", "Links to URLs seen before (the DUE)", ("frontier", "duplicates")),
     ("crawlproj_leases", "Leases handed out by the frontier", ("frontier", "leased")),

@@ -77,6 +77,10 @@ function draw(s) {
   $("fetched").textContent = num(s.fetched);
   $("queued").textContent = num(s.queued);
   $("discovered").textContent = num(s.discovered);
+  $("sitemap-urls").textContent = num(s.sitemaps.urls_found);
+  $("sitemaps").textContent = num(s.sitemaps.fetched);
+  $("sitemap-admitted").textContent = num(s.sitemaps.urls_admitted);
+  $("sitemaps-invalid").textContent = num(s.sitemaps.invalid);
   $("eta").textContent = s.eta_s === null ? "- (nothing fetched now)" : duration(s.eta_s) + " at the current rate";
   $("crawl-delay").textContent = num(s.politeness.hosts_crawl_delay);
   $("backed-off").textContent = num(s.politeness.hosts_backed_off);
