@@ -120,6 +120,18 @@ def failed(failures: int) -> bytes:
     return _FAILED + str(failures).encode()
 
 
+def describe(stored: bytes) -> tuple[str, str]:
+    """What a stored entry says, for the operator: ("rules", the robots.txt's
+    lines that can change an answer), ("allow", ""), ("disallow", "") or
+    ("failed", the failed fetches so far)."""
+    kind = stored[:1]
+    if kind == _RULES:
+        return "rules", zlib.decompress(stored[1:]).decode("utf-8", "replace")
+    if kind == _FAILED:
+        return "failed", stored[1:].decode("ascii", "replace")
+    return ("disallow" if kind == _DISALLOW else "allow"), ""
+
+
 def verdict(status: int | None) -> str:
     """What a robots.txt fetch that ended so means (RFC 9309 §2.3.1):
     "parse", "allow" (4xx, or too many redirects), or "retry" (5xx, 429, no

@@ -556,6 +556,13 @@ REALTIME_STABLE_PAGES = 50
 # frontier's sync); a worker silent for 3 intervals is shown as gone. 0: off
 # (the dashboard then shows no workers nor totals).
 MONITOR_INTERVAL = 5.0
+# The crawl's history in Redis, drawn by the dashboard (crawlproj/monitor/
+# history.py): rings of [seconds per sample, samples kept], each rewritten by
+# the heartbeats (at most one write per ring per heartbeat). The default keeps
+# the last hour in 10 s steps and a week in 1 min steps; both together take
+# about 2.2 MB of Redis per crawl at most (docs/benchmarks.md, "The crawl's
+# history"). [] = none.
+MONITOR_HISTORY = [[10, 360], [60, 10080]]
 
 # --------------------------------------------------------------------------
 # Scrapy settings the project relies on

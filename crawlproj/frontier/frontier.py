@@ -171,6 +171,7 @@ class Result:
     rready: int = 0      # hosts with a recrawl due, politeness allowing
     leased_recrawl: int = 0  # of the leases of this answer, recrawls
     budget_waits: int = 0    # 1: ready hosts waited for the recrawl budget
+    backed_off: int = 0      # hosts with failures in a row (errors, 429/503)
     lost: list = field(default_factory=list)  # tokens whose renewal found no lease
 
 

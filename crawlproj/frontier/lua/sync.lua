@@ -84,7 +84,8 @@
 --   recrawl queues), rready, leased_recrawl, budget_waits, paused, stopped
 --   (the server ms of the crawl's pause and stop, 0 = none: `scrapy crawlctl`,
 --   crawlproj/monitor/control.py, writes them in every partition's control
---   hash, this script's only view of the crawl-wide flag); lost the tokens of
+--   hash, this script's only view of the crawl-wide flag), backed_off (hosts
+--   with failures in a row, the heartbeat's history); lost the tokens of
 --   renewals that found no lease: they expired and went back to their queues,
 --   the worker must not fetch them (a fencing answer, docs/frontier.md).
 -- A token names one lease for the crawl's life: a counter, and the server's
@@ -96,6 +97,7 @@ local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .
 local IDLE, FAILS, STATS = P .. 'idle', P .. 'fails', P .. 'stats'
 local PENDING, PEND = P .. 'pending', P .. 'pend'
 local RREADY, RBUCKETS, BUDGET = P .. 'rready', P .. 'rbuckets', P .. 'budget'
+local HOSTREC = P .. 'hs'
 
 -- The crawl's state must be here: a server restarted without it (no
 -- persistence, or another server behind the address) would otherwise look
@@ -246,6 +248,25 @@ local function unlease(host, delay_ms)
   elseif delay_ms > 0 then
     redis.call('ZADD', IDLE, at, host)
   end
+end
+
+-- The host's record for the operator (crawlproj/monitor/hosts.py): how its
+-- downloads ended and why it waits, as Heritrix's hosts report keeps per host.
+-- {ok, fail, busy, first_ms, last_ms, last_fate, delay_ms, block_ms, wait_ms,
+--  backoffs, backoff_at_ms, backoff_ms, backoff_fate}: download ends by fate;
+-- the first and the last; the last one's fate, politeness delay (the
+-- worker's: Crawl-delay included), backoff block and Retry-After (-1: none);
+-- the backoffs so far, and the last one's start, length and fate.
+local function note(host, fate, polite, block, wait)
+  local old = redis.call('HGET', HOSTREC, host)
+  local r = old and cmsgpack.unpack(old) or {0, 0, 0, now, now, '', 0, 0, -1, 0, 0, 0, ''}
+  if fate == 'ok' then r[1] = r[1] + 1 elseif fate == 'fail' then r[2] = r[2] + 1
+  elseif fate == 'busy' then r[3] = r[3] + 1 end
+  r[5], r[6], r[7], r[8], r[9] = now, fate, polite, block, wait
+  if block > 0 then
+    r[10], r[11], r[12], r[13] = r[10] + 1, now, block, fate
+  end
+  redis.call('HSET', HOSTREC, host, cmsgpack.pack(r))
 end
 
 -- 1. enqueue: the DUE test-and-set, then the host's back queue. New URLs are
@@ -407,11 +428,11 @@ for _ = 1, n do
   if host_fate ~= '' and not mine then
     found = false  -- our lease had expired; whoever holds it now keeps it
   elseif host_fate ~= '' then
+    local polite, block = delay, 0
     if host_fate == 'ok' then
       redis.call('HDEL', FAILS, host)
     elseif host_fate == 'fail' or host_fate == 'busy' then
       local fails = redis.call('HINCRBY', FAILS, host, 1)
-      local block = 0
       if host_fate == 'busy' and wait >= 0 then
         block = wait
       elseif host_fate == 'busy' or fails >= backoff_after then
@@ -422,6 +443,7 @@ for _ = 1, n do
       if block > delay then delay = block end
     end
     unlease(host, delay)
+    note(host, host_fate, polite, block, wait)
   end
   if not found then stale = stale + 1 end
 end
@@ -603,4 +625,5 @@ return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale'
                    'leases', redis.call('ZCARD', LEASES), 'queued', queued,
                    'pending', redis.call('ZCARD', PENDING), 'scheduled', scheduled,
                    'rready', redis.call('ZCARD', RREADY), 'leased_recrawl', leased_recrawl,
-                   'budget_waits', budget_waits, 'paused', paused, 'stopped', stopped}, lost}
+                   'budget_waits', budget_waits, 'paused', paused, 'stopped', stopped,
+                   'backed_off', redis.call('HLEN', FAILS)}, lost}
