@@ -49,11 +49,11 @@ def drain(samples: list[dict], run_s: float) -> dict | None:
             "drain_s": (_left(first) - _left(last)) / dt}
 
 
-def host_bound(rows: list[dict], now_ms: int) -> dict | None:
-    """The host whose queue takes longest at its own pace: its queue times
+def _paces(rows: list[dict], now_ms: int) -> list[dict]:
+    """Each host's time to drain its queue at its own pace: its queue times
     its mean time between downloads so far (its last politeness delay when it
-    has fetched fewer than two), plus what it still waits now."""
-    best = None
+    has fetched fewer than two), plus what it still waits now; longest first."""
+    out = []
     for r in rows:
         step = r.get("interval_s")
         if step is None and r.get("record"):
@@ -62,11 +62,22 @@ def host_bound(rows: list[dict], now_ms: int) -> dict | None:
             continue
         wait = max(0.0, ((r.get("until_ms") or now_ms) - now_ms) / 1000.0) \
             if r["state"] == "waiting" else 0.0
-        seconds = wait + r["queue"] * step
-        if best is None or seconds > best["seconds"]:
-            best = {"host": r["host"], "queue": r["queue"], "step_s": round(step, 3),
-                    "seconds": seconds}
-    return best
+        out.append({"host": r["host"], "queue": r["queue"], "state": r["state"],
+                    "until_ms": r.get("until_ms"), "step_s": round(step, 3),
+                    "seconds": wait + r["queue"] * step})
+    out.sort(key=lambda x: -x["seconds"])
+    return out
+
+
+def host_bound(rows: list[dict], now_ms: int) -> dict | None:
+    """The host whose queue takes longest at its own pace, or None."""
+    paces = _paces(rows, now_ms)
+    return paces[0] if paces else None
+
+
+def holding(rows: list[dict], now_ms: int, n: int) -> list[dict]:
+    """The n hosts that hold the crawl's end back most, with their pace."""
+    return [{**p, "seconds": round(p["seconds"], 1)} for p in _paces(rows, now_ms)[:n]]
 
 
 def estimate(left: int, rates: dict | None, bound: dict | None, pages_now: float) -> dict:

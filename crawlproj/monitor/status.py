@@ -30,6 +30,8 @@ HOSTS_SAMPLE = 100_000
 LOG_TAIL = 20
 # The hosts of the longest queues sampled whose pace bounds the ETA (eta.py).
 ETA_HOSTS = 20
+# Of those, the dashboard names this many.
+HOLDING = 5
 
 
 def _decode(h: dict) -> dict[str, str]:
@@ -236,9 +238,9 @@ def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True,
     recent = past if past is not None and history_since == 0 and history_span is None \
         else history.read(redis, keyspace, now_ms, eta.WINDOW_MAX_S, now_ms - int(
             eta.WINDOW_MAX_S * 1000), times)
+    busiest = hosts.rows(redis, keyspace, [(p, h, n) for n, p, h in sampled[:ETA_HOSTS]])
     if state in ("running", "paused", "stopping") or left == 0:
-        bound = eta.host_bound(hosts.rows(redis, keyspace, [
-            (p, h, n) for n, p, h in sampled[:ETA_HOSTS]]), now_ms) if left else None
+        bound = eta.host_bound(busiest, now_ms) if left else None
         ends = eta.estimate(left, eta.drain(recent["samples"], run_s), bound, pages_now)
     else:
         ends = {"eta_s": None, "lower_bound": False, "basis": f"the crawl is {state}"}
@@ -254,6 +256,8 @@ def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True,
         "discovered": fetched + left,
         "eta_s": ends["eta_s"], "eta": ends,
         "frontier": frontier,
+        # the hosts whose queues take longest at their own pace (eta.py)
+        "holding": eta.holding(busiest, now_ms, HOLDING),
         "workers": workers,
         "politeness": {"hosts_crawl_delay": totals.get("robotstxt/crawl_delay", 0),
                        "hosts_backed_off": frontier["hosts_backed_off"]},
