@@ -26,6 +26,7 @@ from crawlproj.errors import CrawlprojError
 from crawlproj.frontier import codec
 from crawlproj.keyspace import Keyspace
 from crawlproj.robots import MAX_EXPIRY, Rules, describe
+from crawlproj.stores.common import crawllog_dir
 from crawlproj.stores.crawllog import log_files, parse_line
 from crawlproj.urls import host_of
 
@@ -350,6 +351,17 @@ def host(redis, keyspace: Keyspace, name: str, settings, log_dirs: list[Path] = 
         "robots_expiry_s": min(settings.getfloat("ROBOTS_EXPIRY"), MAX_EXPIRY),
         "last_fetches": last_fetches(h, keyspace.crawl_id, log_dirs),
     }
+
+
+def log_dirs(redis, keyspace: Keyspace, settings) -> list[Path]:
+    """Where this machine's crawl logs of the crawl may be: CRAWLLOG_DIR, and
+    the directories of the logs the workers listed now name."""
+    dirs = {crawllog_dir(settings)}
+    for w in redis.zrange(keyspace.workers, 0, -1):
+        log = redis.hget(keyspace.worker(w.decode()), "log")
+        if log:
+            dirs.add(Path(log.decode()).parent)
+    return sorted(dirs)
 
 
 def last_fetches(h: str, crawl_id: str, log_dirs, n: int = LAST_FETCHES) -> list[dict]:

@@ -31,7 +31,6 @@ import ipaddress
 import json
 import time
 from importlib.resources import files
-from pathlib import Path
 
 from twisted.internet import threads
 from twisted.web import resource, server
@@ -41,7 +40,6 @@ from crawlproj.keyspace import Keyspace, NoSuchCrawl
 from crawlproj.monitor import control, hosts
 from crawlproj.monitor.status import crawl_status
 from crawlproj.redisconn import get_redis
-from crawlproj.stores.common import crawllog_dir
 from crawlproj.ui.app import send_json, template
 
 CSP = (b"default-src 'none'; script-src 'self'; connect-src 'self'; "
@@ -124,14 +122,8 @@ class StatusService:
 
     def host(self, crawl_id: str, name: str) -> dict:
         """One host's story (hosts.host), in a thread: NoSuchHost, BadHostName too."""
-        def story(redis, ks):
-            dirs = {crawllog_dir(self.settings)}
-            for w in redis.zrange(ks.workers, 0, -1):
-                log = redis.hget(ks.worker(w.decode()), "log")
-                if log:
-                    dirs.add(Path(log.decode()).parent)
-            return hosts.host(redis, ks, name, self.settings, sorted(dirs))
-        return self._with(crawl_id, story)
+        return self._with(crawl_id, lambda redis, ks: hosts.host(
+            redis, ks, name, self.settings, hosts.log_dirs(redis, ks, self.settings)))
 
     def _with(self, crawl_id: str, work):
         try:
