@@ -215,58 +215,13 @@ def test_the_grafana_dashboard_draws_only_metrics_the_app_serves(redis_url):
     import json
     import re
 
-    from prometheus_client import CollectorRegistry, generate_latest
-
-    from crawlproj.ui.metrics import CrawlCollector
     from tests.e2e import ROOT
+    from tests.test_operator import served
 
-    r = redis_lib.Redis.from_url(redis_url)
-    f = _frontier(r, crawl="graf")
-    beat = _heartbeat(r, crawl="graf")
-    beat.stats.set_value("figures/attempts", 3)
-    beat.stats.set_value("figures/status/200", 3)
-    beat.stats.set_value("figures/outcome/200 OK", 3)
-    beat.stats.set_value("figures/type/text/html", 3)
-    beat.answered(r.execute_command(*beat.command()))
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(CrawlCollector(lambda: r))
-    served = generate_latest(registry).decode()
-    assert 'crawlproj_pages_fetched_total{crawl_id="graf"} 3.0' in served
-    assert f'crawlproj_queued_urls{{crawl_id="graf"}} {float(f.sync({0: Batch()})[0].queued)}' in served
+    text = served(redis_lib.Redis.from_url(redis_url), "graf")
+    assert 'crawlproj_pages_fetched_total{crawl_id="graf"} 3.0' in text
+    assert 'crawlproj_queued_urls{crawl_id="graf"} 3.0' in text
     drawn = set(re.findall(r"crawlproj_[a-z_]+", (ROOT / "docs" / "grafana-dashboard.json").read_text()))
-    names = set(re.findall(r"^(crawlproj_[a-z_]+)", served, re.M))
+    names = set(re.findall(r"^(crawlproj_[a-z_]+)", text, re.M))
     assert drawn and drawn <= names, sorted(drawn - names)
     assert json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())["panels"]
-
-
-def test_host_queues_are_measured_while_their_host_is_leased(redis_url):
-    """A one-site crawl holds its one host leased nearly all the time: the
-    deepest and the average host queue count that host's queue too."""
-    r = redis_lib.Redis.from_url(redis_url)
-    f = Frontier(r, Keyspace.open(r, "one-site", 1), lease_ttl=30)
-    f.sync({0: Batch(enqueue=[f.entry("site.ex", f"http://site.ex/p{i}", float(i), b"x")
-                              for i in range(50)])})
-    (lease,) = f.sync({0: Batch(lease=1)})[0].leased
-    assert lease.host == "site.ex"
-    fr = crawl_status(r, Keyspace.found(r, "one-site"))["frontier"]
-    assert fr["queued"] == 49 and fr["hosts_leased"] == 1
-    assert fr["deepest_queue"] == 49 and fr["average_queue"] == 49.0
-
-
-def test_the_average_rate_of_a_finished_crawl_stays_put(redis_url):
-    """Once every worker has closed, the crawl's average is taken over its
-    run, not over the time since: it does not fall while nobody crawls."""
-    import time
-
-    r = redis_lib.Redis.from_url(redis_url)
-    Keyspace.open(r, "done", 1)
-    beat = _heartbeat(r, crawl="done")
-    beat.stats.set_value("figures/attempts", 40)
-    beat.answered(r.execute_command(*beat.command()))
-    time.sleep(0.2)
-    beat.state = "closed"
-    beat.answered(r.execute_command(*beat.command()))
-    first = crawl_status(r, Keyspace.found(r, "done"))["rates"]
-    time.sleep(0.3)
-    later = crawl_status(r, Keyspace.found(r, "done"))["rates"]
-    assert first["pages_s_avg"] > 0 and later["pages_s_avg"] == first["pages_s_avg"]

@@ -153,6 +153,7 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.frontier.frontier import join
         from crawlproj.frontier.recrawl import check_settings as check_recrawl
         from crawlproj.monitor.heartbeat import monitor_interval
+        from crawlproj.monitor.history import rings
         from crawlproj.prioritizers import prioritizer_class
         from crawlproj.scope import scope_mode
         from crawlproj.search.realtime import Session
@@ -184,6 +185,7 @@ class Command(ScrapyCrawlCommand):
         check_recrawl(settings)
         DueConfig.from_settings(settings)
         monitor_interval(settings)
+        rings(settings)
         AllowList.from_settings(settings)
         if settings.getwithbase("DOWNLOADER_MIDDLEWARES").get(
                 "middlewares.addressguard.AddressGuardMiddleware") is not None:

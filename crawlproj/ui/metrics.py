@@ -47,6 +47,8 @@ GAUGES = (
      ("rates", "mb_s_now")),
     ("crawlproj_hosts_crawl_delay", "Hosts whose robots.txt sets a Crawl-delay",
      ("politeness", "hosts_crawl_delay")),
+    ("crawlproj_run_seconds", "Time the crawl has run (gaps with no worker left out)",
+     ("rates", "run_s")),
 )
 HOST_STATES = ("ready", "waiting", "leased", "backed_off")
 CRAWL_STATES = ("running", "paused", "stopping", "stopped", "idle")
@@ -69,7 +71,8 @@ class CrawlCollector:
         up = GaugeMetricFamily("crawlproj_redis_up", "1 if the crawl's Redis answered this scrape")
         try:
             redis = self.redis_of()
-            statuses = [crawl_status(redis, Keyspace.found(redis, c), pages_per_host=False)
+            statuses = [crawl_status(redis, Keyspace.found(redis, c), pages_per_host=False,
+                                     with_history=False)
                         for c in Keyspace.crawl_ids(redis)]
         except Exception:
             up.add_metric([], 0)
@@ -77,6 +80,14 @@ class CrawlCollector:
             return
         up.add_metric([], 1)
         yield up
+        memory = redis.info("memory")
+        for name, doc, field in (
+                ("crawlproj_redis_used_memory_bytes", "Memory the crawls' Redis uses", "used_memory"),
+                ("crawlproj_redis_maxmemory_bytes", "The Redis server's maxmemory (0: no limit)",
+                 "maxmemory")):
+            m = GaugeMetricFamily(name, doc)
+            m.add_metric([], int(memory.get(field, 0)))
+            yield m
         for name, doc, path in COUNTERS:
             m = CounterMetricFamily(name, doc, labels=["crawl_id"])
             for s in statuses:
@@ -104,6 +115,19 @@ class CrawlCollector:
         beat = GaugeMetricFamily("crawlproj_worker_heartbeat_age_seconds",
                                  "Seconds since a worker's last heartbeat",
                                  labels=["crawl_id", "worker"])
+        errors = CounterMetricFamily("crawlproj_errors", "Download attempts that failed, by "
+                                     "kind: dns, tcp, timeout, 4xx, 5xx, robots (excluded)",
+                                     labels=["crawl_id", "kind"])
+        eta = GaugeMetricFamily("crawlproj_eta_seconds", "Seconds until the crawl ends, as "
+                                "estimated (absent when there is no estimate)",
+                                labels=["crawl_id"])
+        for s in statuses:
+            for kind, n in s["errors"].items():
+                errors.add_metric([s["crawl_id"], kind], n)
+            if s["eta"]["eta_s"] is not None:
+                eta.add_metric([s["crawl_id"]], s["eta"]["eta_s"])
+        yield errors
+        yield eta
         for s in statuses:
             c, f = s["crawl_id"], s["figures"]
             for status, n in f["statuses"].items():
