@@ -352,3 +352,20 @@ tests:
         exp_alerts:
           - exp_labels: {crawl_id: c, severity: warn}
 """
+
+
+def test_the_history_is_read_over_a_span_and_the_status_of_every_state(redis_url):
+    """The ETA reads the last minutes' samples; a span and a since read others."""
+    from crawlproj.monitor import control
+
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _leased(r, "spans", "a.ex")
+    beat = _beat(r, "spans", [(1000, 60)])
+    beat.answered(r.execute_command(*beat.command()))
+    for command in (None, "pause", "resume", "stop"):
+        if command:
+            control.control(r, f.keyspace, command)
+        for span, since in ((None, 0), (30.5, 0), (3600, 1), (None, 10**12)):
+            s = crawl_status(r, Keyspace.found(r, "spans"), history_span=span, history_since=since)
+            assert s["state"] in ("running", "paused", "stopping")
+            assert isinstance(s["history"]["samples"], list)

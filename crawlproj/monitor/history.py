@@ -109,7 +109,7 @@ def read(redis, keyspace: Keyspace, now_ms: int, span_s: float | None = None,
            "samples": []}
     if not known["rings"]:
         return out
-    wanted_ms = (now_ms - known["first_ms"] if span_s is None else span_s * 1000)
+    wanted_ms = int(now_ms - known["first_ms"] if span_s is None else span_s * 1000)
     slots = sorted(known["rings"].items())
     slot_ms, kept = next(((s, k) for s, k in slots if s * k >= wanted_ms), slots[-1])
     out["step_s"] = slot_ms / 1000
