@@ -24,7 +24,7 @@ from crawlproj.embedded import free_port
 from crawlproj.keyspace import Keyspace
 from crawlproj.monitor.status import crawl_status
 from crawlproj.simweb.testing import SimWebServer
-from tests import test_search_browser
+from tests import test_dashboard_browser, test_search_browser
 from tests.conftest import RedisServer
 from tests.e2e import ROOT, Workers
 from tests.test_dashboard_browser import _get, expect
@@ -42,6 +42,7 @@ SETTINGS = {"MONITOR_INTERVAL": 1, "MONITOR_HISTORY": "[[1, 600], [60, 10080]]",
 SHOTS = ROOT / "docs" / "img"
 WAIT_MS = 20_000  # the pages read every 2-5 s: a bound on a wait, not a claim
 browser = test_search_browser.browser
+page = test_dashboard_browser.page
 
 
 def _ui(env, port):
@@ -85,19 +86,6 @@ def site(tmp_path_factory):
     state["ui"].terminate()
     state["ui"].wait(30)
     server.stop()
-
-
-@pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 1000})
-    pg = ctx.new_page()
-    errors = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    # a script or style the CSP blocks is reported on the console as an error
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.errors = errors
-    yield pg
-    ctx.close()
 
 
 def _points(page, chart: str) -> int:
