@@ -165,12 +165,14 @@ def _http_head(block: bytes) -> tuple[str, str | None]:
 
 
 def fields(headers: dict[str, str], block: bytes) -> dict[str, str]:
-    """The JSON fields of a response or revisit record's index line, as pywb's
-    indexer writes them: the MIME type as the Content-Type has it up to the
-    first ';' or space (``unk`` without one, ``warc/revisit`` for a revisit),
-    the HTTP status of a response (none for a revisit), the payload digest
-    as bare base32 (pywb finds a revisit's original by this string), and no
-    field whose value is empty or '-'."""
+    """The JSON fields of a response or revisit record's index line, as
+    cdxj-indexer (webrecorder's, which pywb's tools use) writes them: the MIME
+    type as the Content-Type has it up to the first ';' or space (``unk``
+    without one, ``warc/revisit`` for a revisit), the HTTP status of the
+    record's HTTP head (a revisit's too: a 304's revisit says 304, where
+    pywb's older ``wb-manager add`` left it out), the payload digest as bare
+    base32 (pywb finds a revisit's original by this string), and no field
+    whose value is empty or '-'."""
     revisit = headers.get("warc-type") == "revisit"
     status, ctype = _http_head(block)
     out = {"url": headers.get("warc-target-uri", "")}
@@ -178,8 +180,7 @@ def fields(headers: dict[str, str], block: bytes) -> dict[str, str]:
         out["mime"] = "warc/revisit"
     else:
         out["mime"] = re.split("[; ]", ctype, maxsplit=1)[0] if ctype else "unk"
-    if not revisit:
-        out["status"] = status
+    out["status"] = status
     digest = headers.get("warc-payload-digest") or ""
     if digest.startswith("sha1:"):
         digest = digest[len("sha1:"):]
