@@ -369,3 +369,16 @@ def test_the_history_is_read_over_a_span_and_the_status_of_every_state(redis_url
             s = crawl_status(r, Keyspace.found(r, "spans"), history_span=span, history_since=since)
             assert s["state"] in ("running", "paused", "stopping")
             assert isinstance(s["history"]["samples"], list)
+
+
+# -- the demo ------------------------------------------------------------------------
+
+@pytest.mark.e2e
+def test_the_demo_says_no_error_for_the_simulated_webs_planned_500s(embedded_data_dir):
+    run = scrapy("demo", "--hosts", "40", "--pages", "600",
+                 env_extra={"CRAWL_DATA_DIR": str(embedded_data_dir)}, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    given_up = int(re.search(r"; (\d+) given up: the simulated web's planned 500s", run.stdout)[1])
+    assert given_up > 0  # pages that answer 500 to every try were crawled, and given up
+    assert "ERROR" not in run.stdout + run.stderr and "Gave up" not in run.stdout + run.stderr
+    assert run.stdout.rstrip().endswith("demo OK")
