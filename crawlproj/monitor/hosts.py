@@ -17,6 +17,7 @@ fetches from the crawl logs of the workers on this machine.
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import msgpack
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier import codec
 from crawlproj.keyspace import Keyspace
+from crawlproj.redisconn import lua_script
 from crawlproj.robots import MAX_EXPIRY, Rules, describe
 from crawlproj.stores.common import crawllog_dir
 from crawlproj.stores.crawllog import log_files, parse_line
@@ -36,6 +38,8 @@ from crawlproj.urls import host_of
 HOSTS_READ = 50_000
 # Rows a list answers at most.
 MAX_ROWS = 1000
+QUEUES_LUA = lua_script("crawlproj.monitor", "queues.lua")
+QUEUES_PER_CALL = 5000
 SORTS = ("queue", "wait", "errors", "fetched", "backoff", "host")
 # Bytes read from the end of each crawl log for a host's last fetches.
 LOG_TAIL_BYTES = 4 << 20
@@ -122,13 +126,33 @@ def _candidates(redis, keyspace: Keyspace) -> dict[str, dict]:
         for h, n in fails.items():
             row = out.setdefault(h.decode(), {"partition": p, "state": "idle", "until_ms": None})
             row["fails"] = int(n)
-    # the hosts done with (idle), by their records: pages fetched and errors
+    # every host's record, and so the hosts done with (idle): pages fetched, errors
     for p in range(keyspace.partitions):
-        for i, (h, _) in enumerate(redis.hscan_iter(keyspace.host_records(p), count=1000)):
-            if i >= HOSTS_READ:
-                break
-            out.setdefault(h.decode(), {"partition": p, "state": "idle", "until_ms": None})
+        key = keyspace.host_records(p)
+        if redis.hlen(key) <= HOSTS_READ:
+            records = redis.hgetall(key).items()
+        else:
+            records = itertools.islice(redis.hscan_iter(key, count=1000), HOSTS_READ)
+        for h, raw in records:
+            row = out.setdefault(h.decode(), {"partition": p, "state": "idle", "until_ms": None})
+            row["raw"] = raw
     return out
+
+
+def _queues(redis, keyspace: Keyspace, rows: list[dict]) -> None:
+    """Each row's queue length: the hosts with work, a script call per
+    partition and QUEUES_PER_CALL hosts (an idle host has none)."""
+    by_partition: dict[int, list[dict]] = {}
+    for row in rows:
+        row["queue"] = 0
+        if row["state"] != "idle":
+            by_partition.setdefault(row["partition"], []).append(row)
+    for p, some in by_partition.items():
+        for i in range(0, len(some), QUEUES_PER_CALL):
+            chunk = some[i:i + QUEUES_PER_CALL]
+            keys = [keyspace.queue(p, row["host"]) for row in chunk]
+            for row, n in zip(chunk, redis.execute_command("EVAL", QUEUES_LUA, len(keys), *keys)):
+                row["queue"] = int(n)
 
 
 def _robots(redis, keyspace: Keyspace, hosts: list[str], useragent: str) -> dict[str, dict]:
@@ -254,19 +278,12 @@ def hosts(redis, keyspace: Keyspace, settings, sort: str = "queue", search: str 
         raise ValueError(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
     now_ms = _now_ms(redis)
     found = _candidates(redis, keyspace)
-    names = sorted(found)
-    pipe = redis.pipeline(transaction=False)
-    for h in names:
-        p = found[h]["partition"]
-        pipe.zcard(keyspace.queue(p, h))
-        pipe.hget(keyspace.host_records(p), h)
-    replies = pipe.execute()
     rows = []
-    for i, h in enumerate(names):
-        row = found[h]
-        row.update(host=h, queue=replies[2 * i], record=_record(replies[2 * i + 1]))
+    for h, row in found.items():
+        row.update(host=h, record=_record(row.pop("raw", None)))
         row.setdefault("fails", 0)
         rows.append(row)
+    _queues(redis, keyspace, rows)
     search = (search or "").strip().lower()
     matched = [r for r in rows if search in r["host"]] if search else rows
     matched.sort(key=lambda r: r["host"])  # ties in name order
