@@ -1,7 +1,7 @@
 """What the operator's view costs, and how fast it answers.
 
     .venv/bin/python bench/operator_bench.py [--workers 2,10] [--hosts 10000]
-        [--rounds 20] [--src REV]
+        [--rounds 20] [--src REV] [--parts history,records,app]
 
 1. History, Redis bytes: a fresh server (crawlproj.embedded.spawn_server)
    where W simulated workers send the real heartbeat (Heartbeat.command(),
@@ -16,7 +16,7 @@
 3. Host records, Redis: the frontier's script (lua/sync.lua) of this tree
    against --src's (default main), both loaded in one server, the same
    rounds of work on --hosts hosts (enqueue 5 URLs each, lease and release
-   every host once per round), in the order this, src, src, this: server
+   every host once per round), in the order this, src, src, this, twice: server
    microseconds per lease and release (INFO commandstats, evalsha) for each
    run, and MEMORY USAGE of the ``hs`` hash per host.
 4. The web app with --hosts hosts: a crawl of that many hosts (5 URLs each,
@@ -127,7 +127,7 @@ def host_records(hosts: int, src: str, tmp: Path, rounds: int = 3) -> dict:
     try:
         result = {}
         ours, theirs = ("this tree", SYNC_LUA), (src, _script_of(src))
-        for k, (name, script) in enumerate((ours, theirs, theirs, ours)):  # ABBA: drift cancels
+        for k, (name, script) in enumerate((ours, theirs, theirs, ours) * 2):  # ABBA: drift cancels
             crawl = f"rec-{k}"
             f = Frontier(r, Keyspace.open(r, crawl, 1), lease_ttl=60)
             f._sha = r.script_load(script)
@@ -156,6 +156,8 @@ def host_records(hosts: int, src: str, tmp: Path, rounds: int = 3) -> dict:
                 result["hs_bytes_per_host"] = round(r.memory_usage(hs, samples=0) / r.hlen(hs), 1)
             r.flushall()
         result["usec_per_release_and_lease"] = {name: result.pop(name) for name in (ours[0], src)}
+        result["medians"] = {name: statistics.median(v)
+                             for name, v in result["usec_per_release_and_lease"].items()}
         return result
     finally:
         proc.kill()
@@ -228,14 +230,20 @@ def main():
     p.add_argument("--hosts", type=int, default=10_000)
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--src", default="main", help="the frontier script to compare with (a git rev)")
+    p.add_argument("--parts", default="history,records,app", help="which of the four to run")
     args = p.parse_args()
+    parts = set(args.parts.split(","))
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        out = {"history_bytes": [history_bytes(int(w), tmp) for w in args.workers.split(",")],
-               "history_worker_cpu": worker_cpu(),
-               "host_records": host_records(args.hosts, args.src, tmp),
-               "app": app_answer_time(args.hosts, args.rounds, tmp),
-               "load": os.getloadavg()}
+        out = {}
+        if "history" in parts:
+            out["history_bytes"] = [history_bytes(int(w), tmp) for w in args.workers.split(",")]
+            out["history_worker_cpu"] = worker_cpu()
+        if "records" in parts:
+            out["host_records"] = host_records(args.hosts, args.src, tmp)
+        if "app" in parts:
+            out["app"] = app_answer_time(args.hosts, args.rounds, tmp)
+        out["load"] = os.getloadavg()
     print(json.dumps(out, indent=2))
 
 

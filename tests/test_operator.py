@@ -233,8 +233,11 @@ def test_the_busiest_host_holds_the_end_of_the_crawl():
             {"host": "small.ex", "queue": 10, "state": "ready", "interval_s": 0.5, "record": None}]
     bound = eta.host_bound(rows, now_ms=0)
     assert bound["host"] == "big.ex" and bound["seconds"] == 50.0
+    e = eta.estimate(250, eta.drain(_samples([290, 280, 270, 260, 250], 10.0), 4.0), bound, 10.0)
+    assert e["eta_s"] == 50 and "host big.ex holds the end" in e["basis"]  # 25 s to drain, 50 for big.ex
+    # most of the work left is big.ex's: its pace, though the drain says 11 s
     e = eta.estimate(110, eta.drain(_samples([150, 140, 130, 120, 110], 10.0), 4.0), bound, 10.0)
-    assert e["eta_s"] == 50 and "host big.ex holds the end" in e["basis"]
+    assert e["eta_s"] == 50 and "100 of the 110 URLs left" in e["basis"]
 
 
 # -- alerts --------------------------------------------------------------------------
