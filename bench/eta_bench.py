@@ -2,7 +2,7 @@
 the simulated web against when each crawl really ended.
 
     .venv/bin/python bench/eta_bench.py [--webs "hosts=60,pages=3000,seed=1;..."]
-        [--workers 2] [--every 1.0]
+        [--workers 2] [--every 1.0] [--set FRONTIER_DELAY_FACTOR=1,...]
 
 For each web: a fresh Redis server, `scrapy crawl web` workers (tests/e2e.py
 Workers, MONITOR_INTERVAL 1, history one sample a second), and the crawl's
@@ -45,7 +45,7 @@ def _web(text: str) -> dict:
     return spec
 
 
-def one(spec: dict, workers: int, every: float, tmp: Path) -> dict:
+def one(spec: dict, workers: int, every: float, tmp: Path, extra: dict) -> dict:
     server = RedisServer(tmp / "redis")
     r = server.client()
     reads = []
@@ -53,7 +53,7 @@ def one(spec: dict, workers: int, every: float, tmp: Path) -> dict:
         with SimWebServer(spec, log_path=str(tmp / "web.jsonl")) as sw:
             w = Workers(sw, server.url, tmp, sw.web.seeds(3), "eta",
                         {"MONITOR_INTERVAL": 1, "MONITOR_HISTORY": "[[1, 3600], [60, 10080]]",
-                         "LOG_LEVEL": "WARNING"})
+                         "LOG_LEVEL": "WARNING", **extra})
             w.start(workers)
             while any(p.poll() is None for p in w.procs):
                 time.sleep(every)
@@ -96,7 +96,7 @@ def one(spec: dict, workers: int, every: float, tmp: Path) -> dict:
                          "lower_bound": near["lower"],
                          "naive_s": None if near["naive"] is None else round(near["naive"], 1),
                          "basis": near["basis"]})
-    return {"web": spec, "workers": workers, "codes": codes, "pages": len(records),
+    return {"web": spec, "settings": extra, "workers": workers, "codes": codes, "pages": len(records),
             "duration_s": round(duration, 1), "reads": len(reads), "reads_counted": counted,
             "median_rel_error": {k: round(statistics.median(v), 3) if v else None
                                  for k, v in errs.items()},
@@ -110,11 +110,13 @@ def main():
     p.add_argument("--webs", default="hosts=60,pages=3000,seed=1;hosts=20,pages=2000,seed=2")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--every", type=float, default=1.0)
+    p.add_argument("--set", default="", help="worker settings, NAME=VALUE,...")
     args = p.parse_args()
+    extra = dict(x.split("=", 1) for x in args.set.split(",") if x)
     out = []
     for text in args.webs.split(";"):
         with tempfile.TemporaryDirectory() as d:
-            out.append(one(_web(text), args.workers, args.every, Path(d)))
+            out.append(one(_web(text), args.workers, args.every, Path(d), extra))
     print(json.dumps({"runs": out, "load": os.getloadavg()}, indent=2))
 
 
