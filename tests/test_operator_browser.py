@@ -142,6 +142,9 @@ def test_a_host_page_names_its_crawl_delay_and_the_backoff_503s_provoked(site, p
     assert "Crawl-delay: 0.3" in page.text_content("#robots")
     fetched = [x.text_content() for x in page.query_selector_all("#fetches tbody td:nth-child(4)")]
     assert fetched and all(u.startswith(f"http://{host}/") for u in fetched)
+    # its crawl log's 503s, among its last errors (the killed worker's log has its own)
+    statuses = [x.text_content() for x in page.query_selector_all("#errors tbody td:nth-child(2)")]
+    assert 1 <= statuses.count("503") <= 2
     assert page.errors == []
     shot = page.screenshot(full_page=True)
     if os.environ.get("UPDATE_SCREENSHOTS"):

@@ -120,4 +120,7 @@ def host_text(h: dict) -> str:
         lines += [f"    {u}" for u in h["next_urls"]]
     lines.append("  last fetches" + ("" if h["last_fetches"] else "     none in this machine's crawl logs"))
     lines += [f"    {f['time']} {f['status']:>5} {f['url']} {f['notes']}" for f in h["last_fetches"]]
+    if h["last_errors"]:
+        lines.append("  last errors")
+        lines += [f"    {f['time']} {f['status']:>5} {f['url']} {f['notes']}" for f in h["last_errors"]]
     return "\n".join(lines)

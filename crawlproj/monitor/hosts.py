@@ -44,6 +44,7 @@ SORTS = ("queue", "wait", "errors", "fetched", "backoff", "host")
 # Bytes read from the end of each crawl log for a host's last fetches.
 LOG_TAIL_BYTES = 4 << 20
 LAST_FETCHES = 20
+LAST_ERRORS = 20
 NEXT_URLS = 10
 MAX_HOST_CHARS = 261  # a DNS name (253) and a port
 
@@ -366,8 +367,13 @@ def host(redis, keyspace: Keyspace, name: str, settings, log_dirs: list[Path] = 
             "max_sitemap_files": settings.getint("SITEMAP_MAX_FILES"),
         },
         "robots_expiry_s": min(settings.getfloat("ROBOTS_EXPIRY"), MAX_EXPIRY),
-        "last_fetches": last_fetches(h, keyspace.crawl_id, log_dirs),
+        **_fetches(h, keyspace.crawl_id, log_dirs),
     }
+
+
+def _fetches(h: str, crawl_id: str, log_dirs) -> dict:
+    every = last_fetches(h, crawl_id, log_dirs, n=None)
+    return {"last_fetches": every[-LAST_FETCHES:], "last_errors": last_errors(every)}
 
 
 def log_dirs(redis, keyspace: Keyspace, settings) -> list[Path]:
@@ -381,9 +387,9 @@ def log_dirs(redis, keyspace: Keyspace, settings) -> list[Path]:
     return sorted(dirs)
 
 
-def last_fetches(h: str, crawl_id: str, log_dirs, n: int = LAST_FETCHES) -> list[dict]:
-    """The last n lines of host h in the crawl logs under log_dirs (this
-    machine's workers), newest last, each as the crawl log has it."""
+def last_fetches(h: str, crawl_id: str, log_dirs, n: int | None = LAST_FETCHES) -> list[dict]:
+    """The last n lines (None: all read) of host h in the crawl logs under
+    log_dirs (this machine's workers), newest last, each as the crawl log has it."""
     found = []
     seen = set()
     for d in log_dirs:
@@ -409,7 +415,12 @@ def last_fetches(h: str, crawl_id: str, log_dirs, n: int = LAST_FETCHES) -> list
                               "mime": line.mime, "notes": (raw.split()[11:12] or ["-"])[0],
                               "log": path.name})
     found.sort(key=lambda x: x["time"])
-    return found[-n:]
+    return found if n is None else found[-n:]
+
+
+def last_errors(fetches: list[dict], n: int = LAST_ERRORS) -> list[dict]:
+    """Of a host's log lines, the last n that were no answer or a 4xx/5xx."""
+    return [f for f in fetches if f["status"] < 0 or f["status"] >= 400][-n:]
 
 
 def rows(redis, keyspace: Keyspace, picks: list[tuple[int, str, int]]) -> list[dict]:

@@ -86,14 +86,19 @@ function draw(h) {
   clear(next);
   for (const u of h.next_urls) next.appendChild(document.createElement("li")).textContent = u;
   if (!h.next_urls.length) next.appendChild(document.createElement("li")).textContent = "none queued";
-  const body = $("fetches").tBodies[0];
+  fetches($("fetches"), h.last_fetches, "none in the crawl logs on this machine");
+  fetches($("errors"), h.last_errors, "none in the crawl logs on this machine");
+  $("story").hidden = false;
+}
+
+function fetches(table, lines, none) {
+  const body = table.tBodies[0];
   clear(body);
-  for (const f of h.last_fetches) {
+  for (const f of lines) {
     const row = body.insertRow();
     for (const v of [f.time, String(f.status), f.size === null ? "-" : num(f.size), f.url, f.notes]) row.insertCell().textContent = v;
   }
-  if (!h.last_fetches.length) body.insertRow().insertCell().textContent = "none in the crawl logs on this machine";
-  $("story").hidden = false;
+  if (!lines.length) body.insertRow().insertCell().textContent = none;
 }
 
 async function refresh() {
