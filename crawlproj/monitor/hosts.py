@@ -57,7 +57,11 @@ class NoSuchHost(CrawlprojError):
                          "the hosts with work)")
 
 
-class BadHostName(CrawlprojError, ValueError):
+class BadRequest(CrawlprojError, ValueError):
+    """An argument no answer can be made of (a sort, a host name)."""
+
+
+class BadHostName(BadRequest):
     """Text that cannot name a host."""
 
 
@@ -276,7 +280,7 @@ def hosts(redis, keyspace: Keyspace, settings, sort: str = "queue", search: str 
     first, the name alphabetically), those whose name holds search, rows
     offset..offset+n with why each waits: {"total", "matched", "rows"}."""
     if sort not in SORTS:
-        raise ValueError(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
+        raise BadRequest(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
     now_ms = _now_ms(redis)
     found = _candidates(redis, keyspace)
     rows = []

@@ -129,7 +129,7 @@ class StatusService:
         try:
             redis = self.redis()
             return work(redis, Keyspace.found(redis, crawl_id))
-        except (NoSuchCrawl, hosts.NoSuchHost, hosts.BadHostName, ValueError):
+        except (NoSuchCrawl, hosts.NoSuchHost, hosts.BadRequest):
             raise
         except Exception:
             self._failed()
@@ -176,7 +176,7 @@ def _answer(request, work, *args):
         exc = failure.value
         if isinstance(exc, (NoSuchCrawl, hosts.NoSuchHost)):
             request.write(send_json(request, 404, {"error": str(exc)}))
-        elif isinstance(exc, (hosts.BadHostName, ValueError)):
+        elif isinstance(exc, hosts.BadRequest):
             request.write(send_json(request, 400, {"error": str(exc)}))
         else:
             request.write(send_json(request, 503, {"error": f"Redis unreachable: {exc}",
