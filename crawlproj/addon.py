@@ -57,7 +57,8 @@ TABLE = "settings.base"
 PREFIXES = ("FRONTIER_", "DUE_", "CONTENTSEEN_", "RANKER_", "PAGERANK_", "PRIORITIZER_",
             "RECRAWL_", "WARC_", "LINKSTORE_", "PAGEMETA_", "CRAWLLOG_", "CRAWL_", "SITEMAP_",
             "REDIS_", "GC_", "PAGE_", "ADDRESS_GUARD_", "INDEX_", "SEARCH_", "UI_",
-            "ROBOTS_", "TRAPGUARD_", "MONITOR_", "SIMILARITY_", "REALTIME_")
+            "ROBOTS_", "TRAPGUARD_", "MONITOR_", "SIMILARITY_", "REALTIME_",
+            "URLFILTER_")
 
 # CRAWLPROJ_<NAME> in the environment sets NAME.
 ENVIRONMENT_PREFIX = "CRAWLPROJ_"

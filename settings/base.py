@@ -341,6 +341,25 @@ DEPTH_LIMIT = 10
 PAGE_TEXT_MAX_CHARS = 100_000
 
 # --------------------------------------------------------------------------
+# URL filters: which URLs the crawl is to have, by regular expressions
+# [Mercator §3, step 6: the user-supplied URL filter] (crawlproj/frontier/
+# urlfilter.py, docs/recipe.md). Decided where URLs enter the frontier
+# (seeds, links, redirects, sitemaps); each refusal is counted as the stat
+# urlfilter/refused/<rule>. A pattern matches when re.search finds it in the
+# URL (case-sensitive; (?i) for not); a URL must pass every filter set.
+# --------------------------------------------------------------------------
+
+# Patterns; a URL one matches is refused (rule exclude/<index>). A list here;
+# with -s or CRAWLPROJ_, one pattern or a JSON list ('["\\.pdf$", "/print/"]').
+URLFILTER_EXCLUDE = []
+# Patterns; when any is given, a URL none matches is refused (rule include).
+URLFILTER_INCLUDE = []
+# A file of rules in Nutch's regex-urlfilter.txt form: "+regex" admits,
+# "-regex" refuses, "#" comments; the first rule that matches decides (rule
+# file/<line>), and a URL no rule matches is refused (file/unmatched).
+URLFILTER_FILE = None
+
+# --------------------------------------------------------------------------
 # The trap guard: crawler traps, URL spaces without end (docs/hardening.md has
 # each rule's default and the measurement behind it). Each rule counts its
 # refusals as the stat trapguard/refused/<rule>; a limit of 0 switches its rule

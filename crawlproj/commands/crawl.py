@@ -1,8 +1,9 @@
 """`scrapy crawl`, with crawlproj's problems reported in one line.
 
 The same command as Scrapy's; before the engine starts it checks what a user
-most often gets wrong (a misspelt crawlproj setting, a seeds argument without
-a usable URL, a scope or prioritizer that does not exist, an unreachable or
+most often gets wrong (a misspelt setting, a seeds argument without a usable
+URL, a scope or prioritizer that does not exist, a URL filter pattern that
+does not compile or a filter file that is not there, an unreachable or
 unwritable Redis, a crawl of the same CRAWL_ID started with other settings)
 and answers with one clear line and exit status 2 instead of a traceback.
 A crawl that then stops on a failure it cannot crawl through exits with the
@@ -152,6 +153,7 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.due.urlseen import DueConfig
         from crawlproj.frontier.frontier import join
         from crawlproj.frontier.recrawl import check_settings as check_recrawl
+        from crawlproj.frontier.urlfilter import URLFilter
         from crawlproj.monitor.heartbeat import monitor_interval
         from crawlproj.prioritizers import prioritizer_class
         from crawlproj.scope import scope_mode
@@ -182,6 +184,7 @@ class Command(ScrapyCrawlCommand):
         if hasattr(prioritizer, "check_settings"):  # its own settings (similarity's query)
             prioritizer.check_settings(settings)
         check_recrawl(settings)
+        URLFilter.from_settings(settings)  # every pattern compiles, the file reads
         DueConfig.from_settings(settings)
         monitor_interval(settings)
         AllowList.from_settings(settings)
