@@ -4,6 +4,7 @@ Nutch's regex-urlfilter.txt form, decided where URLs enter the frontier
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,19 @@ def test_a_pattern_that_does_not_compile_is_named_in_one_line(settings, message)
     with pytest.raises(URLFilterError) as info:
         url_filter(**settings)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("pattern", [
+    r".*(/[^/]+)/[^/]+\1/[^/]+\1/", r"^.*/a/", r".*?\.pdf$", r".*+", r"^.*$", r".*|x",
+    r"(?i).*PDF$"])
+def test_a_leading_dot_star_searches_alike(pattern):
+    """The filter drops a leading ".*" from what it searches with (speed):
+    every URL gets the verdict the pattern as written gives."""
+    f = url_filter(URLFILTER_EXCLUDE=[pattern])
+    urls = ["http://a.test/", "http://a.test/a/b/a/c/a/", "http://a.test/x/y/x/y/x/",
+            "http://a.test/a/", "http://a.test/doc.pdf", "http://a.test/doc.PDF?x", "http://x.test/"]
+    assert [f.refusal(u) is not None for u in urls] == \
+        [re.search(pattern, u) is not None for u in urls]
 
 
 # -- the file -----------------------------------------------------------------------------
