@@ -92,6 +92,13 @@ CRAWL_ID = os.environ.get("CRAWL_ID", "default")
 # Local output: embedded server data, WARC files, logs. [Mercator §3: checkpoints]
 CRAWL_DATA_DIR = os.environ.get("CRAWL_DATA_DIR") or "./.crawlproj"
 
+# Settings of one's own whose names look like misspelt settings of Scrapy's
+# or crawlproj's (USER_AGENTS beside USER_AGENT) and that no component named
+# in the settings, nor the spider, reads: a list of names let through. Any
+# other such name stops the crawl at start, naming the setting it is closest
+# to (crawlproj/addon.py).
+CRAWL_CUSTOM_SETTINGS = []
+
 # An HTTP proxy every download of this worker goes through:
 # http://[user:password@]host:port. None = Scrapy's way, the http_proxy,
 # https_proxy and no_proxy environment variables of the worker (of the Scrapyd

@@ -161,11 +161,12 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.seeds import read_seeds
 
         settings = self.settings
-        check_settings(settings)  # the settings module, -s, Scrapyd's job settings
         spiders = self.crawler_process.spider_loader.list()
         if spider not in spiders:
             raise CrawlprojError(f"no spider {spider!r} in this project; its spiders: "
                                  f"{', '.join(sorted(spiders))}")
+        # the settings module, -s, Scrapyd's job settings; the spider may read its own
+        check_settings(settings, self.crawler_process.spider_loader.load(spider))
         seeds = spargs.get("seeds")
         seed_urls = read_seeds(seeds)[0] if seeds and seeds.strip() else []
         if "query" in spargs or "max_pages" in spargs:
