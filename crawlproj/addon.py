@@ -63,7 +63,7 @@ PREFIXES = ("FRONTIER_", "DUE_", "CONTENTSEEN_", "RANKER_", "PAGERANK_", "PRIORI
             "RECRAWL_", "WARC_", "LINKSTORE_", "PAGEMETA_", "CRAWLLOG_", "CRAWL_", "SITEMAP_",
             "REDIS_", "GC_", "PAGE_", "ADDRESS_GUARD_", "INDEX_", "SEARCH_", "UI_",
             "ROBOTS_", "TRAPGUARD_", "MONITOR_", "SIMILARITY_", "REALTIME_",
-            "URLFILTER_")
+            "URLFILTER_", "DNS_")
 
 # CRAWLPROJ_<NAME> in the environment sets NAME.
 ENVIRONMENT_PREFIX = "CRAWLPROJ_"
@@ -235,8 +235,8 @@ def _check_names(settings, spidercls=None) -> None:
             close = difflib.get_close_matches(name, names, n=1)
         elif name in known or hasattr(scrapy_defaults, name):
             continue
-        elif name.startswith(PREFIXES):
-            close = difflib.get_close_matches(name, known, n=1)
+        elif name.startswith(PREFIXES):  # Scrapy's DNS_TIMEOUT has one too
+            close = difflib.get_close_matches(name, [*known, *scrapy_names], n=1)
         elif name in own or (meant := _lookalike(name, [*known, *scrapy_names])) is None:
             continue
         else:

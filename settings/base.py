@@ -62,6 +62,17 @@ ROBOTS_RETRY_WAIT = 60.0
 # disallowing everything until its entry expires, and its URLs are dropped.
 ROBOTS_RETRY_TIMES = 5
 
+# A host whose name does not resolve is no server answering: not RFC 9309's
+# unreachable robots.txt. Its lookup is tried again this many times, this
+# many seconds apart (DNS failures can be transient); then the host is taken
+# as not resolving until its robots entry expires, and each of its URLs fails
+# at once as a DNS error [Mercator §4, Figure 6]. The seeds' names are looked
+# up alike when a worker starts: a seed whose host does not resolve is named,
+# and a worker none of whose seeds resolves stops (finish reason
+# seed_dns_error). crawlproj/dns.py, docs/hardening.md
+DNS_RETRY_TIMES = 2
+DNS_RETRY_WAIT = 2.0
+
 # --------------------------------------------------------------------------
 # Where the crawl lives
 # --------------------------------------------------------------------------
@@ -631,6 +642,8 @@ EXTENSIONS = {
     # workers' stats crawl-wide (crawlproj/monitor/)
     "crawlproj.monitor.figures.CrawlFigures": 520,
     "crawlproj.monitor.heartbeat.Heartbeat": 530,
+    # the seeds' host names looked up at start (crawlproj/dns.py)
+    "crawlproj.dns.SeedCheck": 540,
 }
 # Once the spider is open, move the objects made at start-up (Scrapy, Twisted,
 # lxml, settings, middlewares) out of the garbage collector's walks (gc.freeze):

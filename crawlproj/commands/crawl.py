@@ -9,7 +9,8 @@ and answers with one clear line and exit status 2 instead of a traceback.
 A crawl that then stops on a failure it cannot crawl through exits with the
 status of its class (crawlproj.errors.EXIT_STATUS: Redis lost the crawl's
 state 3, refuses its writes 4, did not answer for REDIS_OUTAGE_LIMIT 5, a
-store cannot write 6), any other error with 1, each with one last line.
+store cannot write 6, no seed's host resolves 7: crawlproj/dns.py), any
+other error with 1, each with one last line.
 
 A close that has begun (a failure, the end of the crawl) finishes on
 Ctrl-C: Scrapy's graceful stop would wait only for the downloads under way
