@@ -238,3 +238,17 @@ def test_scrapy_crawl_refuses_a_bad_filter_in_one_line_before_it_starts(tmp_path
     assert "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines()[-1] == line
     assert not (tmp_path / "data" / "redis").exists()  # nothing was started
+
+
+def test_scrapy_seed_admits_what_the_filters_admit(redis_url, tmp_path):
+    import os
+    env = {k: v for k, v in os.environ.items() if k not in ("CRAWL_ID", "SCRAPY_SETTINGS_MODULE")}
+    env.update(REDIS_URL=redis_url, CRAWL_DATA_DIR=str(tmp_path / "data"), CRAWL_ID="uf-seed")
+    run = subprocess.run([sys.executable, "-m", "scrapy", "seed",
+                          "http://a.test/private/x,http://a.test/ok", "-s",
+                          "URLFILTER_EXCLUDE=/private/"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines() == [
+        "skipped http://a.test/private/x: URLFILTER_EXCLUDE[0] '/private/' matches"]
+    assert run.stdout.strip() == "crawl uf-seed: 1 seed(s) added, 0 already seen"
