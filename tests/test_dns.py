@@ -6,13 +6,20 @@ them together in real crawls."""
 
 from __future__ import annotations
 
+import time
+
 from scrapy.exceptions import CannotResolveHostError
 from scrapy.settings import Settings
 
 from crawlproj.addon import apply_table
 from crawlproj.dns import HostUnresolvable, _proxied, is_dns_error, lookup
 from crawlproj.robots import ALLOW_ALL, NO_HOST, Rules, failed, unresolved
-from crawlproj.stores.exchange import S_DOMAIN_PREREQUISITE_FAILURE, S_DOMAIN_UNRESOLVABLE
+from crawlproj.stores.crawllog import format_line, parse_line
+from crawlproj.stores.exchange import (
+    S_DOMAIN_PREREQUISITE_FAILURE,
+    S_DOMAIN_UNRESOLVABLE,
+    FailedAttempt,
+)
 from crawlproj.stores.report import outcome
 from middlewares.record import status_of
 from tests.resolver import StaticResolver
@@ -37,6 +44,13 @@ def test_a_url_of_a_host_that_does_not_resolve_is_a_dns_error():
     assert status_of(lookup_failed)[0] == S_DOMAIN_UNRESOLVABLE
     assert outcome(S_DOMAIN_UNRESOLVABLE) == "DNS error"
     assert not is_dns_error(HostUnresolvable("x"))  # a verdict, not a lookup
+    # in the crawl log: never sent, so no fetch time, as Heritrix writes -6
+    line = format_line(FailedAttempt(None, "http://gone.invalid/", S_DOMAIN_PREREQUISITE_FAILURE,
+                                     "dns", time.time(), 0.0), time.time())
+    fields = line.split()
+    assert (fields[1], fields[3], fields[8], fields[11]) == (
+        "-6", "http://gone.invalid/", "-", "err=dns")
+    assert parse_line(line).status == S_DOMAIN_PREREQUISITE_FAILURE
 
 
 def settings(**values) -> Settings:
