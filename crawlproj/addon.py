@@ -192,7 +192,7 @@ def _component_modules(settings, spidercls) -> list:
     for path in sorted(p for p in paths if p.split(".", 1)[0] not in _OWN_PACKAGES):
         try:
             modules.append(import_module(path))
-        except Exception:  # noqa: BLE001 - a component that cannot load is its own error, later
+        except Exception:  # a component that cannot load is its own error, later
             continue
     return modules
 

@@ -155,7 +155,7 @@ class SeedCheck:
             try:
                 if await maybe_deferred_to_future(lookup(self._resolver(), name)):
                     return True
-            except Exception as exc:  # noqa: BLE001 - a resolver's failure is a failed lookup
+            except Exception as exc:  # a resolver's failure is a failed lookup
                 logger.debug("lookup of %s failed: %s", name, exc)
         return False
 
