@@ -118,7 +118,7 @@ class WebSpider(scrapy.Spider):
         super().update_settings(settings)
         apply_table(settings)
         apply_environment(settings)
-        check_settings(settings)
+        check_settings(settings, cls)
 
     @classmethod
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):

@@ -38,6 +38,7 @@ import hashlib
 import io
 import logging
 import os
+import re
 import shutil
 import socket
 import time
@@ -465,11 +466,35 @@ def recover(storage: Storage) -> list[tuple[str, str]]:
     return done
 
 
-def build_index(storage: LocalStorage, rebuild: bool = False) -> tuple[int, int]:
-    """Write the missing per-file ``.cdxj`` indexes (all with rebuild); returns
-    (files indexed, lines)."""
+# A file's name as WarcWriter._new_name makes it: the crawl's safe name, the
+# 17-digit UTC time, the serial, pid~host~random. The crawl is what comes
+# before the first "-<17 digits>-<serial>-": crawl ids may hold "-" too.
+_FILE_NAME = re.compile(r"(?P<crawl>.+?)-\d{17}-\d+-.")
+
+
+def crawl_of(name: str) -> str | None:
+    """The crawl (its file-name-safe form) a WARC or CDXJ file of this store
+    belongs to, or None for a file named otherwise."""
+    m = _FILE_NAME.match(name)
+    return m.group("crawl") if m else None
+
+
+def crawl_names(storage: LocalStorage, crawl_id: str | None, suffix: str) -> list[str]:
+    """The names of storage's files with suffix of crawl crawl_id (every
+    file when crawl_id is None)."""
+    names = storage.names(suffix)
+    if crawl_id is None:
+        return names
+    crawl = safe_name(crawl_id)
+    return [n for n in names if crawl_of(n) == crawl]
+
+
+def build_index(storage: LocalStorage, rebuild: bool = False,
+                crawl_id: str | None = None) -> tuple[int, int]:
+    """Write the missing per-file ``.cdxj`` indexes (all with rebuild) of the
+    WARC files of crawl_id (None: of every crawl); returns (files indexed, lines)."""
     files = lines = 0
-    for name in storage.names(WARC_SUFFIX):
+    for name in crawl_names(storage, crawl_id, WARC_SUFFIX):
         target = storage.root / (name[: -len(WARC_SUFFIX)] + CDXJ_SUFFIX)
         if target.exists() and not rebuild:
             continue
@@ -483,10 +508,14 @@ def build_index(storage: LocalStorage, rebuild: bool = False) -> tuple[int, int]
     return files, lines
 
 
-def merge_indexes(storage: LocalStorage, out: Path) -> int:
-    """One sorted CDXJ of every file's index (a k-way merge: each is sorted)."""
+def merge_indexes(storage: LocalStorage, out: Path, crawl_id: str | None = None) -> int:
+    """One sorted CDXJ of the indexes of crawl_id's WARC files (None: of every
+    WARC file's); a k-way merge: each is sorted. An index is a file's when it
+    lies beside it (NAME.cdxj, NAME.warc.gz): merged indexes are not merged again."""
     import heapq
-    names = [n for n in storage.names(CDXJ_SUFFIX) if (storage.root / n) != out]
+    warcs = set(storage.names(WARC_SUFFIX))
+    names = [n for n in crawl_names(storage, crawl_id, CDXJ_SUFFIX)
+             if n[: -len(CDXJ_SUFFIX)] + WARC_SUFFIX in warcs and (storage.root / n) != out]
     handles = [open(storage.root / n, encoding="utf-8") for n in names]
     n = 0
     tmp = out.with_name(out.name + OPEN_SUFFIX)
