@@ -23,6 +23,12 @@ is the inner product of the query with the link's words weighted by IDF
 the idf factors"). The counts behind it are crawl-wide, in one Redis hash
 (:attr:`crawlproj.keyspace.Keyspace.similarity_df`): every worker scores
 with the same estimate, whatever share of the pages it fetched.
+
+A URL's place is the best any of its links has given it so far (BEST_LINK:
+the frontier keeps the lower score of a queued URL's links): a URL first
+found under an anchor that says nothing, a hub page's link to it, moves up
+when another page links it with the query in its anchor. The queued request
+stays the first link's (its depth, Referer and distance to a hot page).
 """
 
 from __future__ import annotations
@@ -124,6 +130,12 @@ PAGES_FIELD = "\0pages"
 
 class SimilarityOrder(Prioritizer):
     """FRONTIER_PRIORITIZER = "similarity": hot queue first, then by IS'."""
+
+    # A URL is as good as the best link to it found so far: Cho's hot queue
+    # holds the URLs "seen in an anchor mentioning" the query, whichever of
+    # their links that was, and a URL first found far from a hot page may be
+    # found again near one (Cho §7, Figs. 4-5).
+    BEST_LINK = True
 
     def __init__(self, query, hot_hops: int = 3, hot_count: int = 5,
                  frequencies: DocumentFrequencies | None = None):
