@@ -89,6 +89,15 @@ def nav(paths, anchor=lambda p: f"see {p}") -> str:
     return f"<html><head><title>t</title></head><body><ul>{items}</ul></body></html>"
 
 
+def test_links_nothing_tells_apart_are_served_in_the_order_found(redis_url):
+    """Cho's queues are FIFO: among links of one class and IS', the first
+    found goes first, down to a page's own order (its links are scored
+    within a millisecond)."""
+    paths = [f"p{i:02d}" for i in range(40)]
+    order = SimilarityOrder("jazz")
+    assert served(make(redis_url, "fifo"), order, nav(paths)) == paths
+
+
 def test_a_later_link_whose_anchor_holds_the_query_puts_a_queued_url_in_the_hot_queue(redis_url):
     """Cho's hot queue holds the URLs "seen in an anchor mentioning" the
     query: a URL first found under another anchor (a hub's link to it) goes
