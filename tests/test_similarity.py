@@ -111,6 +111,19 @@ def test_a_later_link_whose_anchor_holds_the_query_puts_a_queued_url_in_the_hot_
     assert sorted(got) == sorted(paths + ["d"])
 
 
+def test_the_words_of_an_identifier_are_words_as_the_index_reads_them():
+    """The session's query runs on the crawl's index, which cuts mod_deflate
+    into mod and deflate (tantivy's default tokenizer); the order reads
+    anchors and URLs alike, so a link named by identifiers is in the hot
+    queue."""
+    order = SimilarityOrder("deflate howto")
+    sim, hot = order.estimate("Apache Module mod_deflate", "", "http://a.example/ssl_howto.html")
+    assert hot and sim > 0
+    assert SimilarityOrder("ssl_howto").terms == ["ssl", "howto"]
+    # letters and digits stay together, as in the index: sqlite3 is not sqlite
+    assert order.estimate("sqlite3", "", "http://a.example/x")[0] == 0.0
+
+
 def test_idf_from_the_pages_seen_so_far_is_shared_by_workers(redis_url):
     r = redis.Redis.from_url(redis_url)
     key = Keyspace("sim", 1).similarity_df

@@ -45,7 +45,11 @@ from crawlproj.signals import page_parsed
 
 logger = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w+")
+# A word is a run of letters and digits, as the crawl's index cuts text
+# (tantivy's default tokenizer; crawlproj/search/searcher.py): an identifier
+# such as mod_deflate or ssl_howto is two words, in an anchor, a URL or a
+# page, as the real-time session's own query on the index reads them.
+_WORD = re.compile(r"[^\W_]+")
 
 # Longest query, in characters and in distinct words: a query is a few words
 # (the WebCrawler's averaged 1.5); a page of text is no query, and every word
@@ -80,7 +84,7 @@ class SimilarityQueryError(ValueError):
 
 
 def words(text: str) -> list[str]:
-    """Lower-case word tokens (letters, digits, underscore; any script)."""
+    """Lower-case words: runs of letters and digits (any script)."""
     return _WORD.findall(text.lower()) if text else []
 
 
