@@ -167,7 +167,8 @@ PRIORITIZER_CROSS_HOST_ONLY = False
 # whose anchor text or URL holds every word goes first; then URLs within
 # SIMILARITY_HOT_HOPS links of a hot page (0 = no such rule), a page with the
 # query in its title or each word at least SIMILARITY_HOT_COUNT times in its
-# text; each class by IS' of the link's anchor, nearby text and URL.
+# text; each class by IS' of the link's anchor, nearby text and URL. A queued
+# URL takes the best score of the links to it found so far.
 SIMILARITY_QUERY = ""
 SIMILARITY_HOT_HOPS = 3
 SIMILARITY_HOT_COUNT = 5

@@ -93,5 +93,6 @@ def admit(frontier, prioritizer, request, spider, max_length: int, guard=None, u
     first = prioritizer.first_score(request) if hasattr(prioritizer, "first_score") else None
     entry = frontier.entry(host, request.url, score, codec.encode(request, spider, host),
                            force=request.dont_filter, fp=fp, bump=bump,
-                           first=first if first is None or math.isfinite(first) else None)
+                           first=first if first is None or math.isfinite(first) else None,
+                           best=getattr(prioritizer, "BEST_LINK", False))
     return frontier.partition_of(host), entry

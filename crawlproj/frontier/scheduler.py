@@ -90,7 +90,8 @@ class FrontierScheduler:
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
         size = s.getint("DUE_CACHE_SIZE")
-        bumps = getattr(type(prioritizer), "bump", Prioritizer.bump) is not Prioritizer.bump
+        bumps = getattr(type(prioritizer), "bump", Prioritizer.bump) is not Prioritizer.bump \
+            or getattr(prioritizer, "BEST_LINK", False)
         self.sent = RecentURLs(size) if size > 0 and not bumps else None
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         # At most CONCURRENT_REQUESTS transfers at a time, counted from the
