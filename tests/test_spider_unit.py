@@ -69,6 +69,7 @@ def test_html_page_item_fields():
     assert set(item.keys()) == set(PAGE_ITEM_FIELDS) == {
         "url", "final_url", "status", "content_type", "length", "fetch_time",
         "download_time", "depth", "title", "text", "outlinks", "duplicate_of",
+        "robots", "canonical",
     }  # fmt: skip
     assert item["url"] == "http://example.com/old"  # as requested, before the redirect
     assert item["final_url"] == "http://example.com/"
