@@ -44,9 +44,11 @@ __all__ = [
     "NOTHING",
     "NOFOLLOW_RELS",
     "agent_tokens",
+    "obeyed_agents",
     "parse_content",
     "parse_x_robots_tag",
     "link_header_canonical",
+    "with_link_header",
     "refresh_url",
     "is_nofollow_rel",
 ]
@@ -116,6 +118,15 @@ def agent_tokens(bot_name: str | None, user_agent: str | None) -> frozenset[str]
         if value and re.fullmatch(r"[a-z0-9_.-]+", value):
             names.add(value)
     return frozenset(names)
+
+
+def obeyed_agents(settings) -> frozenset[str] | None:
+    """The names this crawler answers to (:func:`agent_tokens`) as a crawl's
+    settings give them, or None when ROBOTS_META_OBEY is off."""
+    if not settings.getbool("ROBOTS_META_OBEY"):
+        return None
+    return agent_tokens(settings.get("BOT_NAME"),
+                        settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"))
 
 
 def _date(value: str) -> float | None:
@@ -251,6 +262,18 @@ def link_header_canonical(values, base: str) -> str | None:
                     if url is not None:
                         found.add(url)
     return found.pop() if len(found) == 1 else None
+
+
+def with_link_header(canonical: str | None, values, base: str) -> str | None:
+    """The canonical URL of a page whose tags name canonical (None: none)
+    and whose Link headers are values: one URL if they agree, else None
+    (RFC 6596 §5: a page names one canonical URL)."""
+    if not values:
+        return canonical
+    named = link_header_canonical(values, base)
+    if named is None:
+        return canonical
+    return named if canonical in (None, named) else None
 
 
 _ASCII_DIGITS = "0123456789"

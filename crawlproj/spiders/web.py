@@ -32,10 +32,10 @@ from crawlproj.robotsmeta import (
     NOTHING,
     ROBOTS,
     Directives,
-    agent_tokens,
-    link_header_canonical,
+    obeyed_agents,
     parse_x_robots_tag,
     refresh_url,
+    with_link_header,
 )
 from crawlproj.scope import Scope, ScopeError, scope_mode
 from crawlproj.seeds import check_seed, read_seeds
@@ -147,10 +147,8 @@ class WebSpider(scrapy.Spider):
         mode = spider._scope_arg or scope_mode(settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
         spider.scope = Scope(mode, spider.seed_urls)
         spider.text_max_chars = settings.getint("PAGE_TEXT_MAX_CHARS")
-        if settings.getbool("ROBOTS_META_OBEY"):
-            spider.robots_agents = agent_tokens(
-                settings.get("BOT_NAME"),
-                settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"))
+        spider.robots_agents = obeyed_agents(settings)
+        if spider.robots_agents is not None:
             spider.robots_names = spider.robots_agents | {ROBOTS}
         return spider
 
@@ -225,14 +223,7 @@ class WebSpider(scrapy.Spider):
         # what the response head adds to the page's own tags (most pages
         # send none of these headers: three lookups)
         robots = self._header_robots(response, extracted.robots)
-        canonical = extracted.canonical
-        values = headers.getlist(b"Link")
-        if values:
-            named = link_header_canonical(values, response.url)
-            if named is not None:
-                # RFC 6596 §5: a page names one canonical URL; two that
-                # disagree name none
-                canonical = named if canonical in (None, named) else None
+        canonical = with_link_header(extracted.canonical, headers.getlist(b"Link"), response.url)
         refresh = extracted.refresh
         if refresh is None:
             value = headers.get(b"Refresh")
