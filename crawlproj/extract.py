@@ -423,8 +423,9 @@ def _extract_links(
     once). ``robots_names``: the meta names whose robots directives apply
     (None: not read). A canonical link counts in the head only, where Google
     reads it (a body holds what visitors wrote), and only when every one
-    there names the same URL (RFC 6596 §5: several are an error); the first
-    refresh counts, as in browsers, wherever it is.
+    there that names an http(s) URL names the same URL (RFC 6596 §5:
+    several are an error; Debian's Sphinx manuals add one to a file: URL);
+    the first refresh counts, as in browsers, wherever it is.
     """
     base = page_url
     while True:
@@ -434,8 +435,8 @@ def _extract_links(
         # and resolving is the costly part.
         resolved: dict[str, str | None] = {}
         dropped = 0
-        base_href = canonical_href = refresh = None
-        canonicals = 0
+        base_href = refresh = None
+        canonicals: list[str] = []
         robots = NOTHING
         again = False
         for el in root.iter("a", "area", "base", "meta", "link"):
@@ -490,10 +491,7 @@ def _extract_links(
                     href = el.get("href")
                     parent = el.getparent()
                     if href is not None and parent is not None and parent.tag == "head":
-                        href = href.strip(_C0_SPACE)
-                        if canonical_href != href:
-                            canonical_href = href
-                            canonicals += 1
+                        canonicals.append(href)
             elif base_href is None:
                 base_href = el.get("href")
                 if base_href is not None:
@@ -512,8 +510,11 @@ def _extract_links(
             nofollow.clear()
     if tags is not None:
         tags.base, tags.robots = base, robots
-        if canonicals == 1:
-            tags.canonical = resolve_link(base, canonical_href, encoding)
+        if canonicals:
+            named = {resolve_link(base, href, encoding) for href in canonicals[:16]}
+            named.discard(None)
+            if len(named) == 1:
+                tags.canonical = named.pop()
         if refresh is not None:
             tags.refresh = refresh_url(refresh, base)
     return [(u, a) for u, a in found.values()], dropped

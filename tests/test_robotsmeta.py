@@ -220,6 +220,10 @@ def test_base_after_links_and_canonical_conflicts():
     assert extract_page(two, PAGE).canonical is None  # RFC 6596 §5: several are an error
     same = b"""<html><head><link rel=canonical href=/a><link rel=canonical href=/a></head></html>"""
     assert extract_page(same, PAGE).canonical == "http://docs.python.test/a"
+    # one that names no http(s) URL does not count (Debian's manuals name a file: URL)
+    odd = b"""<html><head><link rel=canonical href="file:///usr/share/doc/x.html">
+    <link rel=canonical href="/a"><link rel=canonical href="javascript:void(0)"></head></html>"""
+    assert extract_page(odd, PAGE).canonical == "http://docs.python.test/a"
 
 
 @pytest.mark.parametrize("body", [
