@@ -23,12 +23,11 @@ from urllib.parse import urlencode, urljoin, urlsplit
 import pyarrow.parquet as pq
 import pytest
 import redis as redis_lib
-from warcio.archiveiterator import ArchiveIterator
 
 from crawlproj.embedded import free_port
 from crawlproj.keyspace import Keyspace
 from crawlproj.stores.pagemeta import PageMetaStore
-from tests.e2e import ROOT, Workers, stat
+from tests.e2e import ROOT, Workers, stat, warc_records
 from tests.nginxweb import PYTHON_DOCS, NginxWeb, Site, require_real_web
 
 pytestmark = pytest.mark.e2e
@@ -130,17 +129,6 @@ def search(base: str, q: str) -> list[str]:
         return [hit["url"] for hit in json.loads(r.read())["results"]]
 
 
-def warc_records(data) -> list:
-    out = []
-    for path in sorted((data / "warc").glob("*.warc.gz")):
-        with open(path, "rb") as f:
-            for rec in ArchiveIterator(f):
-                if rec.rec_type == "response":
-                    out.append((rec.rec_headers.get_header("WARC-Target-URI"),
-                                rec.rec_headers.get_header("Crawlproj-Robots")))
-    return out
-
-
 @pytest.fixture(scope="module")
 def crawl(redis_server, tmp_path_factory):
     require_real_web()
@@ -232,7 +220,7 @@ def test_noindex_pages_are_archived_not_searchable(crawl):
                        ("elandword", "/xrt-nofollow.html")]:
         assert found[word] == [url(path)], word
     assert found["quaggaindex"] == [] and found["okapiheader"] == []
-    archived = {u for u, _ in warc_records(crawl["data"])}
+    archived = {u for u, _ in warc_records(crawl["data"] / "warc", "response", "Crawlproj-Robots")}
     assert {url("/meta-noindex.html"), url("/xrt-noindex.html")} <= archived
     # a noindex,follow page's links are followed
     assert any(r["path"] == "/from-meta-noindex.html" for r in crawl["first"])
@@ -276,7 +264,7 @@ def test_the_graph_keeps_nofollow_links_marked(crawl):
 
 
 def test_a_noarchive_page_is_archived_marked_and_left_out_of_replay(crawl):
-    records = warc_records(crawl["data"])
+    records = warc_records(crawl["data"] / "warc", "response", "Crawlproj-Robots")
     marked = {u for u, mark in records if mark}
     assert marked == {url("/noarchive.html")}
     assert dict(records)[url("/noarchive.html")] == "noarchive"
