@@ -264,8 +264,13 @@ class WebSpider(scrapy.Spider):
             # does (Google reads a refresh as one): its target is followed
             # whatever the scope and nofollow say, as RedirectMiddleware
             # follows a redirect, and its links then obey the scope.
-            stats.inc_value("web/refresh/followed")
-            yield Request(refresh, callback=self.parse)
+            try:
+                request = Request(refresh, callback=self.parse)
+            except ValueError:  # not expected: refresh_url checked the URL
+                request = None
+            if request is not None:
+                stats.inc_value("web/refresh/followed")
+                yield request
         stats.inc_value("web/links/followed", followed)
         if unfollowed:
             stats.inc_value("robotsmeta/links/nofollow", unfollowed)
