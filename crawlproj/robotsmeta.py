@@ -49,6 +49,7 @@ __all__ = [
     "parse_x_robots_tag",
     "link_header_canonical",
     "with_link_header",
+    "with_head",
     "refresh_url",
     "is_nofollow_rel",
 ]
@@ -274,6 +275,29 @@ def with_link_header(canonical: str | None, values, base: str) -> str | None:
     if named is None:
         return canonical
     return named if canonical in (None, named) else None
+
+
+def with_head(header, url: str, agents: frozenset[str] | None, robots: Directives = NOTHING,
+              canonical: str | None = None, refresh: str | None = None
+              ) -> tuple[Directives, str | None, str | None]:
+    """(robots, canonical, refresh) of a page fetched from url: what its tags
+    said (crawlproj/extract.py) with what its response head adds, header(name)
+    giving that header's values (a list): X-Robots-Tag for this crawler
+    (agents; None: robots directives are not obeyed, NOTHING), the Link
+    header's canonical URL, the Refresh header where the page has no refresh
+    of its own. A refresh to the page itself leads nowhere new (None)."""
+    if agents is None:
+        robots = NOTHING
+    else:
+        values = header("X-Robots-Tag")
+        if values:
+            robots = robots | parse_x_robots_tag(values, agents)
+    canonical = with_link_header(canonical, header("Link"), url)
+    if refresh is None:
+        values = header("Refresh")
+        if values:
+            refresh = refresh_url(values[0], url)
+    return robots, canonical, None if refresh == url else refresh
 
 
 _ASCII_DIGITS = "0123456789"

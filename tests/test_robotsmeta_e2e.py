@@ -172,11 +172,15 @@ def crawl(redis_server, tmp_path_factory):
             workers.start(2)
             assert workers.wait() == [0, 0, 0, 0]
             refound = {w: search(base, w) for w in ("narwhallater", "hubword")}
+            # the index again from the WARC files alone: the same rules, read from the records
+            rebuilt = scrapy("index", "--rebuild", env=env)
+            assert rebuilt.returncode == 0, rebuilt.stderr
+            rebuilt = {w: search(base, w) for w in words}
         finally:
             ui.terminate()
             ui.wait(30)
         yield {"tmp": tmp, "data": tmp / "data", "first": first, "all": web.settle_log(),
-               "found": found, "refound": refound, "meta": meta,
+               "found": found, "refound": refound, "rebuilt": rebuilt, "meta": meta,
                "logs": [workers.log(i) for i in range(4)]}
 
 
@@ -232,6 +236,11 @@ def test_a_page_found_noindex_on_its_next_fetch_leaves_the_index(crawl):
     assert crawl["found"]["narwhallater"] == [url("/later.html")]
     assert crawl["refound"]["narwhallater"] == []
     assert crawl["refound"]["hubword"] == [url("/hub.html")]
+
+
+def test_the_index_rebuilt_from_the_warc_files_obeys_the_same(crawl):
+    expected = {**crawl["found"], "narwhallater": []}  # its latest fetch said noindex
+    assert crawl["rebuilt"] == expected
 
 
 def test_pages_that_name_one_canonical_url_are_one_search_result(crawl):

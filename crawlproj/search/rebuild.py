@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from crawlproj.extract import extract_page, is_html_type
-from crawlproj.robotsmeta import ROBOTS, parse_x_robots_tag, with_link_header
+from crawlproj.robotsmeta import ROBOTS, with_head
 from crawlproj.search.document import Document
 from crawlproj.search.indexer import Indexer
 from crawlproj.stores.cdxj import parse_record, scan
@@ -94,10 +94,8 @@ def documents(path: Path, agents: frozenset[str] | None = None) -> Iterator[Docu
                 continue
             url = headers.get("warc-target-uri", "")
             e = extract_page(body, url, content_type=ctype, robots_names=names)
-            robots = e.robots
-            if agents is not None and "x-robots-tag" in http:
-                robots = robots | parse_x_robots_tag(http["x-robots-tag"], agents)
-            canonical = with_link_header(e.canonical, http.get("link"), url)
+            robots, canonical, _ = with_head(lambda name: http.get(name.lower(), []), url, agents,
+                                             e.robots, e.canonical)
             yield Document.of_page(url, e.title, e.text, _epoch(headers.get("warc-date", "")),
                                    [(u, a) for u, a in e.links
                                     if not robots.nofollow and u not in e.nofollow],

@@ -28,15 +28,7 @@ from crawlproj.extract import (
     mime_type,
 )
 from crawlproj.items import PageItem
-from crawlproj.robotsmeta import (
-    NOTHING,
-    ROBOTS,
-    Directives,
-    obeyed_agents,
-    parse_x_robots_tag,
-    refresh_url,
-    with_link_header,
-)
+from crawlproj.robotsmeta import NOTHING, ROBOTS, Directives, obeyed_agents, with_head
 from crawlproj.scope import Scope, ScopeError, scope_mode
 from crawlproj.seeds import check_seed, read_seeds
 from crawlproj.signals import page_parsed
@@ -203,17 +195,16 @@ class WebSpider(scrapy.Spider):
             # Images, PDFs, JSON, ...: recorded, never parsed; what their
             # X-Robots-Tag says is obeyed (noarchive: their WARC record)
             stats.inc_value("web/pages/other")
-            robots = self._header_robots(response, NOTHING)
+            robots, _, _ = with_head(self._header(response), response.url, self.robots_agents)
             self._count(robots)
             yield self._item(response, Extracted(), robots)
             return
         encoding = response.encoding if isinstance(response, TextResponse) else None
-        headers = response.headers
         extracted = extract_page(
             response.body,
             response.url,
             encoding,
-            content_type=headers.get(b"Content-Type"),
+            content_type=response.headers.get(b"Content-Type"),
             max_text_chars=self.text_max_chars,
             robots_names=self.robots_names,
         )
@@ -222,15 +213,9 @@ class WebSpider(scrapy.Spider):
             stats.inc_value("web/links/capped", extracted.links_dropped)
         # what the response head adds to the page's own tags (most pages
         # send none of these headers: three lookups)
-        robots = self._header_robots(response, extracted.robots)
-        canonical = with_link_header(extracted.canonical, headers.getlist(b"Link"), response.url)
-        refresh = extracted.refresh
-        if refresh is None:
-            value = headers.get(b"Refresh")
-            if value:
-                refresh = refresh_url(value, response.url)
-        if refresh == response.url:
-            refresh = None  # a page that reloads itself leads nowhere new
+        robots, canonical, refresh = with_head(
+            self._header(response), response.url, self.robots_agents,
+            extracted.robots, extracted.canonical, extracted.refresh)
         item = self._item(response, extracted, robots, canonical, refresh)
         yield item
         self._count(robots)
@@ -277,15 +262,10 @@ class WebSpider(scrapy.Spider):
         if len(extracted.links) > followed + unfollowed:
             stats.inc_value("web/links/out_of_scope", len(extracted.links) - followed - unfollowed)
 
-    def _header_robots(self, response: Response, robots: Directives) -> Directives:
-        """robots, and what the response's X-Robots-Tag headers say to this
-        crawler; NOTHING when ROBOTS_META_OBEY is off."""
-        if self.robots_agents is None:
-            return NOTHING
-        values = response.headers.getlist(b"X-Robots-Tag")
-        if values:
-            return robots | parse_x_robots_tag(values, self.robots_agents)
-        return robots
+    @staticmethod
+    def _header(response: Response):
+        """name -> the response's values of that header (crawlproj.robotsmeta.with_head)."""
+        return lambda name: response.headers.getlist(name)
 
     def _count(self, robots: Directives) -> None:
         if robots:
