@@ -61,6 +61,17 @@ ROBOTS_RETRY_WAIT = 60.0
 # ... up to this many failures in a row; then the origin is taken as
 # disallowing everything until its entry expires, and its URLs are dropped.
 ROBOTS_RETRY_TIMES = 5
+# What pages say to crawlers themselves (crawlproj/robotsmeta.py; Google's
+# robots meta specification, which Bing, Nutch and Heritrix read alike;
+# docs/hardening.md, "Robots meta tags"): <meta name="robots"> (or named
+# crawlproj, BOT_NAME, or the product token of ROBOTSTXT_USER_AGENT or
+# USER_AGENT), X-Robots-Tag headers addressed to no crawler or to one of those
+# names, and rel="nofollow" (ugc, sponsored) on links. noindex: the page is
+# archived but not indexed for search, and leaves the index when a later
+# fetch finds it so; nofollow: its links are recorded, marked, not followed;
+# noarchive: its WARC record is marked and left out of the CDXJ index replay
+# reads. False ignores them all, as ROBOTSTXT_OBEY = False ignores robots.txt.
+ROBOTS_META_OBEY = True
 
 # A host whose name does not resolve is no server answering: not RFC 9309's
 # unreachable robots.txt. Its lookup is tried again this many times, this
@@ -618,6 +629,11 @@ DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 RETRY_TIMES = 2
 REDIRECT_MAX_TIMES = 5
+# A <meta http-equiv="refresh"> page is a page: the web spider extracts and
+# indexes it like any other and follows its refresh target as it follows a
+# redirect (crawlproj/spiders/web.py). Scrapy's MetaRefreshMiddleware would
+# swap the page for its target before the spider saw it, links and all.
+METAREFRESH_ENABLED = False
 # DepthMiddleware: record depth in request.meta["depth"] (bfs uses it in stats).
 DEPTH_STATS_VERBOSE = False
 

@@ -72,6 +72,14 @@ REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-dig
 # record whose HTTP response head was not received as such but rebuilt from
 # Scrapy's parsed response (docs/stores.md).
 HEAD_REBUILT = "Crawlproj-HTTP-Head"
+# An extension field on the record of a page that said noarchive (robots meta
+# tag or X-Robots-Tag; crawlproj/robotsmeta.py). The crawl keeps the capture,
+# as a search engine keeps what it indexes (Google's noarchive asks only that
+# no cached copy be shown), but gives it no CDXJ line: replay (pywb, the
+# Wayback Machine) serves what the index lists, and the access policies of
+# web archives (the Oakland Archive Policy, 2002) act at replay, not capture.
+ROBOTS_MARK = "Crawlproj-Robots"
+NOARCHIVE = "noarchive"
 # a 304 to a conditional GET (WARC 1.1 §6.7.2): the server said the page is unchanged
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
@@ -334,9 +342,13 @@ class WarcWriter:
             headers.append(("WARC-IP-Address", ex.ip))
         if ex.head_rebuilt:
             headers.append((HEAD_REBUILT, "rebuilt"))
+        index = None
+        if ex.noarchive:
+            headers.append((ROBOTS_MARK, NOARCHIVE))
+        else:
+            index = (line_key(ex.url, date), _index_fields(rec_type, ex.url, payload, head))
         headers.append(("WARC-Block-Digest", sha1_digest(*parts)))
-        resp = Record(rec_type, headers, HTTP_RESPONSE, parts,
-                      (line_key(ex.url, date), _index_fields(rec_type, ex.url, payload, head)))
+        resp = Record(rec_type, headers, HTTP_RESPONSE, parts, index)
         req = Record("request", [("WARC-Record-ID", _random_id()), ("WARC-Date", date),
                                  ("WARC-Target-URI", ex.url), ("WARC-Concurrent-To", rec_id),
                                  ("WARC-Block-Digest", sha1_digest(ex.request_head))],

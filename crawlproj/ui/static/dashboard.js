@@ -84,6 +84,9 @@ function draw(s) {
   $("eta").textContent = s.eta_s === null ? "- (nothing fetched now)" : duration(s.eta_s) + " at the current rate";
   $("crawl-delay").textContent = num(s.politeness.hosts_crawl_delay);
   $("backed-off").textContent = num(s.politeness.hosts_backed_off);
+  $("noindex").textContent = num(s.politeness.pages_noindex);
+  $("nofollow-pages").textContent = num(s.politeness.pages_nofollow);
+  $("nofollow-links").textContent = num(s.politeness.links_nofollow);
 
   const f = s.frontier;
   const table = $("frontier");
