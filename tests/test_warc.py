@@ -205,6 +205,29 @@ def test_revisit_record(tmp_path):
     assert '"mime": "warc/revisit"' in line
 
 
+def test_a_noarchive_page_is_kept_marked_and_left_out_of_replay(tmp_path):
+    """noarchive (crawlproj/robotsmeta.py): the record is written, whole and
+    valid, with the mark; the CDXJ index made while writing and the one
+    made again from the file (`scrapy cdx --rebuild`) both leave it out."""
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
+    kept, hidden = exchange("http://h1.example/kept.html"), exchange("http://h1.example/hidden.html")
+    hidden.noarchive = True
+    w.write(kept)
+    w.write(hidden)
+    w.close()
+    (name,) = [p for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
+    responses = {r[1]: r for r in records(tmp_path / name) if r[0] == "response"}
+    assert set(responses) == {kept.url, hidden.url}
+    assert responses[hidden.url][3].endswith(hidden.body)
+    assert responses[hidden.url][2].get_header("Crawlproj-Robots") == "noarchive"
+    assert responses[kept.url][2].get_header("Crawlproj-Robots") is None
+    written = (tmp_path / name.replace(".warc.gz", ".cdxj")).read_text().splitlines()
+    with open(tmp_path / name, "rb") as f:
+        again = index_file(f, name)
+    for lines in (written, again):
+        assert [json.loads(x.split(" ", 2)[2])["url"] for x in lines] == [kept.url]
+
+
 def test_dates_are_the_ones_datetime_makes_of_the_same_time():
     """A revisit names its first capture's record by the date the first
     writer made of the fetch's start time: the formatting cached per second

@@ -185,7 +185,8 @@ def _robots(redis, keyspace: Keyspace, hosts: list[str], useragent: str) -> dict
                 except Exception:  # rules the crawl could not read are shown as text
                     delay = None
             origins.append({"origin": f"{scheme}://{host}", "status": kind,
-                            "failures": int(text) if kind == "failed" and text.isdigit() else 0,
+                            "failures": int(text) if kind in ("failed", "unresolved")
+                            and text.isdigit() else 0,
                             "rules": text if kind == "rules" else "", "crawl_delay": delay,
                             "expires_in_s": round(ttl / 1000.0) if ttl and ttl > 0 else None})
         out[host] = {"origins": origins,
@@ -200,7 +201,9 @@ def _robots_status(origins: list[dict]) -> str:
     o = origins[0]
     return {"rules": "rules", "allow": "allows all (none, or 4xx)",
             "disallow": "disallows all (unreachable)",
-            "failed": f"unreachable {o['failures']} time(s), asked again"}[o["status"]]
+            "failed": f"unreachable {o['failures']} time(s), asked again",
+            "unresolved": f"its name did not resolve {o['failures']} time(s), asked again",
+            "no host": "its name does not resolve"}[o["status"]]
 
 
 def why(row: dict, now_ms: int, settings) -> str:
@@ -222,6 +225,8 @@ def why(row: dict, now_ms: int, settings) -> str:
     left = _in(until, now_ms)
     if any(o["status"] == "failed" for o in robots.get("origins", [])):
         return f"robots.txt unreachable: asked again in {left} (ROBOTS_RETRY_WAIT)"
+    if any(o["status"] == "unresolved" for o in robots.get("origins", [])):
+        return f"its name did not resolve (DNS): asked again in {left}"
     if rec and rec["block_ms"] and rec["block_ms"] >= rec["delay_ms"] and fails:
         what = ("429/503 answers" if rec["last_fate"] == "busy" else "connection errors")
         how = (f"Retry-After {rec['retry_after_ms'] / 1000:g} s"

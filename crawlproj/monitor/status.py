@@ -260,7 +260,12 @@ def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True,
         "holding": eta.holding(busiest, now_ms, HOLDING),
         "workers": workers,
         "politeness": {"hosts_crawl_delay": totals.get("robotstxt/crawl_delay", 0),
-                       "hosts_backed_off": frontier["hosts_backed_off"]},
+                       "hosts_backed_off": frontier["hosts_backed_off"],
+                       # what pages asked of the crawler and it obeyed (crawlproj/robotsmeta.py)
+                       "pages_noindex": totals.get("robotsmeta/pages/noindex", 0),
+                       "pages_nofollow": totals.get("robotsmeta/pages/nofollow", 0),
+                       "pages_noarchive": totals.get("robotsmeta/pages/noarchive", 0),
+                       "links_nofollow": totals.get("robotsmeta/links/nofollow", 0)},
         "errors": {kind: totals.get(f"figures/errors/{kind}", 0) for kind in ERROR_KINDS},
         "figures": {**figures, "pages_per_host":
                     _pages_per_host(redis, keyspace) if pages_per_host else []},

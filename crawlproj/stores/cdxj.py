@@ -212,9 +212,10 @@ def make_line(url: str, date: str, values: dict[str, str], length: int, offset: 
 
 def line_for(member: Member, filename: str) -> str | None:
     """The CDXJ line of a response or revisit record, None for other types
-    (pywb's index leaves out request and warcinfo records)."""
+    (pywb's index leaves out request and warcinfo records) and for the
+    record of a page that said noarchive (crawlproj/stores/warc.py, ROBOTS_MARK)."""
     headers, block = parse_record(member.record)
-    if headers.get("warc-type") not in _INDEXED:
+    if headers.get("warc-type") not in _INDEXED or "noarchive" in headers.get("crawlproj-robots", ""):
         return None
     return make_line(headers.get("warc-target-uri", ""), headers.get("warc-date", ""),
                      fields(headers, block), member.length, member.offset, filename)

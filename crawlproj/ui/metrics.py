@@ -31,6 +31,11 @@ COUNTERS = (  # name, help, figure path in the status
     ("crawlproj_leases", "Leases handed out by the frontier", ("frontier", "leased")),
     ("crawlproj_leases_expired", "Leases that expired and went back to their queues",
      ("frontier", "expired_leases")),
+    ("crawlproj_pages_noindex", "Pages that said noindex (robots meta tag or X-Robots-Tag)",
+     ("politeness", "pages_noindex")),
+    ("crawlproj_pages_nofollow", "Pages that said nofollow", ("politeness", "pages_nofollow")),
+    ("crawlproj_links_nofollow", "Links not followed for nofollow (their rel, or their page)",
+     ("politeness", "links_nofollow")),
 )
 GAUGES = (
     ("crawlproj_queued_urls", "URLs queued in the frontier", ("queued",)),

@@ -52,7 +52,8 @@
 --            host, fingerprint, aux, score, payload, force, bump, first
 --            aux: what the DUE's seen test needs besides the fingerprint
 --            bump: added to the score of this URL if it is already queued
---            (a duplicate link to it); '0' = leave it
+--            (a duplicate link to it); '<' and a score: that score instead
+--            when lower than the queued one; '0' = leave it
 --            first: the score instead, if this is the first URL of a host the
 --            crawl never saw (WebCrawler's host-first order); '' = no such rule
 --   release: a count, then host, token, host_fate, url_fate, delay_ms,
@@ -342,7 +343,23 @@ for e = 1, #E, 8 do
     end
   else
     dups = dups + 1
-    if bump ~= '0' then
+    if string.byte(bump) == 60 then
+      -- '<' score: the URL takes this score if lower than its own (the best
+      -- of its links), never a higher one
+      local v = tonumber(string.sub(bump, 2))
+      if at then
+        local m = members[host]
+        if v < m[at] then
+          m[at] = v
+          bumped = bumped + 1
+          best = v
+        end
+      elseif redis.call('ZADD', queue(host), 'XX', 'LT', 'CH', v, fp) == 1 then
+        -- XX: only a URL still queued moves; one being fetched or done does not
+        bumped = bumped + 1
+        best = v
+      end
+    elseif bump ~= '0' then
       if at then
         local m = members[host]
         m[at] = m[at] + tonumber(bump)

@@ -92,6 +92,9 @@ function draw(s) {
   $("eta-basis").textContent = e.basis;
   $("crawl-delay").textContent = num(s.politeness.hosts_crawl_delay);
   $("backed-off").textContent = num(s.politeness.hosts_backed_off);
+  $("noindex").textContent = num(s.politeness.pages_noindex);
+  $("nofollow-pages").textContent = num(s.politeness.pages_nofollow);
+  $("nofollow-links").textContent = num(s.politeness.links_nofollow);
 
   drawHolding(s);
   const f = s.frontier;

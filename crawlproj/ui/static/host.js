@@ -72,7 +72,9 @@ function draw(h) {
   for (const o of h.robots.origins) {
     const p = document.createElement("p");
     p.textContent = o.origin + ": " + ({ rules: "rules", allow: "allows everything (none, or a 4xx)",
-      disallow: "disallows everything (unreachable too often)", failed: "unreachable " + o.failures + " time(s), asked again" })[o.status] +
+      disallow: "disallows everything (unreachable too often)", failed: "unreachable " + o.failures + " time(s), asked again",
+      unresolved: "its name did not resolve " + o.failures + " time(s), asked again",
+      "no host": "its name does not resolve: nothing fetched" })[o.status] +
       (o.crawl_delay ? ", Crawl-delay " + o.crawl_delay + " s" : "") +
       (o.expires_in_s !== null ? "; kept " + num(o.expires_in_s) + " s more" : "");
     robots.appendChild(p);
