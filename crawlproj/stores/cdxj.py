@@ -28,46 +28,12 @@ import surt as surt_package
 _CHUNK = 1 << 20
 
 
-# The plain URLs most of a crawl fetches, keyed here without the surt
-# package's hundred Python calls (48.7 µs a URL against 3-4): http or https,
-# a host of letters, digits, dots and hyphens (no port, no user, no label that
-# is all digits or hex, which the package reads as an IP address), a path of
-# letters, digits and ._~/- (no escape, no empty, '.' or '..' segment), no
-# query and no fragment. Their key is what the package makes of them: the
-# host lower-cased, a leading www, www2... label dropped, the labels reversed
-# and joined by commas, ')' and the path lower-cased, a trailing '/' dropped
-# but for the root. Every other URL goes to the package; the two agree on
-# every URL of the tests' corpora (tests/test_warc.py).
-_PLAIN = re.compile(r"https?://([A-Za-z0-9.-]+)(/[A-Za-z0-9._~/-]*)?\Z")
-_ODD_PATH = re.compile(r"//|/\.\.?(?:/|\Z)")
-_ODD_LABEL = re.compile(r"(?:^|\.)(?:[0-9]+|0[xX][0-9A-Fa-f]*)?(?:\.|$)")
-_WWW = re.compile(r"www[0-9]*\.")
-
-
-def _plain_key(url: str) -> str | None:
-    m = _PLAIN.match(url)
-    if m is None:
-        return None
-    host, path = m.group(1).lower(), m.group(2) or "/"
-    if _ODD_LABEL.search(host) or _ODD_PATH.search(path):
-        return None
-    www = _WWW.match(host)
-    if www is not None:
-        host = host[www.end():]
-    if len(path) > 1 and path.endswith("/"):
-        path = path[:-1]
-    return ",".join(reversed(host.split("."))) + ")" + path.lower()
-
-
 def urlkey(url: str) -> str:
     """The index key of a URL: its SURT (Sort-friendly URI Reordering
     Transform) after the Internet Archive's canonicalisation, computed by the
     ``surt`` package, as pywb and the Wayback Machine key their indexes, so
     that a replay tool looking a URL up in this index finds it (a ``urn:``
     that is no URL is its own key, as in pywb)."""
-    key = _plain_key(url)
-    if key is not None:
-        return key
     try:
         return surt_package.surt(url)
     except Exception:
