@@ -3,10 +3,9 @@ garbage collection.
 
 A worker's long-lived heap is mostly what it made before the first request
 (Scrapy, Twisted, lxml, the spider, its settings and middlewares), and
-CPython's full collection walks all of them each time it runs: the collector
-took 15-30 % of a crawling worker's CPU in bench/crawl_bench.py runs
-(docs/benchmarks.md). Once the
-spider is open they are moved to the permanent generation (gc.freeze), so a
+CPython's full collection walks all of them each time it runs, a large share
+of a crawling worker's CPU (docs/benchmarks.md, "What each setting is
+measured to give"). Once the spider is open they are moved to the permanent generation (gc.freeze), so a
 collection walks only what the crawl itself keeps alive.
 
 The young generation is then collected once YOUNG_THRESHOLD more objects
@@ -16,7 +15,7 @@ few reactor turns, and with a few dozen pages in flight the count passed 700
 many times in that span: each collection walked them and moved them to the
 older generations, which were then walked in turn, for objects that
 reference counting frees a moment later. (CPython 3.11-3.13's generational
-collector; measured on 3.11.)
+collector.)
 
 Settings: GC_FREEZE.
 """
@@ -32,9 +31,8 @@ from scrapy.exceptions import NotConfigured
 logger = logging.getLogger(__name__)
 
 # Objects made beyond those freed between young-generation collections:
-# about a page's worth for each of the few dozen pages in flight
-# (docs/benchmarks.md: the collector's time in a crawl of the benchmark web
-# fell from 3.3-4.0 s to 1.2-1.4 s; 50,000 was no better); the older
+# about a page's worth for each of the few dozen pages in flight, so that a
+# page's objects die young (docs/benchmarks.md has the A/B); the older
 # generations keep CPython's thresholds.
 YOUNG_THRESHOLD = 20_000
 

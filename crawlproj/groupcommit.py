@@ -357,8 +357,8 @@ class GroupCall:
     answer per arg, in a thread, one call at a time; what is asked while one
     is out, or in the same reactor turn, goes in the next. The per-page
     content-seen and near-duplicate tests ask Redis through this, a batch in
-    one pipelined round trip: a thread hand-off per page had cost the reactor
-    more than the tests themselves (docs/benchmarks.md). A failed call fails
+    one pipelined round trip: a thread hand-off per page would cost the
+    reactor more than the tests themselves. A failed call fails
     every page of its batch alike; each handles it as it would its own.
 
     After a failure, calls fail at once, without asking, for retry_delay

@@ -42,19 +42,19 @@ changes one fails there, loudly, and not in a crawl.
    __getattribute__ that first tries a cached wrapper (raising and catching
    an AttributeError for every attribute without one, its own _stats dict
    included), and calls each method through that wrapper, which warns of a
-   spider argument: inc_value takes 2.2 µs where the increment it makes takes
-   0.1 (a timeit loop, Scrapy 2.19), and a worker with every store makes some
-   60 such calls a page (cProfile of a benchmark crawl). Stats (STATS_CLASS,
+   spider argument: for a worker that counts dozens of stats a page, the
+   wrapper costs many times the increments it wraps (docs/benchmarks.md,
+   "What each setting is measured to give"). Stats (STATS_CLASS,
    settings/base.py) is Scrapy's MemoryStatsCollector with Python's plain
    lookup, the methods unwrapped.
 8. quick_sender(): Scrapy's send_catch_log calls each receiver through
    PyDispatcher's robustApply, which reads the receiver's code object anew
-   on every call to pass it only the arguments it takes: 15 µs to send a
-   signal with four receivers, 0.7 for the calls themselves (timeit, Scrapy
-   2.19). The content store, page metadata, the crawl log and the figures
-   all receive exchange_recorded, once per response; quick_sender sends it
-   to the same receivers, each given what it takes, its errors logged as
-   Scrapy logs them, with what robustApply reads kept per function.
+   on every call to pass it only the arguments it takes, most of the cost
+   of a signal sent for every response (docs/benchmarks.md). The content
+   store, page metadata, the crawl log and the figures all receive
+   exchange_recorded, once per response; quick_sender sends it to the same
+   receivers, each given what it takes, its errors logged as Scrapy logs
+   them, with what robustApply reads kept per function.
 9. downloads_in_flight(): the engine's downloader holds each request from
    its fetch until the response has come back through the downloader
    middlewares (Downloader.active). When it holds none, no response is on

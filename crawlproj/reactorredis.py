@@ -3,9 +3,8 @@
 redis-py is blocking, so a worker's writes go through a thread
 (crawlproj/groupcommit.py); each hand-off wakes that thread on the other core
 and passes the GIL back and forth around every socket call, which in a busy
-worker costs more than the round trip itself (docs/benchmarks.md: a round trip
-of three commands 271-420 µs of the process's CPU from a thread, 141-198 µs
-from the reactor). Made blocking on the reactor, a remote server's latency or
+worker costs more than the round trip itself (docs/benchmarks.md,
+`bench/roundtrip_bench.py`). Made blocking on the reactor, a remote server's latency or
 a stalled one's timeout would hold the whole worker; made here, nothing
 waits. ReactorRedis sends a redis-py
 pipeline's commands as they were queued and reads the replies with hiredis,

@@ -1,10 +1,10 @@
 """Drop a link this worker sent to the frontier lately, before Scrapy handles it.
 
-About nine in ten links a page yields were seen before, mostly by this same
-worker (docs/benchmarks.md). The frontier's scheduler drops them anyway (its
-recent-URL cache, Mercator §3.2), but only after Scrapy has run each through
-its spider middlewares and a task of its scraper: a quarter of a worker's CPU
-in the one-worker benchmark. Here a followed link whose exact URL the
+Most links a page yields were seen before, mostly by this same worker
+(Mercator §3.2). The frontier's scheduler drops them anyway (its recent-URL
+cache), but only after Scrapy has run each through its spider middlewares and
+a task of its scraper, work spent on links that go nowhere
+(docs/benchmarks.md, "What each setting is measured to give"). Here a followed link whose exact URL the
 scheduler admitted (or dropped as sent) lately goes no further. It is what the
 frontier would do with it, earlier: the scheduler keeps no such URLs when its
 prioritizer counts duplicate links (backlinks, OPIC, PageRank: they must

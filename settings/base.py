@@ -488,14 +488,12 @@ WARC_STORAGE = None
 WARC_PENDING_TIMEOUT = 60.0
 # The records of the responses recorded within this many seconds are made
 # together on the reactor thread, then written in one batch (0: each reactor
-# turn's responses are a batch). A page's records made between its neighbours'
-# parsing leave both slower (the code's locality: a page's extraction took 13 %
-# longer right after its records were made, bench/page_costs.py --beside); in
-# broad crawls 0.1 s took 5.9-13.7 % off a worker's CPU (docs/benchmarks.md,
-# "The WARC records gathered"). The window closes early when no download is
-# in flight: nothing could join the batch, and a page's URL lease ends only
-# once its records are written (a crawl with one request at a time would wait
-# the window on every page).
+# turn's responses are a batch): a page's records made between its neighbours'
+# parsing leave both slower, the code's locality lost (docs/benchmarks.md,
+# "What each setting is measured to give"). The window closes early when no
+# download is in flight: nothing could join the batch, and a page's URL lease
+# ends only once its records are written (a crawl with one request at a time
+# would wait the window on every page).
 WARC_GATHER = 0.1
 
 # Link store: every parsed page's out-links, in Redis (the ranker's working
@@ -545,7 +543,8 @@ INDEX_HANDOVER_DELAY = 0.1
 # the index lives on the indexer's disk (run `scrapy index` there).
 INDEX_WRITER = True
 # True: that indexer is a process of its own, so its Python and tantivy calls
-# do not hold the worker's GIL (docs/benchmarks.md). False: it runs in the
+# do not hold the worker's GIL [WebCrawler: the database apart from the agents]
+# (docs/benchmarks.md). False: it runs in the
 # worker's threads. A real-time search session (`-a query=`) sets False: it
 # re-runs its query as pages are indexed, and a session of a few seconds is
 # well under way before a process of its own has started (docs/search.md).
@@ -553,8 +552,8 @@ INDEX_PROCESS = True
 # The indexer writes what was handed over once a tick, and commits it at once
 # while the index is searched (a query in the last 30 s): a page is then
 # searchable within 2 s (docs/search.md). A commit makes a segment, and tantivy
-# merges segments in threads of its own: at a tick of 0.1 s those merges took
-# a seventh of a worker's CPU, at 1.0 s a fifth of that.
+# merges segments in threads of its own: the shorter the tick, the more of the
+# worker's CPU those merges take (docs/benchmarks.md).
 INDEX_TICK = 1.0
 INDEX_LOCK_TTL = 10.0
 # While nobody searches, a commit waits until this many seconds (or
@@ -607,10 +606,10 @@ REALTIME_STABLE_PAGES = 50
 MONITOR_INTERVAL = 5.0
 # The crawl's history in Redis, drawn by the dashboard (crawlproj/monitor/
 # history.py): rings of [seconds per sample, samples kept], each rewritten by
-# the heartbeats (at most one write per ring per heartbeat). The default keeps
-# the last hour in 10 s steps and a week in 1 min steps: 0.48 MB of Redis per
-# day of crawl with 2 workers, 0.84-0.89 MB with 10, and at most 3.5 and 6.4 MB
-# (a week; docs/benchmarks.md, "The crawl's history"). [] = none.
+# the heartbeats (at most one write per ring per heartbeat), so bounded
+# whatever the crawl's length. The default keeps the last hour in 10 s steps
+# and a week in 1 min steps, a few MB of Redis at most (docs/benchmarks.md,
+# "The crawl's history"). [] = none.
 MONITOR_HISTORY = [[10, 360], [60, 10080]]
 
 # --------------------------------------------------------------------------
@@ -624,10 +623,9 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 1
 DOWNLOAD_DELAY = 0
 # Scrapy hands each response's output (from the `web` spider: one item, then
 # the page's links) to this many asyncio tasks, started and ended for every
-# response. Scrapy's default of 100 cost 0.7-1.4 ms of a worker's CPU per page
-# (of 7.5) more than 8 or 2, which measured alike (docs/benchmarks.md). A
-# second task lets the links go on to the frontier while the item waits on
-# the stores.
+# response, so Scrapy's default of 100 costs CPU on every page for tasks the
+# `web` spider's output never fills (docs/benchmarks.md). A second task lets
+# the links go on to the frontier while the item waits on the stores.
 CONCURRENT_ITEMS = 8
 # Requests handed out by the frontier must not be dropped by Scrapy's
 # offsite filter on a redirect host change: scope is the spider's job.
@@ -670,12 +668,12 @@ EXTENSIONS = {
     "crawlproj.dns.SeedCheck": 540,
 }
 # Once the spider is open, move the objects made at start-up (Scrapy, Twisted,
-# lxml, settings, middlewares) out of the garbage collector's walks (gc.freeze):
-# full collections took 15-30 % of a worker's CPU (docs/benchmarks.md); and
+# lxml, settings, middlewares) out of the garbage collector's walks (gc.freeze),
+# which full collections would walk again and again (docs/benchmarks.md); and
 # collect the young generation every 20,000 allocations instead of 700.
 GC_FREEZE = True
-# Scrapy's stats without the wrapper its collector puts around every call
-# (2.2 µs a call, some 60 calls a page: crawlproj/internals.py, 7).
+# Scrapy's stats without the wrapper its collector puts around every call,
+# made dozens of times a page (crawlproj/internals.py, 7).
 STATS_CLASS = "crawlproj.internals.Stats"
 SPIDER_MIDDLEWARES = {
     # where each link was found (parent's score, its number of links, its host):

@@ -250,7 +250,7 @@ class URLSeen:
         to the server's limit / 2.5. A bucket of the linear hash table holds up
         to about 2 x load fingerprints (plus chance), and one past the limit
         takes the server's hash-table encoding: 41 to 83 bytes per URL instead
-        of 8 to 10, measured (docs/benchmarks.md, "DUE on a server as it comes")."""
+        of 8 to 10, measured (docs/due.md, "Measured")."""
         limit, _ = self._server_limit()
         if limit is None:
             return self._config.load

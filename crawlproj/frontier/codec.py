@@ -191,7 +191,7 @@ def decode(payload: bytes, spider=None, host: str | None = None,
     # fresh Request. A named one is resolved once per spider and kept: Scrapy
     # checks each callback for generator return values (an AST parse of its
     # source) and caches that by the callable object, so a new bound method
-    # per response would redo the parse every time (4.8 % of a worker's CPU).
+    # per response would redo the parse every time.
     for key, name in names.items():
         setattr(request, key, _method(spider, name))
     return request

@@ -114,8 +114,8 @@ class Batch:
         # The new links go as one msgpack array, not as script arguments: a
         # page's links are most of a call, and one blob costs the client one
         # C call and the server one unpack, where eight arguments per link
-        # were packed and parsed one by one (bench/args_bench.py: 1.1 instead
-        # of 3.5 us per link, round trip included).
+        # would be packed and parsed one by one (bench/args_bench.py;
+        # docs/benchmarks.md).
         out = [frontier.lease_ttl_ms, frontier.backoff_base_ms, frontier.backoff_max_ms,
                frontier.backoff_after, frontier.host_max_queued, frontier.host_max_pages,
                repr(frontier.budget_per_partition), repr(frontier.budget_burst),

@@ -57,8 +57,8 @@ class URLFilterError(CrawlprojError):
 
 # A leading ".*" (or "^.*", greedy or lazy) changes nothing a search finds in
 # a URL, which holds no newline, but makes it try every start against every
-# end: Nutch's rule "-.*(/[^/]+)/[^/]+\1/[^/]+\1/" took 13.5 µs a URL as
-# written and 0.54 without it (bench/urlfilter_bench.py). Possessive ".*+"
+# end, an order of magnitude slower on a rule such as Nutch's
+# "-.*(/[^/]+)/[^/]+\1/[^/]+\1/" (bench/urlfilter_bench.py). Possessive ".*+"
 # is left alone: it does change what matches.
 _SEARCH_PREFIX = re.compile(r"\^?\.\*\??(?!\+)")
 

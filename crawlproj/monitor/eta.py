@@ -103,8 +103,8 @@ def estimate(left: int, rates: dict | None, bound: dict | None, pages_now: float
         if bound["queue"] * 2 >= left:
             # most of the work left is one host's: the others finish beside it,
             # and its pace is the crawl's; the drain measured before holds the
-            # discoveries of pages that are no longer fetched (overestimated
-            # by 66 % on a 20-host web, docs/benchmarks.md)
+            # discoveries of pages that are no longer fetched
+            # (docs/benchmarks.md, "When will it end")
             return {"eta_s": round(bound["seconds"]), "lower_bound": False,
                     "basis": f"host {bound['host']} holds the end: {bound['queue']:,} of the "
                              f"{left:,} URLs left, at one per {bound['step_s']:g} s"}

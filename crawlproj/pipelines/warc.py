@@ -20,9 +20,9 @@ written in one dedicated thread (a file is appended in order), so the
 reactor never waits for the disk, and in batches: what arrives while a
 batch is being written goes into the next one, one thread hand-off and one
 write() for the lot (group commit, as the Redis-backed stores write:
-crawlproj/groupcommit.py). Made in that thread too, the records took more of
-the worker's CPU (the thread taking the GIL from the reactor and giving it
-back for every hash, compression and write: docs/benchmarks.md). Two kinds
+crawlproj/groupcommit.py). Made in that thread too, the records would cost
+the worker more CPU: the thread would take the GIL from the reactor and give
+it back for every hash, compression and write. Two kinds
 are still made there: a revisit, which is checked against page metadata
 first (a Redis round trip, _verified), and a body over THREAD_BODY bytes,
 whose compression would hold the reactor (ISA-L lets other threads run while

@@ -210,8 +210,7 @@ def _start(m: Model) -> tuple[np.ndarray, np.ndarray]:
 def solve(m: Model, *, tol: float = 1e-6, max_iterations: int = 300) -> Solution:
     """Solve the model (a local optimum, as §5's MINOS runs)."""
     # imported here, not with the module: every worker imports the module (the
-    # recrawl planner), and scipy.optimize was 0.25-0.3 s of the 1.1-1.25 s of
-    # CPU a worker's imports take (docs/benchmarks.md)
+    # recrawl planner), and scipy.optimize is a large part of its start-up
     from scipy.optimize import linprog
 
     B, T = m.shape

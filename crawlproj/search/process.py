@@ -7,10 +7,8 @@ does not take the other down. A worker that takes the crawl's indexer lock
 (IndexerChild) and hands it the lock: the child renews it and writes the
 index, on a core of its own and at a lower priority than the crawl
 (NICENESS), while the worker's reactor crawls. In the worker's threads the
-indexer's Python and tantivy's calls passed the worker's GIL back and forth:
-with one worker the crawl took 2.7-6.4 more CPU-seconds, the indexer's
-counted, and fetched 11-22 % fewer pages a second (docs/benchmarks.md, "The
-indexer in a process of its own").
+indexer's Python and tantivy's calls would pass the worker's GIL back and
+forth (docs/benchmarks.md, "What each setting is measured to give").
 
 The worker writes one JSON line to the child's standard input: the crawl's
 settings (every value JSON can carry), the crawl whose index it writes, the
@@ -42,9 +40,7 @@ logger = logging.getLogger("crawlproj.search.process")
 
 # The indexer yields the cores to the crawl: pages wait on the hand-over list
 # (in Redis, nothing lost) while the workers are busy, and are written when a
-# core is free. Two workers and their indexer on two cores, two rounds:
-# 237.0, 289.0 pages/s at niceness 10 against 205.6, 235.2 at 0 (one worker:
-# 167.2, 187.4 against 175.4, 187.1); 19 gave no more. docs/benchmarks.md.
+# core is free (docs/benchmarks.md, "What each setting is measured to give").
 NICENESS = 10
 
 

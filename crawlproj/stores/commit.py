@@ -1,13 +1,13 @@
 """StoreCommit: the Redis-backed stores' writes of a worker, in one group commit.
 
 The link store, page metadata and the index hand-over each write a few
-commands for every page. Each had its group commit: a round trip and a
-thread hand-off per batch and store, and since a round trip takes a fraction
-of a millisecond, batches of three or four pages each. Here the stores are
-parts of one group commit (crawlproj/groupcommit.py): what they add while a
-write is out goes in the next one, all parts' commands in one pipeline, so a
-worker makes one round trip where it made three, and each carries more pages
-(docs/benchmarks.md has the measurement).
+commands for every page. A group commit of their own each would make a round
+trip and a thread hand-off per batch and store, and since a round trip takes
+a fraction of a millisecond, batches of three or four pages each. Here the
+stores are parts of one group commit (crawlproj/groupcommit.py): what they add
+while a write is out goes in the next one, all parts' commands in one
+pipeline, so a worker makes one round trip for the three, carrying more
+pages.
 
 A part queues its commands on the shared pipeline (``queue(pipe, entries)``)
 and reads its own replies (``answer(token, replies)``), both where the round
@@ -27,7 +27,7 @@ least once.
 A part may also answer: call(name, value) asks it in the next write and
 fires with its answer, for the per-page content-seen test (Mercator §3 step
 4), which thus rides the stores' round trip instead of making one of its own
-in a thread of its own (docs/benchmarks.md). An asker does not wait out an
+in a thread of its own. An asker does not wait out an
 outage as a write does: while writes fail, a call fails at once, and one in a
 write that fails fails with it, and is not asked again (the asker goes on
 without the answer, as a test may).

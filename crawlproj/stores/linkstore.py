@@ -21,9 +21,9 @@ the targets' fingerprints packed as little-endian int64 (8 bytes an edge,
 read by the ranker without decompressing anything), text the
 zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
 (URLs of one page share most of their bytes, so they compress well; ISA-L
-at level 1 writes it, in a quarter to a half of zlib level 6's CPU for 5-12 %
-more bytes, and zlib reads it: docs/benchmarks.md, "Where the stores' CPU
-goes"). A batch
+at level 1 writes it, far cheaper than zlib's default level for a few more
+bytes, and zlib reads it: docs/benchmarks.md, "What each setting is measured
+to give"). A batch
 of pages is one RPUSH per partition, in the pipeline of the other stores'
 writes (crawlproj/stores/commit.py): one round trip per batch for them all.
 
@@ -70,8 +70,8 @@ EDGE_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("anchor", pa
                          ("fetch_ms", pa.int64()), ("nofollow", pa.bool_())])
 URL_SCHEMA = pa.schema([("id", pa.int64()), ("url", pa.string())])
 
-# ISA-L's compression level of a page's text (0-3), compressed on the reactor
-# thread for every page (docs/benchmarks.md, "Where the stores' CPU goes").
+# ISA-L's compression level of a page's text (0-3): the lowest, since it is
+# compressed on the reactor thread for every page.
 TEXT_LEVEL = 1
 
 

@@ -8,9 +8,8 @@ page metadata each hold their write here, by the URL of the response it
 records, and go on; the frontier's scheduler ends the lease of a URL whose
 page the engine is done with once the writes held for that URL are done
 (crawlproj/frontier/scheduler.py). The response goes up to the spider, and
-the item through the pipelines, without waiting for a disk or a round trip:
-with each store awaiting its own write on the page's path, one worker's
-crawl of the benchmark web took a tenth more CPU (docs/benchmarks.md).
+the item through the pipelines, without waiting for a disk or a round trip,
+which a store awaiting its own write on the page's path would make it do.
 
 A write's Deferred fires when it is done, or given up (a store that cannot
 write puts the page back in the frontier first, crawlproj/pipelines/guard.py).
@@ -37,8 +36,7 @@ class _Page:
 
 class PendingWrites:
     """A count of writes per URL: cheaper on the reactor than a DeferredList
-    per page (4.7 against 10.9 µs for a page's three writes and its lease's
-    wait, timeit)."""
+    per page, for work done on every page."""
 
     def __init__(self):
         self._pending: dict[str, _Page] = {}

@@ -8,8 +8,7 @@ and a WARC-Block-Digest. Records are serialised here, straight from the
 exchange's bytes (:class:`Record`): the HTTP heads go in byte for byte as
 they were sent and received (warcio parses a head and writes it out again),
 and the CDXJ line is made from the same fields instead of reading the record
-back; building warcio's record objects and indexing them took about a fifth
-of the writer's CPU per page (docs/benchmarks.md, "Stores"). warcio writes
+back, which would parse on every page what was just written. warcio writes
 the one ``warcinfo`` record of a file, and reads and checks every file in
 the tests.
 
@@ -60,12 +59,10 @@ OPEN_SUFFIX = ".open"
 WARC_SUFFIX = ".warc.gz"
 CDXJ_SUFFIX = ".cdxj"
 # Records are compressed by ISA-L (Intel's deflate, through the isal package):
-# standard gzip members, which zlib, warcio and pywb read, for a sixth to a
-# tenth of zlib's CPU at its default level 6. The price is size on repetitive
-# markup: the benchmark web's pages alike (0.482 of their size against 0.480),
-# Rust's HTML documentation 0.126 against 0.097 (`bench/page_costs.py --html
-# DIR`; docs/stores.md). The record goes to the compressor in one piece: fed
-# in parts, ISA-L compresses each part on its own.
+# standard gzip members, which zlib, warcio and pywb read, for a fraction of
+# zlib's CPU at its default level, at the price of size on repetitive markup
+# (docs/stores.md has both). The record goes to the compressor in one piece:
+# fed in parts, ISA-L compresses each part on its own.
 GZIP_LEVEL = 2
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 # An extension field (WARC 1.1 §5: other named fields are allowed) on a

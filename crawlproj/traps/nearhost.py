@@ -30,7 +30,7 @@ NEARHOST_LUA = lua_script("crawlproj.traps", "nearhost.lua")
 
 # A simhash's features are the page's distinct words, `\w+` of its lower-cased
 # text, found and hashed for the whole text at once in numpy rather than word
-# by word in Python (a third of the time; docs/benchmarks.md): the text as
+# by word in Python, which would take several times as long: the text as
 # code points, a table saying which are word characters (str.isalnum() or
 # "_", which is what `\w` matches), and each word's polynomial hash from
 # prefix sums, modulo 2**64 (numpy's uint64 arithmetic wraps).
