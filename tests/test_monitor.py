@@ -117,6 +117,37 @@ def test_heartbeats_add_each_counter_once_even_after_a_lost_one(redis_url):
     assert s["ranker"]["last_run"] == "2026-01-02T03:04:05+00:00"
 
 
+def test_a_heartbeat_applied_whose_answer_was_lost_is_not_counted_twice(redis_url):
+    """A sync that times out after the server ran it: the worker counts the
+    heartbeat lost and sends its growth again; the crawl's totals must not
+    hold it twice (a 5xx counted twice on a loaded machine)."""
+    r = redis_lib.Redis.from_url(redis_url)
+    Keyspace.open(r, "hb-again", 1)
+    beat = _heartbeat(r, crawl="hb-again")
+    beat.stats.set_value("figures/attempts", 5)
+    beat.answered(r.execute_command(*beat.command()))
+    beat.stats.inc_value("figures/attempts", 3)
+    r.execute_command(*beat.command())  # the server applied it ...
+    beat.answered(TimeoutError("Timeout reading from socket"))  # ... the answer was lost
+    beat.stats.inc_value("figures/attempts", 2)
+    beat.answered(r.execute_command(*beat.command()))
+    ks = Keyspace("hb-again", 1)
+    assert r.hget(ks.totals, "figures/attempts") == b"10"
+    assert r.hget(ks.worker("w1"), "c:figures/attempts") == b"10"
+
+
+def test_a_heartbeat_writes_nothing_into_a_server_that_lost_the_crawl(redis_url):
+    """A server restarted empty (no meta hash of the crawl) gets no worker
+    record, totals or history from a heartbeat sent before the worker knew:
+    it is refused as CRAWLLOST, as the frontier's sync is."""
+    r = redis_lib.Redis.from_url(redis_url)
+    beat = _heartbeat(r, crawl="hb-lost")
+    beat.stats.set_value("figures/attempts", 5)
+    with pytest.raises(redis_lib.ResponseError, match="CRAWLLOST"):
+        r.execute_command(*beat.command())
+    assert r.keys("cp:{hb-lost}*") == []
+
+
 def test_a_silent_worker_is_shown_gone_then_forgotten(redis_url):
     r = redis_lib.Redis.from_url(redis_url)
     Keyspace.open(r, "hb", 1)

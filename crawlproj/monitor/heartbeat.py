@@ -3,11 +3,13 @@
 Every MONITOR_INTERVAL seconds a worker sends one call of lua/heartbeat.lua:
 how much each of its Scrapy counters (numbers only) grew since the last
 heartbeat the server answered, which the script adds to the crawl's totals
-and to the worker's own, and the worker's record (state, rate, leases held).
+and keeps in the worker's own record (state, rate, leases held).
 The call rides the frontier's next sync (FrontierSync.carry), so it costs no
 round trip of its own while the worker crawls, and an idle worker still sends
 at most one a second. Growth is measured from the last answered heartbeat: a
-heartbeat lost with a failed sync is counted in the next one, never twice.
+heartbeat lost with a failed sync is counted in the next one, and one the
+server applied but whose answer was lost (a timeout) is not counted twice: the
+script counts from the worker's record, which holds what it applied.
 
 The same call keeps the crawl's history (history.py): a sample of the
 crawl's counters, the frontier as this worker's last syncs saw it, and its
@@ -158,7 +160,7 @@ class Heartbeat:
     def command(self) -> tuple:
         """The heartbeat's call, and the counters it reports, kept until answered."""
         now = counters(self.stats.get_stats())
-        grown = [(k, v - self._acked.get(k, 0)) for k, v in now.items()
+        grown = [(k, v, self._acked.get(k, 0)) for k, v in now.items()
                  if v != self._acked.get(k, 0)]
         record = self._record()
         forget_ms = int((GONE_AFTER * self.interval + self.lease_ttl) * 1000)
@@ -167,8 +169,8 @@ class Heartbeat:
         args = [self.worker, forget_ms, past, len(record)]
         for k, v in record.items():
             args += (k, v)
-        for k, v in grown:
-            args += (k, v)
+        for triple in grown:
+            args += triple
         self._sending = now
         return ("EVAL", HEARTBEAT_LUA, 1, self.keyspace.monitor_prefix, *args)
 

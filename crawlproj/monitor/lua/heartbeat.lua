@@ -12,9 +12,19 @@
 --          msgpack {gap_ms, {{slot_ms, kept}, ...}, {counter, ...},
 --          {gauge, value, ...}}: heartbeats further apart than gap_ms leave
 --          the time between out of the crawl's run time), the number of
---          record fields n, n field/value pairs, then counter/increment pairs
+--          record fields n, n field/value pairs, then counter triples: name,
+--          the worker's value now, its value at the last answered heartbeat.
+--          The growth added is counted from the worker's own record when it
+--          has one, so a heartbeat applied whose answer was lost (a timeout)
+--          and sent again adds nothing twice; from the last answer otherwise.
 -- Returns now (ms).
 local P = KEYS[1]
+-- A server restarted without the crawl's state must not get a worker record,
+-- totals or history from a worker that has not yet heard (as sync.lua).
+if redis.call('EXISTS', P .. 'meta') == 0 then
+  return redis.error_reply('CRAWLLOST the crawl\'s state is not on this server (no ' ..
+                           P .. 'meta): it restarted without its data, or was flushed')
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local id, forget = ARGV[1], tonumber(ARGV[2])
@@ -27,9 +37,12 @@ if n > 0 then
 end
 redis.call('HSET', W, 'seen', now)
 redis.call('HSETNX', W, 'since', now)
-for j = i, #ARGV, 2 do
-  redis.call('HINCRBY', P .. 'totals', ARGV[j], ARGV[j + 1])
-  redis.call('HINCRBY', W, 'c:' .. ARGV[j], ARGV[j + 1])
+for j = i, #ARGV, 3 do
+  local name, value = ARGV[j], tonumber(ARGV[j + 1])
+  local have = redis.call('HGET', W, 'c:' .. name)
+  local grown = value - tonumber(have or ARGV[j + 2])
+  if grown ~= 0 then redis.call('HINCRBY', P .. 'totals', name, grown) end
+  redis.call('HSET', W, 'c:' .. name, ARGV[j + 1])
 end
 redis.call('ZADD', P .. 'workers', now, id)
 for _, gone in ipairs(redis.call('ZRANGEBYSCORE', P .. 'workers', '-inf', now - forget, 'LIMIT', 0, 100)) do
