@@ -4,7 +4,7 @@ Mercator §2 keeps every downloaded document in a content store; the web
 archiving world's form of it is WARC (ISO 28500, version 1.1), which pywb,
 warcio, the Wayback Machine, Common Crawl's tools, Spark and DuckDB
 extensions read. warcio (webrecorder's) makes and writes every record, each
-one gzip member, with a WARC-Payload-Digest (SHA-1, base32: the exchange's
+one gzip member (compressed by ISA-L, GZIP_LEVEL), with a WARC-Payload-Digest (SHA-1, base32: the exchange's
 own, computed once per body) and the WARC-Block-Digest warcio computes. The
 HTTP heads go in byte for byte as they were sent and received
 (:class:`HeadAsIs`), and the CDXJ line is made from the exchange's fields
@@ -42,6 +42,7 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
+from isal import isal_zlib
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
@@ -55,6 +56,13 @@ logger = logging.getLogger(__name__)
 OPEN_SUFFIX = ".open"
 WARC_SUFFIX = ".warc.gz"
 CDXJ_SUFFIX = ".cdxj"
+# Records are compressed by ISA-L (Intel's deflate, through the isal package):
+# standard gzip members, which zlib, warcio and pywb read, for a fraction of
+# the CPU of the zlib level 9 warcio's own gzip uses (docs/benchmarks.md,
+# "Stores"). The price is size on repetitive markup (`bench/page_costs.py
+# --html DIR`; docs/stores.md). A record goes to the compressor in one piece:
+# fed in parts, ISA-L compresses each part on its own.
+GZIP_LEVEL = 2
 REVISIT_PROFILE = WARCWriter.REVISIT_PROFILE_1_1
 # An extension field (WARC 1.1 §5: other named fields are allowed) on a
 # record whose HTTP response head was not received as such but rebuilt from
@@ -114,20 +122,21 @@ def _index_fields(rec_type: str, url: str, payload_digest: str | None, head: byt
 
 
 def _builder() -> WARCWriter:
-    """A warcio writer into memory; gzip=True: each record one gzip member
-    (WARC 1.1 Annex D: record-at-a-time compression, so a reader can seek to
-    any record)."""
-    return WARCWriter(io.BytesIO(), gzip=True, warc_version="1.1")
+    """A warcio writer into memory, of uncompressed records (see _serialised)."""
+    return WARCWriter(io.BytesIO(), gzip=False, warc_version="1.1")
 
 
 def _serialised(writer: WARCWriter, records) -> list[bytes]:
-    """The records as warcio writes them, each its own gzip member."""
+    """The records as warcio writes them, each compressed on its own (WARC
+    1.1 Annex D: record-at-a-time compression, so a reader can seek to any
+    record) by ISA-L (GZIP_LEVEL) in one piece."""
     out, ends = writer.out, []
     for record in records:
         writer.write_record(record)
         ends.append(out.tell())
-    data = out.getvalue()
-    return [data[a:b] for a, b in zip([0, *ends], ends)]
+    data = out.getbuffer()
+    return [isal_zlib.compress(data[a:b], GZIP_LEVEL, isal_zlib.MAX_WBITS | 16)
+            for a, b in zip([0, *ends], ends)]
 
 
 class WarcFile:
