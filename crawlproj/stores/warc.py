@@ -3,12 +3,13 @@
 Mercator §2 keeps every downloaded document in a content store; the web
 archiving world's form of it is WARC (ISO 28500, version 1.1), which pywb,
 warcio, the Wayback Machine, Common Crawl's tools, Spark and DuckDB
-extensions read. warcio (webrecorder's) makes and writes every record, each
-one gzip member (compressed by ISA-L, GZIP_LEVEL), with a WARC-Payload-Digest (SHA-1, base32: the exchange's
-own, computed once per body) and the WARC-Block-Digest warcio computes. The
-HTTP heads go in byte for byte as they were sent and received
-(:class:`HeadAsIs`), and the CDXJ line is made from the exchange's fields
-while the record is written instead of reading the record back.
+extensions read. warcio (webrecorder's) makes and writes every record, with
+a WARC-Payload-Digest (SHA-1, base32: the exchange's own, computed once per
+body) and the WARC-Block-Digest warcio computes; each record is one gzip
+member, made by ISA-L (GZIP_LEVEL). The HTTP heads go in byte for byte as
+they were sent and received (:class:`HeadAsIs`), and the CDXJ line is made
+from the exchange's fields while the record is written instead of reading
+the record back.
 
 Files. ``<crawl>-<yyyymmddhhmmssfff>-<serial>-<pid>~<host>~<rand>.warc.gz``,
 after the IIPC / Heritrix convention prefix-timestamp-serial-crawlhost, so
@@ -95,11 +96,11 @@ def _value(v: str) -> str:
 
 
 class HeadAsIs(StatusAndHeaders):
-    """An HTTP head for warcio's writer that it writes as it was sent or
-    received. warcio writes a record's HTTP head out again from the fields
-    it parsed (``compute_headers_buffer``): ``x-b:1`` becomes ``x-b: 1``,
-    a Latin-1 byte a %-escape (warcio issues 128 and 129), where WARC 1.1
-    §6.3 keeps the message as it was on the wire."""
+    """An HTTP head that warcio's writer writes as it was sent or received,
+    as a WARC request or response record holds the message that went over
+    the network. warcio writes a head out again from the fields it parsed
+    (``compute_headers_buffer``): ``x-b:1`` becomes ``x-b: 1``, a Latin-1
+    byte a %-escape (warcio's issues 128 and 129)."""
 
     def __init__(self, raw: bytes):
         first = raw[: raw.find(b"\r\n")].decode("latin-1")
@@ -160,8 +161,8 @@ class WarcFile:
         self.broken = False
         try:
             writer = _builder()
-            self.append([(_serialised(writer, [writer.create_warcinfo_record(self.name, info)])[0],
-                          None)])
+            (member,) = _serialised(writer, [writer.create_warcinfo_record(self.name, info)])
+            self.append([(member, None)])
         except BaseException:
             self.f.close()
             path.unlink(missing_ok=True)
