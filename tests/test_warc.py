@@ -263,13 +263,11 @@ def test_urlkey_is_the_web_archives_key():
     assert urlkey("urn:x-crawlproj:a") == "urn:x-crawlproj:a"
 
 
-def test_record_ids_name_a_capture_and_are_unique_otherwise():
+def test_record_ids_name_a_capture_and_are_unique_otherwise(tmp_path):
     """A response record's id is a name-based UUID of the crawl, the date and
     the URL (so a revisit by any worker can name it); other records' ids are
     random UUIDs, never repeated."""
     import uuid
-
-    from crawlproj.stores.warc import _random_id
 
     writer = WarcWriter(LocalStorage(Path("/nonexistent")), "crawl é", "h:1:x", 1 << 20)
     date = warc_date(1.7e9)
@@ -277,9 +275,19 @@ def test_record_ids_name_a_capture_and_are_unique_otherwise():
     assert rid == writer.record_id("http://h.example/ü?q=%20", date)
     assert rid != writer.record_id("http://h.example/ü?q=%20", warc_date(1.7e9 + 1))
     assert uuid.UUID(rid[len("<urn:uuid:"):-1]).version == 5
-    ids = {_random_id() for _ in range(2000)}
-    assert len(ids) == 2000
-    assert all(uuid.UUID(r[len("<urn:uuid:"):-1]).version == 4 for r in ids)
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
+    orig = exchange("http://h1.example/orig.html")
+    w.write(orig)
+    for i in range(300):
+        w.write(exchange(f"http://h1.example/copy{i}.html", orig.body),
+                revisit_of={"url": orig.url, "date": warc_date(orig.started)})
+    w.close()
+    (name,) = [p for p in os.listdir(tmp_path) if p.endswith(".warc.gz")]
+    ids = [(t, h.get_header("WARC-Record-ID")) for t, _, h, _ in records(tmp_path / name)]
+    assert [i for t, i in ids if t == "response"] == [w.record_id(orig.url, warc_date(orig.started))]
+    others = [i for t, i in ids if t != "response"]  # warcinfo, requests, revisits
+    assert len(others) == 2 + 2 * 300 and len(set(others)) == len(others)
+    assert all(uuid.UUID(i[len("<urn:uuid:"):-1]).version == 4 for i in others)
 
 
 def _shapes_warc(directory):

@@ -14,7 +14,7 @@ noarchive (item["robots"]) gets the mark that keeps it out of replay
 whose item never comes (the spider failed, or another spider) is written as
 a plain response after WARC_PENDING_TIMEOUT seconds, or at close.
 
-The records are serialised and compressed on the reactor thread, where the
+The records are made (warcio) and compressed on the reactor thread, where the
 page's bytes are, in the reactor turn after they come; the files are
 written in one dedicated thread (a file is appended in order), so the
 reactor never waits for the disk, and in batches: what arrives while a

@@ -3,14 +3,13 @@
 Mercator §2 keeps every downloaded document in a content store; the web
 archiving world's form of it is WARC (ISO 28500, version 1.1), which pywb,
 warcio, the Wayback Machine, Common Crawl's tools, Spark and DuckDB
-extensions read. Each record carries a WARC-Payload-Digest (SHA-1, base32)
-and a WARC-Block-Digest. Records are serialised here, straight from the
-exchange's bytes (:class:`Record`): the HTTP heads go in byte for byte as
-they were sent and received (warcio parses a head and writes it out again),
-and the CDXJ line is made from the same fields instead of reading the record
-back, which would parse on every page what was just written. warcio writes
-the one ``warcinfo`` record of a file, and reads and checks every file in
-the tests.
+extensions read. warcio (webrecorder's) makes and writes every record, with
+a WARC-Payload-Digest (SHA-1, base32: the exchange's own, computed once per
+body) and the WARC-Block-Digest warcio computes; each record is one gzip
+member, made by ISA-L (GZIP_LEVEL). The HTTP heads go in byte for byte as
+they were sent and received (:class:`HeadAsIs`), and the CDXJ line is made
+from the exchange's fields while the record is written instead of reading
+the record back.
 
 Files. ``<crawl>-<yyyymmddhhmmssfff>-<serial>-<pid>~<host>~<rand>.warc.gz``,
 after the IIPC / Heritrix convention prefix-timestamp-serial-crawlhost, so
@@ -20,20 +19,19 @@ and holds an exclusive flock; it is closed when it passes WARC_MAX_SIZE or
 the crawl stops, and only then renamed (published) to ``*.warc.gz``, next to
 its CDXJ index ``*.cdxj``.
 
-Crashes. Records are serialised and compressed in memory and a batch of
-them written with unbuffered write() calls, so a worker killed with kill -9
-leaves at most one partial record at the end of its ``.open`` file. At
-start, :func:`recover` looks at every ``.open`` file no live writer holds a
-lock on: the complete records are kept and the partial tail is cut off
-(Heritrix leaves such files ``.open`` for an operator; here the repair is
-automatic), then the file is published as usual; a file with no complete
-record is moved to ``damaged/``.
+Crashes. Records are made and compressed in memory (warcio writes into a
+buffer) and a batch of them written with unbuffered write() calls, so a
+worker killed with kill -9 leaves at most one partial record at the end of
+its ``.open`` file. At start, :func:`recover` looks at every ``.open`` file
+no live writer holds a lock on: the complete records are kept and the
+partial tail is cut off (Heritrix leaves such files ``.open`` for an
+operator; here the repair is automatic), then the file is published as
+usual; a file with no complete record is moved to ``damaged/``.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import io
 import logging
 import os
@@ -46,11 +44,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from isal import isal_zlib
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
 from crawlproj.stores.cdxj import fields, finish_line, index_file, line_key, scan
 from crawlproj.stores.common import private_dir, safe_name, utc_second
-from crawlproj.stores.exchange import Exchange, sha1_form
+from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.storage import LocalStorage, Storage
 
 logger = logging.getLogger(__name__)
@@ -60,11 +59,11 @@ WARC_SUFFIX = ".warc.gz"
 CDXJ_SUFFIX = ".cdxj"
 # Records are compressed by ISA-L (Intel's deflate, through the isal package):
 # standard gzip members, which zlib, warcio and pywb read, for a fraction of
-# zlib's CPU at its default level, at the price of size on repetitive markup
-# (docs/stores.md has both). The record goes to the compressor in one piece:
+# the CPU of the zlib level 9 warcio's own gzip uses (docs/benchmarks.md).
+# The price is size on repetitive markup (docs/stores.md). A record goes to the compressor in one piece:
 # fed in parts, ISA-L compresses each part on its own.
 GZIP_LEVEL = 2
-REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+REVISIT_PROFILE = WARCWriter.REVISIT_PROFILE_1_1
 # An extension field (WARC 1.1 §5: other named fields are allowed) on a
 # record whose HTTP response head was not received as such but rebuilt from
 # Scrapy's parsed response (docs/stores.md).
@@ -81,11 +80,6 @@ NOARCHIVE = "noarchive"
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
 
-HTTP_RESPONSE = "application/http; msgtype=response"
-HTTP_REQUEST = "application/http; msgtype=request"
-_END = b"\r\n\r\n"   # after a record's block (WARC 1.1 §4)
-
-
 def warc_date(epoch: float) -> str:
     """WARC 1.1 date: UTC, ISO 8601, microseconds."""
     second, us = utc_second(epoch)
@@ -100,36 +94,24 @@ def _value(v: str) -> str:
     return v
 
 
-def sha1_digest(*parts: bytes) -> str:
-    """'sha1:' + base32 of the SHA-1 of the parts, one after the other."""
-    h = hashlib.sha1(parts[0])
-    for part in parts[1:]:
-        h.update(part)
-    return sha1_form(h.digest())
+class HeadAsIs(StatusAndHeaders):
+    """An HTTP head that warcio's writer writes as it was sent or received,
+    as a WARC request or response record holds the message that went over
+    the network. warcio writes a head out again from the fields it parsed
+    (``compute_headers_buffer``): ``x-b:1`` becomes ``x-b: 1``, a Latin-1
+    byte a %-escape (warcio's issues 128 and 129)."""
 
+    def __init__(self, raw: bytes):
+        first = raw[: raw.find(b"\r\n")].decode("latin-1")
+        protocol, _, statusline = first.partition(" ")
+        super().__init__(statusline, [], protocol=protocol)
+        self.headers_buff = raw
 
-class Record:
-    """One WARC record, serialised: its header block and the parts of its
-    block (the HTTP head, and the body of a response). index = (the start of
-    its CDXJ line, cdxj.line_key; its CDXJ fields) for a response or revisit
-    record (the lines pywb's indexer writes, cdxj.fields), None for others."""
+    def __bool__(self) -> bool:
+        return bool(self.headers_buff)
 
-    __slots__ = ("head", "parts", "index")
-
-    def __init__(self, rec_type: str, headers: list[tuple[str, str]], content_type: str,
-                 parts: tuple[bytes, ...], index: tuple[str, dict] | None = None):
-        length = sum(len(p) for p in parts)
-        lines = [f"WARC/1.1\r\nWARC-Type: {rec_type}\r\n"]
-        lines.extend(f"{k}: {_value(v)}\r\n" for k, v in headers)
-        lines.append(f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n")
-        self.head = "".join(lines).encode("utf-8")
-        self.parts = parts
-        self.index = index
-
-    def member(self) -> bytes:
-        """The record as one gzip member (WARC 1.1 Annex D: record-at-a-time
-        compression, so a reader can seek to any record)."""
-        return _gzip_member(b"".join((self.head, *self.parts, _END)))
+    def compute_headers_buffer(self, header_filter=None) -> None:
+        """The buffer warcio writes stays the head's own bytes."""
 
 
 def _index_fields(rec_type: str, url: str, payload_digest: str | None, head: bytes) -> dict:
@@ -139,9 +121,22 @@ def _index_fields(rec_type: str, url: str, payload_digest: str | None, head: byt
     return fields(headers, head)
 
 
-def _random_id() -> str:
-    """The WARC-Record-ID of a record nothing refers to by name (RFC 4122 §4.4)."""
-    return f"<urn:uuid:{uuid.uuid4()}>"
+def _builder() -> WARCWriter:
+    """A warcio writer into memory, of uncompressed records (see _serialised)."""
+    return WARCWriter(io.BytesIO(), gzip=False, warc_version="1.1")
+
+
+def _serialised(writer: WARCWriter, records) -> list[bytes]:
+    """The records as warcio writes them, each compressed on its own (WARC
+    1.1 Annex D: record-at-a-time compression, so a reader can seek to any
+    record) by ISA-L (GZIP_LEVEL) in one piece."""
+    out, ends = writer.out, []
+    for record in records:
+        writer.write_record(record)
+        ends.append(out.tell())
+    data = out.getbuffer()
+    return [isal_zlib.compress(data[a:b], GZIP_LEVEL, isal_zlib.MAX_WBITS | 16)
+            for a, b in zip([0, *ends], ends)]
 
 
 class WarcFile:
@@ -164,10 +159,9 @@ class WarcFile:
         self.cdxj: list[str] = []
         self.broken = False
         try:
-            raw = io.BytesIO()
-            WARCWriter(raw, gzip=False, warc_version="1.1").write_record(
-                WARCWriter(None, warc_version="1.1").create_warcinfo_record(self.name, info))
-            self.append([(_gzip_member(raw.getvalue()), None)])
+            writer = _builder()
+            (member,) = _serialised(writer, [writer.create_warcinfo_record(self.name, info)])
+            self.append([(member, None)])
         except BaseException:
             self.f.close()
             path.unlink(missing_ok=True)
@@ -212,10 +206,6 @@ class WarcFile:
         where = storage.publish(self.path, self.name)
         write_index(storage, self.name, sorted(self.cdxj))
         return where
-
-
-def _gzip_member(data: bytes) -> bytes:
-    return isal_zlib.compress(data, GZIP_LEVEL, isal_zlib.MAX_WBITS | 16)
 
 
 def write_index(storage: Storage, warc_name: str, lines: list[str]) -> bool:
@@ -287,63 +277,71 @@ class WarcWriter:
         and time alone, without asking the worker that wrote it."""
         return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{self.crawl_id} {date} {url}')}>"
 
-    def records(self, ex: Exchange, revisit_of: dict | None = None) -> tuple[Record, Record]:
-        """The (response or revisit, request) records of one exchange;
-        revisit_of = {"url", "date"?, "profile"?} makes the first a revisit
-        record (headers only): for a duplicate found by the content-seen
-        test, date is the WARC-Date of the response record of url that holds
-        the payload (the content-seen test's capture), which the revisit
-        names with WARC-Refers-To-Date and WARC-Refers-To; with profile
-        NOT_MODIFIED_PROFILE, for a 304 to a conditional GET.
+    def records(self, writer: WARCWriter, ex: Exchange,
+                revisit_of: dict | None = None) -> tuple[tuple, tuple]:
+        """The (response or revisit, request) records of one exchange, made by
+        writer (warcio's), each with its index entry: (the start of its CDXJ
+        line, cdxj.line_key; its CDXJ fields) for a response or revisit record
+        (the lines pywb's indexer writes, cdxj.fields), None for the request
+        and for a page that said noarchive. revisit_of = {"url", "date"?,
+        "profile"?} makes the first a revisit record (headers only): for a
+        duplicate found by the content-seen test, date is the WARC-Date of
+        the response record of url that holds the payload (the content-seen
+        test's capture), which the revisit names with WARC-Refers-To-Date and
+        WARC-Refers-To; with profile NOT_MODIFIED_PROFILE, for a 304 to a
+        conditional GET.
 
-        Digests: the payload's SHA-1 is the exchange's own (computed once per
-        body, shared with the crawl log and page metadata); the block digest
-        hashes the head and goes on over the body in the same hash object."""
+        The payload's digest is the exchange's own (computed once per body,
+        shared with the crawl log and page metadata); warcio computes the
+        block digests."""
         date = warc_date(ex.started)
+        url = _value(ex.url)
         head = ex.response_head
         payload = ex.payload_digest
         if revisit_of:
             profile = revisit_of.get("profile", REVISIT_PROFILE)
-            rec_type, rec_id = "revisit", _random_id()
-            headers = [("WARC-Record-ID", rec_id), ("WARC-Date", date),
-                       ("WARC-Target-URI", ex.url)]
+            rec_type, rec_id = "revisit", StatusAndHeadersParser.make_warc_id()
+            headers = {"WARC-Type": rec_type, "WARC-Record-ID": rec_id, "WARC-Date": date,
+                       "WARC-Target-URI": url}
             if profile == NOT_MODIFIED_PROFILE:
                 payload = None  # a 304 has no payload
             else:
-                headers.append(("WARC-Payload-Digest", payload))
-            headers.append(("WARC-Profile", profile))
-            headers.append(("WARC-Refers-To-Target-URI", revisit_of["url"]))
+                headers["WARC-Payload-Digest"] = payload
+            headers["WARC-Profile"] = profile
+            headers["WARC-Refers-To-Target-URI"] = _value(revisit_of["url"])
             if revisit_of.get("date"):
-                headers.append(("WARC-Refers-To-Date", revisit_of["date"]))
-                headers.append(("WARC-Refers-To", self.record_id(revisit_of["url"],
-                                                                 revisit_of["date"])))
-            parts = (head,)
+                headers["WARC-Refers-To-Date"] = revisit_of["date"]
+                headers["WARC-Refers-To"] = self.record_id(revisit_of["url"], revisit_of["date"])
+            body = None
         else:
             rec_type, rec_id = "response", self.record_id(ex.url, date)
-            headers = [("WARC-Record-ID", rec_id), ("WARC-Date", date),
-                       ("WARC-Target-URI", ex.url), ("WARC-Payload-Digest", payload)]
-            parts = (head, ex.body)
+            headers = {"WARC-Type": rec_type, "WARC-Record-ID": rec_id, "WARC-Date": date,
+                       "WARC-Target-URI": url, "WARC-Payload-Digest": payload}
+            body = io.BytesIO(ex.body)
         if ex.ip:
-            headers.append(("WARC-IP-Address", ex.ip))
+            headers["WARC-IP-Address"] = ex.ip
         if ex.head_rebuilt:
-            headers.append((HEAD_REBUILT, "rebuilt"))
+            headers[HEAD_REBUILT] = "rebuilt"
         index = None
         if ex.noarchive:
-            headers.append((ROBOTS_MARK, NOARCHIVE))
+            headers[ROBOTS_MARK] = NOARCHIVE
         else:
             index = (line_key(ex.url, date), _index_fields(rec_type, ex.url, payload, head))
-        headers.append(("WARC-Block-Digest", sha1_digest(*parts)))
-        resp = Record(rec_type, headers, HTTP_RESPONSE, parts, index)
-        req = Record("request", [("WARC-Record-ID", _random_id()), ("WARC-Date", date),
-                                 ("WARC-Target-URI", ex.url), ("WARC-Concurrent-To", rec_id),
-                                 ("WARC-Block-Digest", sha1_digest(ex.request_head))],
-                     HTTP_REQUEST, (ex.request_head,))
-        return resp, req
+        resp = writer.create_warc_record(url, rec_type, payload=body,
+                                         length=len(ex.body) if body else 0,
+                                         warc_headers_dict=headers, http_headers=HeadAsIs(head))
+        req = writer.create_warc_record(url, "request", warc_headers_dict={
+            "WARC-Type": "request", "WARC-Record-ID": StatusAndHeadersParser.make_warc_id(),
+            "WARC-Date": date, "WARC-Target-URI": url, "WARC-Concurrent-To": rec_id},
+            http_headers=HeadAsIs(ex.request_head))
+        return (resp, index), (req, None)
 
     def members(self, ex: Exchange, revisit_of: dict | None = None) -> list[tuple[bytes, tuple | None]]:
         """The exchange's records (see records()) as gzip members, each with
         its index entry: the CPU part of writing it, which needs no file."""
-        return [(record.member(), record.index) for record in self.records(ex, revisit_of)]
+        writer = _builder()
+        made = self.records(writer, ex, revisit_of)
+        return list(zip(_serialised(writer, [r for r, _ in made]), [i for _, i in made]))
 
     def write(self, ex: Exchange, revisit_of: dict | None = None) -> None:
         """Write one exchange (see records()); raises OSError."""
