@@ -180,7 +180,8 @@ def test_a_last_modified_just_ahead_of_the_fetch_counts_as_the_fetch_time():
     t = 1.7e9
     s = update(RecrawlState(), Observation(t, True, http_date(t - DAY)))
     s = update(s, Observation(t + DAY, True, http_date(t + DAY + 30)))
-    assert s.lm_usable and s.lm_changes == 1 and s.lm_exposure == 0.0
+    # the first fetch's age (a day) and this change, dated at the fetch itself
+    assert s.lm_usable and s.lm_changes == 2 and s.lm_exposure == DAY
 
 
 def test_a_last_modified_that_contradicts_the_content_is_not_used():
@@ -500,9 +501,10 @@ def test_a_packed_payload_round_trips_through_the_frontiers_codec():
     from crawlproj.recrawl.record import STORED, pack_payload
 
     state = observe(np.random.default_rng(1), 1 / DAY, DAY, 5).pack()
-    cases = [("/a/b?c=1", False, 3, [state, '"5-0a1b2c3d"', 1_700_000_000, b"d" * 8]),
-             ("/é", True, 300, [state, "", 0, b"s" * 16]),
-             ("/", False, 0, [state, "x" * 128, 0xFFFFFFFF, b"\0" * 8])]
+    cases = [("/a/b?c=1", False, 3, [state, '"5-0a1b2c3d"', 1_700_000_000, b"d" * 8,
+                                     1_700_000_100]),
+             ("/é", True, 300, [state, "", 0, b"s" * 16, 0]),
+             ("/", False, 0, [state, "x" * 128, 0xFFFFFFFF, b"\0" * 8, 0xFFFFFFFF])]
     for tail, https, depth, record in cases:
         request = codec.decode(pack_payload(tail, https, depth, record), host="h.example")
         assert request.url.startswith(("https://" if https else "http://") + "h.example/")

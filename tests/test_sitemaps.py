@@ -284,8 +284,9 @@ def test_a_lastmod_past_the_last_fetch_is_a_change_dated_by_it():
     tail, https, depth, record = unpack_payload(new)
     state = RecrawlState.unpack(record[0])
     assert (tail, depth, record[1], record[2]) == ("/news", 1, '"e1"', 900)
-    assert (state.fetches, state.changes, state.lm_changes) == (1, 1, 1)
-    assert state.last_fetch == 5000.0 and state.lm_exposure == pytest.approx(2000.0)
+    # the reported change, and the first fetch's Last-Modified (its age, 100 s)
+    assert (state.fetches, state.changes, state.lm_changes) == (1, 1, 2)
+    assert state.last_fetch == 5000.0 and state.lm_exposure == pytest.approx(2100.0)
     assert state.flags & REPORTED and record[3] == b"\x07" * 8
     assert old_bucket == 0 and new_bucket > 0
 

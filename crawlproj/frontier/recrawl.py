@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 from scrapy import Request
@@ -47,7 +48,7 @@ from crawlproj.errors import CrawlprojError
 from crawlproj.frontier import codec
 from crawlproj.frontier.leases import Schedule
 from crawlproj.recrawl import buckets
-from crawlproj.recrawl.estimate import parse_http_date
+from crawlproj.recrawl.estimate import parse_http_date, server_clock_ratio
 from crawlproj.recrawl.policies import POLICIES, Plan, PolicyError, plan
 from crawlproj.recrawl.population import Population
 from crawlproj.recrawl.record import (
@@ -60,7 +61,14 @@ from crawlproj.recrawl.record import (
     pack_payload,
 )
 from crawlproj.recrawl.record import changed as changed_since
-from crawlproj.recrawl.state import CLOCK_SKEW, REPORTED, Observation, RecrawlState, update
+from crawlproj.recrawl.state import (
+    CLOCK_SKEW,
+    REPORTED,
+    SCHEDULED,
+    Observation,
+    RecrawlState,
+    update,
+)
 from crawlproj.recrawl.state import rebase as rebase_state
 from crawlproj.sitemaps.discovery import HOP, SITEMAP
 
@@ -80,12 +88,36 @@ BOOST_START = 1.25
 MAX_BOOST = 4.0
 # Due pages waiting longer than this many tokens' time: the budget binds.
 BACKLOG = 2.0
+# The probability that a page the plan would give nothing changes slower
+# than its cut-off, above which it is fetched still (Recrawl.bucket_for).
+GUARD = 0.1
 # statuses after which a page leaves the schedule: redirects and gone pages
 _GONE = frozenset(range(300, 400)) | (frozenset(range(400, 500)) - {408, 429})
 
 
 class RecrawlSettingsError(CrawlprojError):
     pass
+
+
+def scheduled_states(redis, keyspace, batch: int = 500):
+    """(URL, RecrawlState) of every page in the crawl's recrawl schedule,
+    read from the payloads its recrawl queues name (a scan: for a command or
+    a benchmark, not a worker's loop)."""
+    for p in range(keyspace.partitions):
+        for key in redis.scan_iter(match=keyspace.recrawl_queues_pattern(p), count=1000):
+            host = key.decode().rsplit("d:", 1)[1]
+            fps = redis.zrange(key, 0, -1)
+            for i in range(0, len(fps), batch):
+                chunk = fps[i:i + batch]
+                for payload in redis.hmget(keyspace.payloads(p, host), chunk):
+                    if payload is None:     # leased meanwhile
+                        continue
+                    try:
+                        request = codec.decode(payload, host=host)
+                        state = RecrawlState.unpack(request.meta[STORED][0])
+                    except (codec.BadPayload, KeyError, ValueError, TypeError):
+                        continue
+                    yield request.url, state
 
 
 def live_bucket(state: RecrawlState) -> int:
@@ -99,6 +131,13 @@ def live_bucket(state: RecrawlState) -> int:
     if rate <= 0.0:
         rate = 0.5 / max(state.t_unchanged + state.t_changed, 1e-9)
     return buckets.bucket_of(rate)
+
+
+def scheduled_bucket(state: RecrawlState) -> int:
+    """The bucket a page is counted in, in the schedule's population: the
+    one the frontier scheduled it in (Recrawl.bucket_for), or for a state
+    updated since (a sitemap's report) the bucket of its estimate."""
+    return state.bucket if state.flags & SCHEDULED else live_bucket(state)
 
 
 def check_settings(settings) -> None:
@@ -352,7 +391,7 @@ class Recrawl:
         held = request.meta.get(HELD) if recrawl else None
         fetch: Fetch | None = request.meta.get(OBSERVED)
         prev = RecrawlState.unpack(held[0]) if held else RecrawlState()
-        old = live_bucket(prev) if held and SITEMAP not in request.meta else -1
+        old = scheduled_bucket(prev) if held and SITEMAP not in request.meta else -1
         outcome = "error" if fetch is None else self._outcome(fetch.status, held)
         if stats is not None and (held or outcome == "fetched"):
             stats.inc_value(f"recrawl/{outcome if held else 'first'}")
@@ -374,7 +413,7 @@ class Recrawl:
             digest = fetch.kept
             changed = bool(held) and not rebase and changed_since(held[3], fetch, self.change)
         lm_at = parse_http_date(lm)
-        date = parse_http_date(fetch.date) or fetch.at
+        date = parse_http_date(fetch.date) or fetch.at    # none: the worker's own clock
         if lm_at is None or lm_at > date + CLOCK_SKEW:
             lm_at = None                    # not sent back as If-Modified-Since
         if fetch.status == 304 and lm is None and held:
@@ -388,19 +427,40 @@ class Recrawl:
         server_lm = parse_http_date(lm)
         if server_lm is None and fetch.status == 304 and held and held[2]:
             server_lm = float(held[2])      # a 304 without Last-Modified: the one held stands
-        # The page's age by the server's own clock (Date - Last-Modified), put on
-        # the crawl's clock: the server's calendar need not be the crawl's (a
-        # simulated web's starts in 2001 and runs RECRAWL_TIME_SCALE times as
-        # fast), and a server's clock may be off. Compared raw, every change
-        # made Last-Modified unusable there, and the Last-Modified estimator,
-        # which sees how recent a change is, was never used.
-        observed_lm = lm if server_lm is None else now - (date - server_lm)
+        prev_date = held[4] if held and len(held) > 4 else 0
+        observed_lm, prev = self.on_crawl_clock(prev, prev_date, now, date, server_lm)
+        if observed_lm is None:
+            observed_lm = lm
         if rebase:
             state = rebase_state(prev, now)
         else:
             state = update(prev, Observation(now, changed, observed_lm, validator))
-        record = [state.pack(), etag, int(lm_at or 0), digest]
+        record = [state.pack(), etag, int(lm_at or 0), digest, int(date)]
         return self._schedule(request, state, record, old)
+
+    def on_crawl_clock(self, prev: RecrawlState, prev_date: float, now: float, date: float,
+                       server_lm: float | None) -> tuple[float | None, RecrawlState]:
+        """(the server's Last-Modified on the crawl clock, the page's state
+        with its first fetch's age on the crawl clock too). The page's age by
+        the server's own clock (Date - Last-Modified), set back from the
+        fetch: the server's calendar need not be the crawl's (a simulated
+        web's starts in 2001), and a server's clock may be off. Its seconds
+        need not be the crawl's either: a simulated web may date its pages by
+        the machine's clock while the crawl's runs RECRAWL_TIME_SCALE times
+        as fast, and there an age taken as crawl seconds is that many times
+        too short: every page seen changed looks that much faster than it is
+        and gets nothing from the plan. The ratio is told by the server's
+        Date against the crawl clock since the page's last fetch
+        (estimate.server_clock_ratio); a first fetch's age, taken before
+        there was a ratio, is rescaled at the second."""
+        ratio = 1.0
+        if prev_date and prev.last_fetch > 0.0:
+            ratio = server_clock_ratio(date - prev_date, now - prev.last_fetch, self.scale)
+            if prev.fetches == 0 and ratio != 1.0:
+                prev = replace(prev, last_change_age=prev.last_change_age * ratio)
+        if server_lm is None:
+            return None, prev
+        return now - ratio * (date - server_lm), prev
 
     @staticmethod
     def _outcome(status: int, held) -> str:
@@ -410,8 +470,27 @@ class Recrawl:
             return "gone"
         return "error"
 
+    def bucket_for(self, state: RecrawlState) -> int:
+        """The bucket to schedule a page in: its estimate's, but not one the
+        plan gives nothing unless the page's rate is likely above them all.
+        Giving a page nothing is a decision its fetches can no longer
+        correct, and an estimate from a few dated changes is often several
+        times too high (two changes in 1.4 times their expected time put a
+        page changing daily above the cut-off of Gamma-distributed rates at
+        0.2 fetches per page per day, with probability 0.4): there the page
+        goes to the bucket of its rate's lower GUARD quantile, and is fetched
+        again until its rate is known well enough (bench/recrawl_sim.py)."""
+        k = live_bucket(state)
+        if k in self._starved:
+            low = buckets.bucket_of(state.rate_quantile(GUARD))
+            if low not in self._starved:
+                return low
+        return k
+
     def _schedule(self, request: Request, state: RecrawlState, record, old: int) -> Schedule:
-        new = live_bucket(state)
+        new = self.bucket_for(state)
+        state = replace(state, flags=state.flags | SCHEDULED, bucket=new)
+        record = [state.pack(), *record[1:]]
         host = self.frontier_host(request.url)
         https = request.url.startswith("https://")
         origin = ("https://" if https else "http://") + host

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from crawlproj.frontier.recrawl import live_bucket
+from crawlproj.frontier.recrawl import scheduled_bucket
 from crawlproj.recrawl.record import PACKED, pack_payload, unpack_payload
 from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, reported
 from crawlproj.urls import host_of
@@ -82,8 +82,8 @@ def observe(payload: bytes, changed_at: float, now: float) -> tuple[bytes, int, 
     if state.last_fetch <= 0.0 or changed_at <= state.last_fetch or now <= state.last_fetch:
         return None
     new = reported(state, Observation(now, True, min(changed_at, now)))
-    record = [new.pack(), record[1], record[2], record[3]]
-    return pack_payload(tail, https, depth, record), live_bucket(state), live_bucket(new)
+    record = [new.pack(), *record[1:]]
+    return pack_payload(tail, https, depth, record), scheduled_bucket(state), scheduled_bucket(new)
 
 
 class LastmodFeed:

@@ -1,0 +1,269 @@
+"""The live recrawl loop replayed offline: the frontier's planner and each
+page's estimate as the workers run them, on Poisson pages, in seconds of CPU
+instead of minutes of crawling, for working out the estimator and the
+defaults before a live run confirms them.
+
+What is the live crawl's own code: the plan (crawlproj.frontier.recrawl.Recrawl:
+set_plan, interval, steer and its boost, the bounds, bucket_for,
+on_crawl_clock), each page's state (crawlproj.recrawl.state.update), the settings' defaults
+(settings/base.py, unless given). What is modelled: the token bucket of
+RECRAWL_BUDGET (one wall second deep), the lease hand-out of lua/sync.lua
+(the never-crawled URLs against the due recrawls by RECRAWL_NEW_SHARE, the
+earliest due first), every page known from the start and never crawled (the
+first pass), Poisson changes, and what a fetch shows: changed or not, and on
+hosts that give it the true Last-Modified. Not modelled: politeness, the
+link graph, download times, errors, sitemaps.
+
+    .venv/bin/python bench/recrawl_sim.py [--dists loguniform,gamma --pages 2000
+        --per-page-day 0.1,0.2,0.5 --days 96 --seeds 1,2,3 --lm 1.0
+        --policies uniform,optimal,oracle -s RECRAWL_NEW_SHARE=0.5 ...]
+
+Per web, budget and seed: time-averaged freshness over the run's second
+half (the pages fetched before it, as bench/recrawl_bench.py measures the
+live crawl), and where the fetches of that half went per true change rate,
+against the oracle's allocation (Cho & Garcia-Molina's, for the true rates,
+at the same spend).
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from crawlproj.frontier import recrawl as frontier_recrawl  # noqa: E402
+from crawlproj.recrawl import buckets  # noqa: E402
+from crawlproj.recrawl.freshness import freshness as closed_form  # noqa: E402
+from crawlproj.recrawl.policies import optimal, uniform  # noqa: E402
+from crawlproj.recrawl.population import Population  # noqa: E402
+from crawlproj.recrawl.state import Observation, RecrawlState, update  # noqa: E402
+
+DAY = buckets.DAY
+CLASSES = (0, 0.008, 0.03, 0.1, 0.37, 1.45, 5.2, 22, 96.01)
+
+
+def rates_of(dist: str, n: int, rng) -> np.ndarray:
+    """Per-page change rates per day: 'loguniform' (once a year to 96 a day,
+    the benchmark's), 'gamma[:shape:scale]' (Cho & Garcia-Molina's fit is
+    0.8, 0.25 per day), 'loguniform:lo:hi'."""
+    kind, *p = dist.split(":")
+    if kind == "loguniform":
+        lo, hi = (float(p[0]), float(p[1])) if p else (1 / 365, 96.0)
+        return np.exp(rng.uniform(np.log(lo), np.log(hi), n))
+    if kind == "gamma":
+        shape, scale = (float(p[0]), float(p[1])) if p else (0.8, 0.25)
+        return rng.gamma(shape, scale, n)
+    raise SystemExit(f"unknown distribution {dist!r}")
+
+
+def settings_table(overrides: dict) -> SimpleNamespace:
+    base = importlib.import_module("settings.base")
+    names = [k for k in dir(base) if k.startswith("RECRAWL_")]
+    return SimpleNamespace(**{k: getattr(base, k) for k in names} | overrides)
+
+
+def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 96.0,
+        policy: str = "optimal", seed: int = 1, lm_share: float = 1.0,
+        day_seconds: float = 5.0, settings: dict | None = None, server_clock: str = "crawl",
+        clock_ratio: bool = True) -> dict:
+    """One run; policy: uniform, optimal, webfountain (the live plan on the
+    estimates) or oracle (optimal's plan, every page in its true rate's
+    bucket). server_clock: what the servers' Date and Last-Modified count,
+    whole seconds of the simulated calendar ("crawl", as crawlproj.simweb
+    dates its pages) or of the machine's clock ("wall"); clock_ratio False:
+    their seconds taken as the crawl clock's, as the crawl did before
+    Recrawl.on_crawl_clock."""
+    s = settings_table(settings or {})
+    rng = np.random.default_rng(seed)
+    lam = rates_of(dist, pages, rng)                     # per day
+    has_lm = rng.uniform(size=pages) < lm_share
+    scale = DAY / day_seconds                           # crawl seconds per wall second
+    budget_day = per_page_day * pages                   # fetches per simulated day
+    frontier = SimpleNamespace(new_share=s.RECRAWL_NEW_SHARE)
+    planner = "optimal" if policy == "oracle" else policy
+    rc = frontier_recrawl.Recrawl(frontier, planner, budget_day / day_seconds,
+                                  s.RECRAWL_NEW_SHARE, scale, s.RECRAWL_MIN_INTERVAL,
+                                  s.RECRAWL_MAX_INTERVAL, s.RECRAWL_WEBFOUNTAIN_STRATEGY,
+                                  s.RECRAWL_WEBFOUNTAIN_PERIOD, s.RECRAWL_WEBFOUNTAIN_PERIODS)
+    true_bucket = buckets.buckets_of(lam / DAY)
+    states = [RecrawlState() for _ in range(pages)]
+    bucket = np.zeros(pages, int)                       # the page's bucket in the schedule
+    counts: dict[int, int] = {}
+    # the last change before day 0 (a stationary process run backwards)
+    last_change = -rng.exponential(1 / lam)
+    next_change = rng.exponential(1 / lam)
+    prev_date = np.zeros(pages)
+    if server_clock == "crawl":
+        def server_seconds(day: float) -> float:
+            return float(np.floor(978307200 + day * DAY))
+    else:
+        def server_seconds(day: float) -> float:
+            return float(np.floor(1.79e9 + day * day_seconds))
+    new = list(range(pages))
+    rng.shuffle(new)
+    due: list[tuple[float, int]] = []
+    leased_new = leased_old = 0
+    burst = budget_day / day_seconds                    # tokens: one wall second's worth
+    tokens, tick = burst, 1.0 / budget_day
+    plan_every = s.RECRAWL_PLAN_INTERVAL / day_seconds  # days
+    half = days / 2
+    copy_at = np.full(pages, -1.0)
+    stale_at = np.zeros(pages)
+    fresh = np.zeros(pages)
+    window_fetches = np.zeros(pages)
+    fetched_before_half = np.zeros(pages, bool)
+    t, next_plan = 0.0, 0.0
+    while t < days:
+        if t >= next_plan:
+            oldest = due[0][0] if due and due[0][0] <= t else t
+            rc.steer(leased_new + leased_old, t * day_seconds, (t - oldest) * day_seconds)
+            rc.set_plan({k: n for k, n in counts.items() if n}, len(new))
+            next_plan = t + plan_every
+        tokens = min(burst, tokens + 1.0)
+        while tokens >= 1.0:
+            ready_old = bool(due) and due[0][0] <= t
+            if not new and not ready_old:
+                break
+            take_old = ready_old and (not new or leased_new >= frontier.new_share
+                                      * (leased_new + leased_old + 1))
+            if take_old:
+                _, i = heapq.heappop(due)
+                leased_old += 1
+            else:
+                i = new.pop()
+                leased_new += 1
+            tokens -= 1.0
+            # the page's changes up to now
+            while next_change[i] <= t:
+                last_change[i] = next_change[i]
+                next_change[i] += rng.exponential(1 / lam[i])
+            if copy_at[i] >= 0:
+                a, b = max(copy_at[i], half), min(t, stale_at[i])
+                if b > a:
+                    fresh[i] += b - a
+                changed = last_change[i] > copy_at[i]
+            else:
+                changed = False
+            if t >= half:
+                window_fetches[i] += 1
+            elif copy_at[i] < 0:
+                fetched_before_half[i] = True
+            date = server_seconds(t)
+            lm, prev = rc.on_crawl_clock(states[i], prev_date[i] if clock_ratio else 0.0,
+                                         t * DAY, date,
+                                         server_seconds(last_change[i]) if has_lm[i] else None)
+            prev_date[i] = date
+            old = bucket[i] if copy_at[i] >= 0 else None
+            states[i] = update(prev, Observation(t * DAY, changed, lm))
+            copy_at[i], stale_at[i] = t, next_change[i]
+            k = int(true_bucket[i]) if policy == "oracle" and states[i].fetches else \
+                rc.bucket_for(states[i])
+            if old is not None:
+                counts[old] -= 1
+            counts[k] = counts.get(k, 0) + 1
+            bucket[i] = k
+            if policy == "uniform":
+                k = buckets.UNKNOWN
+            heapq.heappush(due, (t + rc.interval(k) / rc.boost / DAY, i))
+        t += tick
+    for i in range(pages):
+        if copy_at[i] >= 0:
+            a, b = max(copy_at[i], half), min(days, stale_at[i])
+            if b > a:
+                fresh[i] += b - a
+    m = fetched_before_half
+    span = days - half
+    spend = window_fetches[m].sum() / span / DAY        # per second, the pages measured
+    pop = Population.from_rates(lam[m] / DAY)
+    f_opt, f_uni = optimal(pop, spend, weighted=False), uniform(pop, spend)
+    by_bucket = dict(zip(pop.bucket, f_opt))
+    oracle_page = np.array([by_bucket[k] for k in buckets.buckets_of(lam[m] / DAY)]) * DAY
+    classes = []
+    for lo, hi in zip(CLASSES, CLASSES[1:]):
+        c = (lam[m] >= lo) & (lam[m] < hi)
+        if c.any():
+            est = np.array([states[i].rate * DAY for i in np.where(m)[0][c]])
+            classes.append({"lo": lo, "hi": hi, "pages": int(c.sum()),
+                            "fetches_per_day": float(window_fetches[m][c].mean() / span),
+                            "oracle_per_day": float(oracle_page[c].mean()),
+                            "estimate_over_true": float(np.median(est / lam[m][c]))})
+    return {"dist": dist, "pages": pages, "per_page_day": per_page_day, "days": days,
+            "policy": policy, "seed": seed, "lm_share": lm_share,
+            "freshness": float(fresh[m].sum() / (m.sum() * span)),
+            "oracle": float((pop.pages * closed_form(pop.rate, f_opt)).sum() / pop.total),
+            "uniform_closed_form": float((pop.pages * closed_form(pop.rate, f_uni)).sum()
+                                         / pop.total),
+            "spent": float(spend * DAY / m.sum() / per_page_day), "boost": rc.boost,
+            "classes": classes}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dists", default="loguniform")
+    ap.add_argument("--pages", default="2000")
+    ap.add_argument("--per-page-day", default="0.2")
+    ap.add_argument("--days", default="96")
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--lm", type=float, default=1.0,
+                    help="share of pages whose server gives a true Last-Modified")
+    ap.add_argument("--day-seconds", type=float, default=5.0)
+    ap.add_argument("--server-clock", default="crawl", choices=("crawl", "wall"),
+                    help="the servers' dates in seconds of the simulated calendar or the machine's")
+    ap.add_argument("--no-clock-ratio", action="store_true",
+                    help="take the servers' seconds as the crawl clock's whatever they count")
+    ap.add_argument("--policies", default="uniform,optimal,oracle")
+    ap.add_argument("-s", action="append", default=[], metavar="NAME=VALUE",
+                    help="a RECRAWL_ setting other than its default")
+    ap.add_argument("--classes", action="store_true", help="fetches per true-rate class")
+    ap.add_argument("--json", help="write the rows here too")
+    a = ap.parse_args()
+    overrides = {k: float(v) for k, v in (x.split("=", 1) for x in a.s)}
+    rows = []
+    print("| web | pages | budget/page/day | days | seeds | policy | freshness (mean, min-max) "
+          "| oracle | share of the oracle's lead over uniform |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for dist in a.dists.split(","):
+        for n in (int(x) for x in a.pages.split(",")):
+            for b in (float(x) for x in a.per_page_day.split(",")):
+                for d in (float(x) for x in a.days.split(",")):
+                    got: dict[str, list[dict]] = {}
+                    for p in a.policies.split(","):
+                        for sd in (int(x) for x in a.seeds.split(",")):
+                            r = run(dist, n, b, d, p, sd, a.lm, a.day_seconds, overrides,
+                                    a.server_clock, not a.no_clock_ratio)
+                            got.setdefault(p, []).append(r)
+                            rows.append(r)
+                    uni = got.get("uniform")
+                    for p, rs in got.items():
+                        f = np.array([r["freshness"] for r in rs])
+                        o = np.array([r["oracle"] for r in rs])
+                        lead = ""
+                        if uni and p != "uniform":
+                            u = np.array([r["freshness"] for r in uni])
+                            lead = f"{np.mean((f - u) / (o - u)):.0%} " \
+                                   f"({', '.join(f'{x:.0%}' for x in (f - u) / (o - u))})"
+                        print(f"| {dist} | {n} | {b:g} | {d:g} | {a.seeds} | {p} | "
+                              f"{f.mean():.4f} ({f.min():.4f}-{f.max():.4f}) | {o.mean():.4f} | "
+                              f"{lead} |", flush=True)
+                        if a.classes:
+                            r = rs[0]
+                            print("    " + " | ".join(
+                                f"{c['lo']:g}-{c['hi']:g}: {c['fetches_per_day']:.3f} "
+                                f"({c['oracle_per_day']:.3f}) est/true {c['estimate_over_true']:.2g}"
+                                for c in r["classes"]), flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
