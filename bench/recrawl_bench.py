@@ -67,18 +67,12 @@ VARIANTS = {"none": {"SITEMAP_ENABLED": False},
             "lastmod": {"SITEMAP_ENABLED": True, "SITEMAP_LASTMOD": True}}
 
 
-# The settings docs/recrawl.md's runs of the code before the estimator's
-# prior used; with --tuned the runs use them, otherwise every recrawl setting
-# but the clock and the budget is the default.
-TUNED = {"RECRAWL_NEW_SHARE": 0.5, "RECRAWL_PLAN_INTERVAL": 2,
-         "RECRAWL_MAX_INTERVAL": 30 * 86400}
 # true change rates per simulated day: the classes of the fetch table
 CLASSES = (0, 0.008, 0.03, 0.1, 0.37, 1.45, 5.2, 22, 96.01)
 
 
 def run_policy(sw, redis_url: str, tmp: Path, crawl_id: str, policy: str, budget: float,
-               scale: float, seconds: float, workers: int = 1, extra: dict | None = None,
-               tuned: bool = False) -> dict:
+               scale: float, seconds: float, workers: int = 1, extra: dict | None = None) -> dict:
     strategy = "1"
     if policy.startswith("webfountain"):
         policy, strategy = "webfountain", policy[len("webfountain"):] or "1"
@@ -89,7 +83,7 @@ def run_policy(sw, redis_url: str, tmp: Path, crawl_id: str, policy: str, budget
                 "DEPTH_LIMIT": 0, "FRONTIER_DELAY_FACTOR": 2, "RETRY_TIMES": 0,
                 "RECRAWL_ENABLED": True, "RECRAWL_POLICY": policy,
                 "RECRAWL_WEBFOUNTAIN_STRATEGY": strategy, "RECRAWL_BUDGET": budget,
-                "RECRAWL_TIME_SCALE": scale, **(TUNED if tuned else {}),
+                "RECRAWL_TIME_SCALE": scale,
                 "INDEX_ENABLED": False, "LINKSTORE_ENABLED": False, "WARC_ENABLED": False,
                 **(extra or {})}
     procs = []
@@ -241,9 +235,11 @@ def main() -> None:
     ap.add_argument("--sitemap-refresh", type=float, default=2.0,
                     help="with --sitemaps: simulated days between two fetches of a sitemap")
     ap.add_argument("--json", help="write the rows here too")
-    ap.add_argument("--tuned", action="store_true",
-                    help="RECRAWL_NEW_SHARE 0.5, RECRAWL_PLAN_INTERVAL 2 s, RECRAWL_MAX_INTERVAL "
-                         "30 days (otherwise only the clock and the budget are set)")
+    ap.add_argument("-s", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for every worker (otherwise every recrawl setting but the "
+                         "clock and the budget is the default)")
+    ap.add_argument("--http-clock", default="simulated", choices=("simulated", "wall"),
+                    help="what the web's Date and Last-Modified count (simweb's http_clock)")
     ap.add_argument("--seeds", default="5", help="web seeds (change processes), comma-separated")
     ap.add_argument("--states", action="store_true",
                     help="also the estimator's state per true-rate class at the end")
@@ -262,23 +258,26 @@ def main() -> None:
                                for x in a.seeds.split(",")):
                 spec = {"seed": seed, "hosts": a.hosts, "pages": a.pages, "page_bytes": 2000,
                         "latency_ms": [1, 3], "change_dist": DISTS[dist],
-                        "day_seconds": a.day_seconds, "sitemaps": 1.0 if a.sitemaps else 0.0}
+                        "day_seconds": a.day_seconds, "sitemaps": 1.0 if a.sitemaps else 0.0,
+                        "http_clock": a.http_clock}
                 runs = [("uniform", 1, "-"), ("uniform", 2, "-")] if a.budget_check else \
                     [(p, 1, v) for p in a.policies.split(",")
                      for v in (a.variants.split(",") if a.sitemaps else ["-"])]
                 for policy, workers, variant in runs:
-                    extra = dict(VARIANTS.get(variant, {}), SITEMAP_REFRESH=a.sitemap_refresh * 86400)
+                    extra = dict(VARIANTS.get(variant, {}), SITEMAP_REFRESH=a.sitemap_refresh * 86400,
+                                 **dict(x.split("=", 1) for x in a.settings))
                     name = f"{dist}-{seed}-{per_page_day:g}-{policy}-{workers}-{variant}"
                     with SimWebServer(spec, log_path=str(tmp / f"{name}.jsonl")) as sw:
                         (tmp / "seeds.txt").write_text("\n".join(sw.web.seeds(5)) + "\n")
                         budget = per_page_day * a.pages / a.day_seconds
                         scale = 86400.0 / a.day_seconds
                         t = run_policy(sw, redis_url, tmp, name, policy, budget, scale,
-                                       days * a.day_seconds, workers, extra, a.tuned)
+                                       days * a.day_seconds, workers, extra)
                         records = sw.settle_log()
                         row = {"dist": dist, "seed": seed, "per_page_day": per_page_day,
                                "days": days, "pages": a.pages, "hosts": a.hosts,
-                               "day_seconds": a.day_seconds, "tuned": a.tuned,
+                               "day_seconds": a.day_seconds, "http_clock": a.http_clock,
+                               "settings": a.settings,
                                "policy": policy, "workers": workers, "variant": variant,
                                "budget": budget,
                                **measure(sw, records, t["started"], t["stopped"], budget)}

@@ -158,12 +158,12 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
             elif copy_at[i] < 0:
                 fetched_before_half[i] = True
             date = server_seconds(t)
-            lm, prev = rc.on_crawl_clock(states[i], prev_date[i] if clock_ratio else 0.0,
-                                         t * DAY, date,
-                                         server_seconds(last_change[i]) if has_lm[i] else None)
+            lm, prev, ratio = rc.on_crawl_clock(
+                states[i], prev_date[i] if clock_ratio else 0.0, t * DAY, date,
+                server_seconds(last_change[i]) if has_lm[i] else None)
             prev_date[i] = date
             old = bucket[i] if copy_at[i] >= 0 else None
-            states[i] = update(prev, Observation(t * DAY, changed, lm))
+            states[i] = update(prev, Observation(t * DAY, changed, lm, resolution=ratio))
             copy_at[i], stale_at[i] = t, next_change[i]
             k = int(true_bucket[i]) if policy == "oracle" and states[i].fetches else \
                 rc.bucket_for(states[i])

@@ -394,18 +394,28 @@ class Recrawl:
     def _clamp(self, interval: float) -> float:
         return min(self.max_interval, max(self.min_interval, interval))
 
+    def _planned(self, bucket: int) -> int:
+        """The bucket of the plan that stands for this one: itself, or for a
+        bucket that was empty at the last plan the nearest that was not (the
+        plan is smooth in the rate: a page is planned like its neighbours)."""
+        if bucket == buckets.UNKNOWN or bucket in self._interval:
+            return bucket
+        known = [k for k in self._interval if k != buckets.UNKNOWN]
+        if not known:
+            return buckets.UNKNOWN
+        return min(known, key=lambda k: (abs(k - bucket), k))
+
     def starved(self, bucket: int) -> bool:
         """Does the plan give this bucket's pages nothing? They change too
         fast for the budget (optimal's cut-off): a fetch of one known to have
         changed would be stale again before long."""
-        return bucket in self._starved
+        return self._planned(bucket) in self._starved
 
     def interval(self, bucket: int) -> float:
         """Seconds (crawl clock) until a page of the bucket is due again."""
-        got = self._interval.get(bucket)
-        if got is None:  # a bucket that was empty at the last plan
-            got = self._interval.get(buckets.UNKNOWN) or self._clamp(
-                max(self.pages, 1) / self.budget)
+        got = self._interval.get(self._planned(bucket))
+        if got is None:  # no plan yet
+            got = self._clamp(max(self.pages, 1) / self.budget)
         return got
 
     # -- a page done ------------------------------------------------------
@@ -454,20 +464,21 @@ class Recrawl:
         if server_lm is None and fetch.status == 304 and held and held[2]:
             server_lm = float(held[2])      # a 304 without Last-Modified: the one held stands
         prev_date = held[4] if held and len(held) > 4 else 0
-        observed_lm, prev = self.on_crawl_clock(prev, prev_date, now, date, server_lm)
+        observed_lm, prev, ratio = self.on_crawl_clock(prev, prev_date, now, date, server_lm)
         if observed_lm is None:
             observed_lm = lm
         if rebase:
             state = rebase_state(prev, now)
         else:
-            state = update(prev, Observation(now, changed, observed_lm, validator))
+            state = update(prev, Observation(now, changed, observed_lm, validator, ratio))
         record = [state.pack(), etag, int(lm_at or 0), digest, int(date)]
         return self._schedule(request, state, record, old)
 
     def on_crawl_clock(self, prev: RecrawlState, prev_date: float, now: float, date: float,
-                       server_lm: float | None) -> tuple[float | None, RecrawlState]:
+                       server_lm: float | None) -> tuple[float | None, RecrawlState, float]:
         """(the server's Last-Modified on the crawl clock, the page's state
-        with its first fetch's age on the crawl clock too). The page's age by
+        with its first fetch's age on the crawl clock too, crawl seconds per
+        second of the server's clock). The page's age by
         the server's own clock (Date - Last-Modified), set back from the
         fetch: the server's calendar need not be the crawl's (a simulated
         web's starts in 2001), and a server's clock may be off. Its seconds
@@ -485,8 +496,8 @@ class Recrawl:
             if prev.fetches == 0 and ratio != 1.0:
                 prev = replace(prev, last_change_age=prev.last_change_age * ratio)
         if server_lm is None:
-            return None, prev
-        return now - ratio * (date - server_lm), prev
+            return None, prev, ratio
+        return now - ratio * (date - server_lm), prev, ratio
 
     @staticmethod
     def _outcome(status: int, held) -> str:
@@ -507,9 +518,9 @@ class Recrawl:
         goes to the bucket of its rate's lower GUARD quantile, and is fetched
         again until its rate is known well enough (bench/recrawl_sim.py)."""
         k = live_bucket(state)
-        if k in self._starved:
+        if self.starved(k):
             low = buckets.bucket_of(state.rate_quantile(GUARD))
-            if low not in self._starved:
+            if not self.starved(low):
                 return low
         return k
 

@@ -75,6 +75,10 @@ class Observation:
     changed: bool | None
     last_modified: str | bytes | float | None = None
     validator_changed: bool | None = None
+    # crawl seconds per step of the server's dates (HTTP dates count whole
+    # seconds of the server's clock): a Last-Modified within a step of the
+    # last fetch neither contradicts nor confirms a change
+    resolution: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -176,9 +180,9 @@ def update(state: RecrawlState, obs: Observation) -> RecrawlState:
         return replace(state, flags=flags)
     previous_fetch = state.last_fetch
     if not flags & LM_UNUSABLE:
-        if obs.changed and lm <= previous_fetch:
+        if obs.changed and lm <= previous_fetch - obs.resolution:
             flags |= LM_UNUSABLE                # content changed, Last-Modified did not
-        elif not obs.changed and lm > previous_fetch:
+        elif not obs.changed and lm > previous_fetch + obs.resolution:
             flags |= LM_UNUSABLE                # Last-Modified moved, content did not
     s = state
     if max(s.fetches, s.changes, s.lm_changes) >= COUNT_MAX:

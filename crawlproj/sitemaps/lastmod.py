@@ -33,6 +33,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from crawlproj.frontier.recrawl import scheduled_bucket
+from crawlproj.recrawl.estimate import server_clock_ratio
 from crawlproj.recrawl.record import PACKED, pack_payload, unpack_payload
 from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, reported
 from crawlproj.urls import host_of
@@ -99,13 +100,21 @@ class LastmodFeed:
         self.scale = recrawl.scale
         self.batch = batch
 
-    def on_crawl_clock(self, lastmod: float, date: float, now: float) -> float | None:
-        """A lastmod (server seconds) on the crawl's clock, by its age at the
-        server's date (server seconds) at wall time now; None when the
-        lastmod lies after that date."""
-        if lastmod > date + CLOCK_SKEW:
-            return None
-        return now * self.scale - (date - lastmod)
+    def on_crawl_clock(self, payload: bytes, age: float, date: float, now: float) -> float:
+        """A lastmod on the crawl's clock (now: crawl seconds), by its age at
+        the sitemap's Date (server seconds), in crawl seconds by the ratio
+        of the server's clock to the crawl's since the page's last fetch
+        (Recrawl.on_crawl_clock: a web may date by the machine's clock while
+        the crawl's runs RECRAWL_TIME_SCALE times as fast)."""
+        ratio = 1.0
+        try:
+            _, _, _, record = unpack_payload(payload)
+            state = RecrawlState.unpack(record[0])
+        except (ValueError, IndexError):
+            return now - age
+        if record[4] and state.last_fetch > 0.0:
+            ratio = server_clock_ratio(date - record[4], now - state.last_fetch, self.scale)
+        return now - ratio * age
 
     def feed(self, entries: list[tuple[str, float]], date: float, now: float) -> tuple[int, int]:
         """entries: (URL, lastmod in server seconds) of one sitemap; date: the
@@ -115,18 +124,18 @@ class LastmodFeed:
         by_host: dict[str, list[tuple[str, float]]] = {}
         future = 0
         for url, lastmod in entries:
-            at = self.on_crawl_clock(lastmod, date, now)
-            if at is None:
+            if lastmod > date + CLOCK_SKEW:
                 future += 1
                 continue
-            by_host.setdefault(host_of(url), []).append((url, at))
+            by_host.setdefault(host_of(url), []).append((url, date - lastmod))
         revised = 0
         for host, items in by_host.items():
             for start in range(0, len(items), self.batch):
-                revised += self._host(host, items[start:start + self.batch], now * self.scale)
+                revised += self._host(host, items[start:start + self.batch], date,
+                                      now * self.scale)
         return revised, future
 
-    def _host(self, host: str, items: list[tuple[str, float]], now: float) -> int:
+    def _host(self, host: str, items: list[tuple[str, float]], date: float, now: float) -> int:
         f = self.frontier
         p = f.partition_of(host)
         fps = []
@@ -144,10 +153,10 @@ class LastmodFeed:
         pipe.zmscore(f.keyspace.recrawl_queue(p, host), members)
         payloads, dues = pipe.execute()
         pages = []
-        for (fp, at), payload, due in zip(known, payloads, dues):
+        for (fp, age), payload, due in zip(known, payloads, dues):
             if payload is None or due is None:
                 continue  # never crawled, or being fetched: nothing to revise
-            seen = observe(payload, at, now)
+            seen = observe(payload, self.on_crawl_clock(payload, max(0.0, age), date, now), now)
             if seen is not None:
                 new, old_bucket, new_bucket = seen
                 due = "0" if self.recrawl.starved(new_bucket) else "1"
