@@ -101,7 +101,7 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
     # the last change before day 0 (a stationary process run backwards)
     last_change = -rng.exponential(1 / lam)
     next_change = rng.exponential(1 / lam)
-    prev_date = np.zeros(pages)
+    held_lm = np.zeros(pages)                           # the record's Last-Modified
     if server_clock == "crawl":
         def server_seconds(day: float) -> float:
             return float(np.floor(978307200 + day * DAY))
@@ -159,9 +159,9 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
                 fetched_before_half[i] = True
             date = server_seconds(t)
             lm, prev, ratio = rc.on_crawl_clock(
-                states[i], prev_date[i] if clock_ratio else 0.0, t * DAY, date,
+                states[i], held_lm[i] if clock_ratio else 0.0, t * DAY, date,
                 server_seconds(last_change[i]) if has_lm[i] else None)
-            prev_date[i] = date
+            held_lm[i] = server_seconds(last_change[i]) if has_lm[i] else 0.0
             old = bucket[i] if copy_at[i] >= 0 else None
             states[i] = update(prev, Observation(t * DAY, changed, lm, resolution=ratio))
             copy_at[i], stale_at[i] = t, next_change[i]

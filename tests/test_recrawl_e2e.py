@@ -259,7 +259,7 @@ def test_recrawl_plan_shows_each_buckets_estimate_against_the_observed_changes(r
         fp = f"fp{i}".encode()
         r.zadd(ks.recrawl_queue(p, host), {fp: 1e12})
         r.hset(ks.payloads(p, host), fp, pack_payload(path, False, 1, [st.pack(), "", 0,
-                                                                        b"d" * 8, 0]))
+                                                                        b"d" * 8]))
         r.hincrby(ks.rate_buckets(p), scheduled_bucket(st), 1)
     r.hset(ks.recrawl_terms, mapping=Recrawl(SimpleNamespace(new_share=0.2, redis=r,
                                                               keyspace=ks),

@@ -65,6 +65,7 @@ from crawlproj.recrawl.state import (
     CLOCK_SKEW,
     REPORTED,
     SCHEDULED,
+    WALL_DATES,
     Observation,
     RecrawlState,
     update,
@@ -463,38 +464,45 @@ class Recrawl:
         server_lm = parse_http_date(lm)
         if server_lm is None and fetch.status == 304 and held and held[2]:
             server_lm = float(held[2])      # a 304 without Last-Modified: the one held stands
-        prev_date = held[4] if held and len(held) > 4 else 0
-        observed_lm, prev, ratio = self.on_crawl_clock(prev, prev_date, now, date, server_lm)
+        observed_lm, prev, ratio = self.on_crawl_clock(prev, held[2] if held else 0, now, date,
+                                                       server_lm)
         if observed_lm is None:
             observed_lm = lm
         if rebase:
             state = rebase_state(prev, now)
         else:
             state = update(prev, Observation(now, changed, observed_lm, validator, ratio))
-        record = [state.pack(), etag, int(lm_at or 0), digest, int(date)]
+        record = [state.pack(), etag, int(lm_at or 0), digest]
         return self._schedule(request, state, record, old)
 
-    def on_crawl_clock(self, prev: RecrawlState, prev_date: float, now: float, date: float,
+    def on_crawl_clock(self, prev: RecrawlState, held_lm: float, now: float, date: float,
                        server_lm: float | None) -> tuple[float | None, RecrawlState, float]:
         """(the server's Last-Modified on the crawl clock, the page's state
-        with its first fetch's age on the crawl clock too, crawl seconds per
-        second of the server's clock). The page's age by
-        the server's own clock (Date - Last-Modified), set back from the
-        fetch: the server's calendar need not be the crawl's (a simulated
-        web's starts in 2001), and a server's clock may be off. Its seconds
-        need not be the crawl's either: a simulated web may date its pages by
-        the machine's clock while the crawl's runs RECRAWL_TIME_SCALE times
-        as fast, and there an age taken as crawl seconds is that many times
-        too short: every page seen changed looks that much faster than it is
-        and gets nothing from the plan. The ratio is told by the server's
-        Date against the crawl clock since the page's last fetch
-        (estimate.server_clock_ratio); a first fetch's age, taken before
-        there was a ratio, is rescaled at the second."""
-        ratio = 1.0
-        if prev_date and prev.last_fetch > 0.0:
-            ratio = server_clock_ratio(date - prev_date, now - prev.last_fetch, self.scale)
-            if prev.fetches == 0 and ratio != 1.0:
-                prev = replace(prev, last_change_age=prev.last_change_age * ratio)
+        as the update needs it, crawl seconds per second of the server's
+        clock). The page's age by the server's own clock (Date -
+        Last-Modified), set back from the fetch: the server's calendar need
+        not be the crawl's (a simulated web's starts in 2001), and a server's
+        clock may be off. Its seconds need not be the crawl's either: a
+        simulated web may date its pages by the machine's clock while the
+        crawl's runs RECRAWL_TIME_SCALE times as fast, and there an age taken
+        as crawl seconds is that many times too short: every page seen
+        changed looks that much faster than it is and gets nothing from the
+        plan. Which clock the server counts is told once, at the second fetch
+        with a trusted Last-Modified, by how far its Date moved since the
+        first against the crawl clock (estimate.server_clock_ratio; the
+        first fetch's Date is its Last-Modified plus the age then taken in
+        the server's seconds), and kept (WALL_DATES); the first fetch's age
+        is then put in crawl seconds."""
+        if prev.flags & WALL_DATES:
+            ratio = self.scale
+        elif prev.fetches == 0 and prev.last_fetch > 0.0 and held_lm and prev.lm_usable:
+            first_date = held_lm + prev.last_change_age
+            ratio = server_clock_ratio(date - first_date, now - prev.last_fetch, self.scale)
+            if ratio != 1.0:
+                prev = replace(prev, flags=prev.flags | WALL_DATES,
+                               last_change_age=prev.last_change_age * ratio)
+        else:
+            ratio = 1.0
         if server_lm is None:
             return None, prev, ratio
         return now - ratio * (date - server_lm), prev, ratio

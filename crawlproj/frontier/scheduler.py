@@ -398,10 +398,8 @@ class FrontierScheduler:
 
 
 def _is_record(record) -> bool:
-    """A recrawl record as Recrawl writes it: [state, ETag, Last-Modified,
-    digest, the server's Date] (a record of four, without the Date, is one too)."""
+    """A recrawl record as Recrawl writes it: [state, ETag, Last-Modified, digest]."""
     from crawlproj.recrawl.state import SIZE
-    return (isinstance(record, list) and len(record) in (4, 5) and isinstance(record[0], bytes)
+    return (isinstance(record, list) and len(record) == 4 and isinstance(record[0], bytes)
             and len(record[0]) == SIZE and isinstance(record[1], str)
-            and isinstance(record[2], int) and isinstance(record[3], bytes)
-            and (len(record) == 4 or isinstance(record[4], int)))
+            and isinstance(record[2], int) and isinstance(record[3], bytes))

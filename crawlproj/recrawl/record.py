@@ -131,28 +131,25 @@ def conditional_headers(record) -> dict[str, str]:
 # msgpack request (whose map keys, "m", "rc", "depth", and type headers cost
 # 14-20 bytes a page):
 #     0      1   PACKED (a byte no msgpack map starts with)
-#     1      1   bits: 1 https, 2 an ETag follows, 4 the digest is a sketch (16 bytes),
-#                8 the server's Date follows Last-Modified
+#     1      1   bits: 1 https, 2 an ETag follows, 4 the digest is a sketch (16 bytes)
 #     2      1-5 depth (unsigned LEB128)
 #     .      36  state (crawlproj.recrawl.state)
 #     .      4   Last-Modified, Unix seconds (u32, 0 = none)
-#     .      4   the server's Date at the last fetch, Unix seconds (u32, if bit 8)
 #     .      8   digest, or 16: the sketch
 #     .      1+n ETag: its length, its bytes (if bit 2)
 #     .      ..  the URL less scheme and host (UTF-8)
 PACKED = 0xC1               # never used by msgpack ("never used" in its spec)
-_HTTPS, _ETAG, _SKETCHED, _DATED = 1, 2, 4, 8
+_HTTPS, _ETAG, _SKETCHED = 1, 2, 4
 _LM = struct.Struct("<I")
 
 
 def pack_payload(url_tail: str, https: bool, depth: int, record) -> bytes:
-    """record: [state, ETag, Last-Modified, digest or sketch, server's Date
-    (0 = none; a record of four has none)]; url_tail: the URL less scheme and host."""
-    state, etag, lm, kept, *rest = record
-    date = max(0, min(int(rest[0]), 0xFFFFFFFF)) if rest else 0
+    """record: [state, ETag, Last-Modified, digest or sketch]; url_tail: the
+    URL less scheme and host."""
+    state, etag, lm, kept = record
     etag_b = etag.encode("latin-1") if etag else b""
     bits = (_HTTPS if https else 0) | (_ETAG if etag_b else 0) | \
-        (_SKETCHED if len(kept) == SKETCH_BINS else 0) | (_DATED if date else 0)
+        (_SKETCHED if len(kept) == SKETCH_BINS else 0)
     out = bytearray((PACKED, bits))
     depth = max(0, int(depth or 0))
     while True:
@@ -162,8 +159,6 @@ def pack_payload(url_tail: str, https: bool, depth: int, record) -> bytes:
             break
     out += state
     out += _LM.pack(max(0, min(int(lm), 0xFFFFFFFF)))
-    if date:
-        out += _LM.pack(date)
     out += kept
     if etag_b:
         out.append(len(etag_b))
@@ -188,10 +183,6 @@ def unpack_payload(payload: bytes) -> tuple[str, bool, int, list]:
     i += SIZE
     (lm,) = _LM.unpack_from(payload, i)
     i += _LM.size
-    date = 0
-    if bits & _DATED:
-        (date,) = _LM.unpack_from(payload, i)
-        i += _LM.size
     n = SKETCH_BINS if bits & _SKETCHED else 8
     kept = payload[i:i + n]
     i += n
@@ -201,4 +192,4 @@ def unpack_payload(payload: bytes) -> tuple[str, bool, int, list]:
         i += 1 + payload[i]
     if len(state) != SIZE or len(kept) != n or i > len(payload):
         raise ValueError("truncated packed recrawl payload")
-    return payload[i:].decode("utf-8"), bool(bits & _HTTPS), depth, [state, etag, lm, kept, date]
+    return payload[i:].decode("utf-8"), bool(bits & _HTTPS), depth, [state, etag, lm, kept]

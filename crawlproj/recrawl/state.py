@@ -2,7 +2,7 @@
 between fetches, packed in 36 bytes.
 
     offset size  field
-    0      1     flags (LM_UNUSABLE, VALIDATOR_UNSTABLE, REPORTED, SCHEDULED)
+    0      1     flags (LM_UNUSABLE, VALIDATOR_UNSTABLE, REPORTED, SCHEDULED, WALL_DATES)
     1      1     bucket: WebFountain's one-byte change-rate class (0 = no estimate)
     2      2     fetches: intervals observed (u16)
     4      2     changes: intervals that saw a change (u16)
@@ -57,6 +57,10 @@ REPORTED = 0x04
 # crawlproj/frontier/recrawl.py), counted in the schedule's population; clear:
 # the bucket of the estimate. update() clears it.
 SCHEDULED = 0x08
+# The server's dates count the wall clock while the crawl clock runs
+# RECRAWL_TIME_SCALE times as fast: its seconds of age are that many crawl
+# seconds (crawlproj/frontier/recrawl.py, Recrawl.on_crawl_clock).
+WALL_DATES = 0x10
 CLOCK_SKEW = 60.0                   # a Last-Modified this far past the fetch time is in the future
 COUNT_MAX = 0xFFFF
 ADAPTIVE = AdaptiveSchedule()

@@ -33,9 +33,8 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from crawlproj.frontier.recrawl import scheduled_bucket
-from crawlproj.recrawl.estimate import server_clock_ratio
 from crawlproj.recrawl.record import PACKED, pack_payload, unpack_payload
-from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, reported
+from crawlproj.recrawl.state import CLOCK_SKEW, WALL_DATES, Observation, RecrawlState, reported
 from crawlproj.urls import host_of
 
 __all__ = ["LastmodFeed", "observe", "w3c_datetime"]
@@ -100,21 +99,17 @@ class LastmodFeed:
         self.scale = recrawl.scale
         self.batch = batch
 
-    def on_crawl_clock(self, payload: bytes, age: float, date: float, now: float) -> float:
-        """A lastmod on the crawl's clock (now: crawl seconds), by its age at
-        the sitemap's Date (server seconds), in crawl seconds by the ratio
-        of the server's clock to the crawl's since the page's last fetch
-        (Recrawl.on_crawl_clock: a web may date by the machine's clock while
-        the crawl's runs RECRAWL_TIME_SCALE times as fast)."""
-        ratio = 1.0
+    def on_crawl_clock(self, payload: bytes, age: float, now: float) -> float:
+        """A lastmod on the crawl's clock (now: crawl seconds) by its age at
+        the sitemap's Date, in the server's seconds: crawl seconds unless
+        the page's own Last-Modified showed its server dating by the wall
+        clock while the crawl's runs RECRAWL_TIME_SCALE times as fast
+        (Recrawl.on_crawl_clock, state flag WALL_DATES)."""
         try:
-            _, _, _, record = unpack_payload(payload)
-            state = RecrawlState.unpack(record[0])
+            state = RecrawlState.unpack(unpack_payload(payload)[3][0])
         except (ValueError, IndexError):
             return now - age
-        if record[4] and state.last_fetch > 0.0:
-            ratio = server_clock_ratio(date - record[4], now - state.last_fetch, self.scale)
-        return now - ratio * age
+        return now - (self.scale if state.flags & WALL_DATES else 1.0) * age
 
     def feed(self, entries: list[tuple[str, float]], date: float, now: float) -> tuple[int, int]:
         """entries: (URL, lastmod in server seconds) of one sitemap; date: the
@@ -131,11 +126,10 @@ class LastmodFeed:
         revised = 0
         for host, items in by_host.items():
             for start in range(0, len(items), self.batch):
-                revised += self._host(host, items[start:start + self.batch], date,
-                                      now * self.scale)
+                revised += self._host(host, items[start:start + self.batch], now * self.scale)
         return revised, future
 
-    def _host(self, host: str, items: list[tuple[str, float]], date: float, now: float) -> int:
+    def _host(self, host: str, items: list[tuple[str, float]], now: float) -> int:
         f = self.frontier
         p = f.partition_of(host)
         fps = []
@@ -156,7 +150,7 @@ class LastmodFeed:
         for (fp, age), payload, due in zip(known, payloads, dues):
             if payload is None or due is None:
                 continue  # never crawled, or being fetched: nothing to revise
-            seen = observe(payload, self.on_crawl_clock(payload, max(0.0, age), date, now), now)
+            seen = observe(payload, self.on_crawl_clock(payload, max(0.0, age), now), now)
             if seen is not None:
                 new, old_bucket, new_bucket = seen
                 due = "0" if self.recrawl.starved(new_bucket) else "1"
