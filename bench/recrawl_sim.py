@@ -8,8 +8,8 @@ set_plan, interval, steer and its boost, the bounds, bucket_for,
 on_crawl_clock), each page's state (crawlproj.recrawl.state.update), the settings' defaults
 (settings/base.py, unless given). What is modelled: the token bucket of
 RECRAWL_BUDGET (one wall second deep), the lease hand-out of lua/sync.lua
-(the never-crawled URLs against the due recrawls by RECRAWL_NEW_SHARE, the
-earliest due first), every page known from the start and never crawled (the
+(the never-crawled URLs against the due recrawls by their share of the
+recent leases, the earliest due first), every page known from the start and never crawled (the
 first pass), Poisson changes, and what a fetch shows: changed or not, and on
 hosts that give it the true Last-Modified. Not modelled: politeness, the
 link graph, download times, errors, sitemaps.
@@ -48,6 +48,8 @@ from crawlproj.recrawl.population import Population  # noqa: E402
 from crawlproj.recrawl.state import Observation, RecrawlState, update  # noqa: E402
 
 DAY = buckets.DAY
+# lua/sync.lua's: the leases over which RECRAWL_NEW_SHARE is held
+SHARE_WINDOW = 100
 CLASSES = (0, 0.008, 0.03, 0.1, 0.37, 1.45, 5.2, 22, 96.01)
 
 
@@ -74,14 +76,15 @@ def settings_table(overrides: dict) -> SimpleNamespace:
 def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 96.0,
         policy: str = "optimal", seed: int = 1, lm_share: float = 1.0,
         day_seconds: float = 5.0, settings: dict | None = None, server_clock: str = "crawl",
-        clock_ratio: bool = True) -> dict:
+        clock_ratio: bool = True, boost: float | None = None) -> dict:
     """One run; policy: uniform, optimal, webfountain (the live plan on the
     estimates) or oracle (optimal's plan, every page in its true rate's
     bucket). server_clock: what the servers' Date and Last-Modified count,
     whole seconds of the simulated calendar ("crawl", as crawlproj.simweb
     dates its pages) or of the machine's clock ("wall"); clock_ratio False:
     their seconds taken as the crawl clock's, as the crawl did before
-    Recrawl.on_crawl_clock."""
+    Recrawl.on_crawl_clock; boost: the intervals' divisor held at this
+    instead of steered by the spend."""
     s = settings_table(settings or {})
     rng = np.random.default_rng(seed)
     lam = rates_of(dist, pages, rng)                     # per day
@@ -112,6 +115,7 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
     rng.shuffle(new)
     due: list[tuple[float, int]] = []
     leased_new = leased_old = 0
+    window = [0, 0]                                     # recent leases: new, recrawl
     burst = budget_day / day_seconds                    # tokens: one wall second's worth
     tokens, tick = burst, 1.0 / budget_day
     plan_every = s.RECRAWL_PLAN_INTERVAL / day_seconds  # days
@@ -121,11 +125,13 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
     fresh = np.zeros(pages)
     window_fetches = np.zeros(pages)
     fetched_before_half = np.zeros(pages, bool)
-    t, next_plan = 0.0, 0.0
+    t, next_plan, first_pass = 0.0, 0.0, float("nan")
     while t < days:
         if t >= next_plan:
             oldest = due[0][0] if due and due[0][0] <= t else t
             rc.steer(leased_new + leased_old, t * day_seconds, (t - oldest) * day_seconds)
+            if boost is not None:
+                rc.boost = boost
             rc.set_plan({k: n for k, n in counts.items() if n}, len(new))
             next_plan = t + plan_every
         tokens = min(burst, tokens + 1.0)
@@ -133,14 +139,19 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
             ready_old = bool(due) and due[0][0] <= t
             if not new and not ready_old:
                 break
-            take_old = ready_old and (not new or leased_new >= frontier.new_share
-                                      * (leased_new + leased_old + 1))
+            take_old = ready_old and (not new or window[0] >= frontier.new_share
+                                      * (window[0] + window[1] + 1))
             if take_old:
                 _, i = heapq.heappop(due)
                 leased_old += 1
             else:
                 i = new.pop()
                 leased_new += 1
+                if not new:
+                    first_pass = t
+            window[1 if take_old else 0] += 1
+            if sum(window) > SHARE_WINDOW:
+                window = [w // 2 for w in window]
             tokens -= 1.0
             # the page's changes up to now
             while next_change[i] <= t:
@@ -165,8 +176,9 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
             old = bucket[i] if copy_at[i] >= 0 else None
             states[i] = update(prev, Observation(t * DAY, changed, lm, resolution=ratio))
             copy_at[i], stale_at[i] = t, next_change[i]
-            k = int(true_bucket[i]) if policy == "oracle" and states[i].fetches else \
-                rc.bucket_for(states[i])
+            k = rc.place(states[i], old is None)
+            if policy == "oracle" and states[i].fetches:
+                k = int(true_bucket[i])
             if old is not None:
                 counts[old] -= 1
             counts[k] = counts.get(k, 0) + 1
@@ -203,6 +215,7 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
             "uniform_closed_form": float((pop.pages * closed_form(pop.rate, f_uni)).sum()
                                          / pop.total),
             "spent": float(spend * DAY / m.sum() / per_page_day), "boost": rc.boost,
+            "first_pass_days": first_pass,
             "classes": classes}
 
 
@@ -258,6 +271,8 @@ def main() -> None:
     ap.add_argument("-s", action="append", default=[], metavar="NAME=VALUE",
                     help="a RECRAWL_ setting other than its default")
     ap.add_argument("--classes", action="store_true", help="fetches per true-rate class")
+    ap.add_argument("--boost", type=float, default=None,
+                    help="hold the intervals' divisor at this instead of steering it")
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--bias", action="store_true",
                     help="only the estimator's bias by visits, with and without Last-Modified")
@@ -273,8 +288,8 @@ def main() -> None:
     overrides = {k: float(v) for k, v in (x.split("=", 1) for x in a.s)}
     rows = []
     print("| web | pages | budget/page/day | days | seeds | policy | freshness (mean, min-max) "
-          "| oracle | share of the oracle's lead over uniform |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| oracle | share of the oracle's lead over uniform | first pass, days |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for dist in a.dists.split(","):
         for n in (int(x) for x in a.pages.split(",")):
             for b in (float(x) for x in a.per_page_day.split(",")):
@@ -283,7 +298,7 @@ def main() -> None:
                     for p in a.policies.split(","):
                         for sd in (int(x) for x in a.seeds.split(",")):
                             r = run(dist, n, b, d, p, sd, a.lm, a.day_seconds, overrides,
-                                    a.server_clock, not a.no_clock_ratio)
+                                    a.server_clock, not a.no_clock_ratio, a.boost)
                             got.setdefault(p, []).append(r)
                             rows.append(r)
                     uni = got.get("uniform")
@@ -295,9 +310,10 @@ def main() -> None:
                             u = np.array([r["freshness"] for r in uni])
                             lead = f"{np.mean((f - u) / (o - u)):.0%} " \
                                    f"({', '.join(f'{x:.0%}' for x in (f - u) / (o - u))})"
+                        fp = np.mean([r["first_pass_days"] for r in rs])
                         print(f"| {dist} | {n} | {b:g} | {d:g} | {a.seeds} | {p} | "
                               f"{f.mean():.4f} ({f.min():.4f}-{f.max():.4f}) | {o.mean():.4f} | "
-                              f"{lead} |", flush=True)
+                              f"{lead} | {fp:.1f} |", flush=True)
                         if a.classes:
                             r = rs[0]
                             print("    " + " | ".join(

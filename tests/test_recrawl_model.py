@@ -603,3 +603,61 @@ def test_the_boost_falls_while_pages_wait_and_does_not_ratchet_on_a_noisy_spend(
         leased += 40
         rc.steer(leased, at, waited=0.0)
     assert rc.boost == 4.0
+
+
+def test_never_crawled_urls_keep_their_share_after_a_first_pass(redis_url):
+    """RECRAWL_NEW_SHARE is held over the recent leases: after a first pass
+    that took every lease, URLs never crawled still get their share when
+    recrawls come due beside them. Counted since the crawl's start, the
+    recrawls took every contested lease until they were 80 % of all leases
+    so far, while the web's new pages waited."""
+    from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
+    from crawlproj.keyspace import Keyspace
+    from crawlproj.recrawl.record import pack_payload
+
+    r = redis.Redis.from_url(redis_url)
+    f = Frontier(r, Keyspace.open(r, "share", 1))
+    f.new_share = 0.2
+    hosts = [f"h{i:03d}.example" for i in range(300)]
+    f.sync({0: Batch(enqueue=[f.entry(h, f"http://{h}/a", 0.0, b"x") for h in hosts])})
+    first = []
+    while len(first) < len(hosts):
+        first += f.sync({0: Batch(lease=100)})[0].leased
+    f.sync({0: Batch(release=[Release(x.host, x.token, Host.OK, URL.RECRAWL, 0, -1, 0,
+                                      pack_payload("/a", False, 0, [RecrawlState().pack(), "", 0,
+                                                                    b"\x01" * 8]), -1, 0)
+                              for x in first])})
+    f.sync({0: Batch(enqueue=[f.entry(h, f"http://{h}/b", 0.0, b"x") for h in hosts])})
+    leased = f.sync({0: Batch(lease=300)})[0].leased        # both kinds wait on every host
+    assert len(leased) == 300
+    # after the window's transition (its 100 leases), 20 % of the leases
+    new = sum(not x.recrawl for x in leased[150:])
+    assert 0.1 * 150 <= new <= 0.3 * 150, new
+
+
+def test_a_first_pass_shares_the_budget_with_the_pages_never_crawled():
+    """While URLs wait never crawled, a page fetched once is due again after
+    its share of the budget among every page known, not among the few
+    scheduled so far (which made the first pages of a crawl due again and
+    again while the rest of the web waited), and the lease hand-out gives
+    the never-crawled URLs the rest. Before any plan knows a page, a page's
+    interval grows with the pages scheduled since."""
+    from types import SimpleNamespace
+
+    from crawlproj.frontier.recrawl import Recrawl
+
+    frontier = SimpleNamespace(new_share=0.2)
+    rc = Recrawl(frontier, "optimal", 2.0, new_share=0.2, max_interval=1e9)
+    rc.set_plan({buckets.UNKNOWN: 100}, 1900)
+    assert rc.interval(buckets.UNKNOWN) == pytest.approx(2000 / 2.0)
+    assert frontier.new_share == pytest.approx(0.95)
+    rc.set_plan({buckets.UNKNOWN: 1900}, 100)      # late in the pass: the setting's share
+    assert rc.interval(buckets.UNKNOWN) == pytest.approx(1900 / (0.8 * 2.0))
+    assert frontier.new_share == pytest.approx(0.2)
+    rc.set_plan({buckets.UNKNOWN: 2000}, 0)
+    assert rc.interval(buckets.UNKNOWN) == pytest.approx(2000 / 2.0)
+    start = Recrawl(SimpleNamespace(new_share=0.2), "optimal", 2.0, max_interval=1e9)
+    start.set_plan({}, 0)
+    for _ in range(500):
+        start.place(RecrawlState(), first=True)
+    assert start.interval(buckets.UNKNOWN) == pytest.approx(500 / 2.0)

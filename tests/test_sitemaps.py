@@ -437,3 +437,4 @@ def test_a_lastmods_age_counts_the_clock_the_pages_server_dates_by():
                                          "", 900, b"\x07" * 8])
     assert feed.on_crawl_clock(calendar, 5.0, 1e6) == 1e6 - 5.0
     assert feed.on_crawl_clock(wall, 5.0, 1e6) == 1e6 - 5.0 * 17280.0
+

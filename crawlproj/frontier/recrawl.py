@@ -226,6 +226,9 @@ class Recrawl:
         self.spent = 0.0                     # fetches per wall second, between the last plans
         self._interval: dict[int, float] = {}  # bucket -> seconds (crawl clock)
         self._starved: frozenset[int] = frozenset()  # buckets the plan gives nothing
+        # pages scheduled after their first fetch since the last plan: the
+        # schedule has grown by that much since its population was read
+        self._firsts = 0
 
     @classmethod
     def from_settings(cls, settings, frontier) -> Recrawl | None:
@@ -354,17 +357,29 @@ class Recrawl:
     def set_plan(self, counts: dict[int, int], new: int) -> None:
         total = sum(counts.values())
         self.pages = total
+        self._firsts = 0
         known = sorted(k for k in counts if k >= buckets.FIRST)
-        recrawl_budget = self.budget * ((1.0 - self.frontier.new_share) if new else 1.0)
-        uniform = total / recrawl_budget if total else self.min_interval
+        # While URLs wait never crawled, the scheduled pages get at most their
+        # share of every page known, and at most 1 - RECRAWL_NEW_SHARE: a
+        # page fetched once is not due again before the pages never fetched
+        # have had their turn, and the lease hand-out gives the never-crawled
+        # URLs the rest. With the schedule's pages alone sharing 80 % of the
+        # budget, the first pages of a crawl came due again and again while
+        # most of the web waited (bench/recrawl_sim.py: the first pass).
+        share = self.frontier.new_share if self.policy == "webfountain" else self.new_share
+        part = min(1.0 - share, total / (total + new)) if new else 1.0
+        if self.policy != "webfountain":
+            # the lease hand-out splits the budget as the plan does (sync.lua)
+            self.frontier.new_share = 1.0 - part if new else self.new_share
+        recrawl_budget = self.budget * max(part, 1e-9)
+        uniform = total / recrawl_budget if total else new / self.budget
         intervals = {buckets.UNKNOWN: self._clamp(uniform)}
         if known:
             pages = np.array([float(counts[k]) for k in known])
             # the unknown bucket's pages share the budget at the uniform rate
             unknown = counts.get(buckets.UNKNOWN, 0)
             budget = self.budget * (1.0 - unknown / total) if total else self.budget
-            if new:  # RECRAWL_NEW_SHARE of the budget goes to never-crawled URLs
-                budget *= 1.0 - self.frontier.new_share
+            budget *= part
             pop = Population(np.array(known), pages, np.array([buckets.rate_of(k) for k in known]),
                              np.ones(len(known)), new)
             # The bounds change what the plan spends (a bucket given nothing
@@ -413,10 +428,13 @@ class Recrawl:
         return self._planned(bucket) in self._starved
 
     def interval(self, bucket: int) -> float:
-        """Seconds (crawl clock) until a page of the bucket is due again."""
+        """Seconds (crawl clock) until a page of the bucket is due again. A
+        page with no estimate yet gets at least its share of the budget among
+        the pages scheduled now: at a crawl's start the plan knows no page,
+        and its uniform interval would make the first pages due again at once."""
         got = self._interval.get(self._planned(bucket))
-        if got is None:  # no plan yet
-            got = self._clamp(max(self.pages, 1) / self.budget)
+        if got is None or bucket == buckets.UNKNOWN:
+            got = max(got or 0.0, self._clamp((self.pages + self._firsts) / self.budget))
         return got
 
     # -- a page done ------------------------------------------------------
@@ -519,10 +537,10 @@ class Recrawl:
         """The bucket to schedule a page in: its estimate's, but not one the
         plan gives nothing unless the page's rate is likely above them all.
         Giving a page nothing is a decision its fetches can no longer
-        correct, and an estimate from a few dated changes is often several
-        times too high (two changes in 1.4 times their expected time put a
-        page changing daily above the cut-off of Gamma-distributed rates at
-        0.2 fetches per page per day, with probability 0.4): there the page
+        correct, and an estimate from a few observations is often several
+        times too high (a page changing daily has the median of its first
+        two dated changes above the cut-off of Gamma-distributed rates at
+        0.2 fetches per page per day with probability 0.47): there the page
         goes to the bucket of its rate's lower GUARD quantile, and is fetched
         again until its rate is known well enough (bench/recrawl_sim.py)."""
         k = live_bucket(state)
@@ -532,8 +550,17 @@ class Recrawl:
                 return low
         return k
 
-    def _schedule(self, request: Request, state: RecrawlState, record, old: int) -> Schedule:
+    def place(self, state: RecrawlState, first: bool) -> int:
+        """The bucket a page goes to in the schedule now (bucket_for),
+        counting the pages scheduled after their first fetch since the
+        last plan (first: this is one)."""
         new = self.bucket_for(state)
+        if first and new == buckets.UNKNOWN:
+            self._firsts += 1
+        return new
+
+    def _schedule(self, request: Request, state: RecrawlState, record, old: int) -> Schedule:
+        new = self.place(state, old < 0)
         state = replace(state, flags=state.flags | SCHEDULED, bucket=new)
         record = [state.pack(), *record[1:]]
         host = self.frontier_host(request.url)
