@@ -635,29 +635,20 @@ def test_never_crawled_urls_keep_their_share_after_a_first_pass(redis_url):
     assert 0.1 * 150 <= new <= 0.3 * 150, new
 
 
-def test_a_first_pass_shares_the_budget_with_the_pages_never_crawled():
-    """While URLs wait never crawled, a page fetched once is due again after
-    its share of the budget among every page known, not among the few
-    scheduled so far (which made the first pages of a crawl due again and
-    again while the rest of the web waited), and the lease hand-out gives
-    the never-crawled URLs the rest. Before any plan knows a page, a page's
-    interval grows with the pages scheduled since."""
+def test_before_a_plan_knows_a_page_its_interval_grows_with_the_pages_scheduled():
+    """A crawl's first plan is made before its seeds are queued, and knows
+    no page: its uniform interval is RECRAWL_MIN_INTERVAL, which made every
+    page fetched before the next plan due again at once. A page with no
+    estimate gets at least its share of the budget among the pages
+    scheduled since the plan."""
     from types import SimpleNamespace
 
     from crawlproj.frontier.recrawl import Recrawl
 
-    frontier = SimpleNamespace(new_share=0.2)
-    rc = Recrawl(frontier, "optimal", 2.0, new_share=0.2, max_interval=1e9)
-    rc.set_plan({buckets.UNKNOWN: 100}, 1900)
-    assert rc.interval(buckets.UNKNOWN) == pytest.approx(2000 / 2.0)
-    assert frontier.new_share == pytest.approx(0.95)
-    rc.set_plan({buckets.UNKNOWN: 1900}, 100)      # late in the pass: the setting's share
-    assert rc.interval(buckets.UNKNOWN) == pytest.approx(1900 / (0.8 * 2.0))
-    assert frontier.new_share == pytest.approx(0.2)
-    rc.set_plan({buckets.UNKNOWN: 2000}, 0)
-    assert rc.interval(buckets.UNKNOWN) == pytest.approx(2000 / 2.0)
     start = Recrawl(SimpleNamespace(new_share=0.2), "optimal", 2.0, max_interval=1e9)
     start.set_plan({}, 0)
     for _ in range(500):
         start.place(RecrawlState(), first=True)
     assert start.interval(buckets.UNKNOWN) == pytest.approx(500 / 2.0)
+    start.set_plan({buckets.UNKNOWN: 1900}, 100)     # a plan that knows them
+    assert start.interval(buckets.UNKNOWN) == pytest.approx(1900 / (0.8 * 2.0))

@@ -359,20 +359,10 @@ class Recrawl:
         self.pages = total
         self._firsts = 0
         known = sorted(k for k in counts if k >= buckets.FIRST)
-        # While URLs wait never crawled, the scheduled pages get at most their
-        # share of every page known, and at most 1 - RECRAWL_NEW_SHARE: a
-        # page fetched once is not due again before the pages never fetched
-        # have had their turn, and the lease hand-out gives the never-crawled
-        # URLs the rest. With the schedule's pages alone sharing 80 % of the
-        # budget, the first pages of a crawl came due again and again while
-        # most of the web waited (bench/recrawl_sim.py: the first pass).
-        share = self.frontier.new_share if self.policy == "webfountain" else self.new_share
-        part = min(1.0 - share, total / (total + new)) if new else 1.0
-        if self.policy != "webfountain":
-            # the lease hand-out splits the budget as the plan does (sync.lua)
-            self.frontier.new_share = 1.0 - part if new else self.new_share
-        recrawl_budget = self.budget * max(part, 1e-9)
-        uniform = total / recrawl_budget if total else new / self.budget
+        # RECRAWL_NEW_SHARE of the budget goes to never-crawled URLs while any wait
+        part = 1.0 - self.frontier.new_share if new else 1.0
+        recrawl_budget = self.budget * part
+        uniform = total / recrawl_budget if total else self.min_interval
         intervals = {buckets.UNKNOWN: self._clamp(uniform)}
         if known:
             pages = np.array([float(counts[k]) for k in known])
