@@ -183,11 +183,12 @@ def measure(sw, records, started: float, stopped: float, budget: float) -> dict:
 
 def states(sw, redis_url: str, crawl_id: str) -> list[dict]:
     """Per true-rate class, the estimator's state of the crawl's scheduled
-    pages at the end: median estimate over true rate, pages whose
+    pages at the end: median of the scheduled bucket's rate over the true
+    rate, pages whose
     Last-Modified was found unusable, visits and changes seen."""
     import redis as redis_lib
 
-    from crawlproj.frontier.recrawl import scheduled_states
+    from crawlproj.frontier.recrawl import scheduled_bucket, scheduled_states
     from crawlproj.keyspace import Keyspace
     from crawlproj.recrawl.state import LM_UNUSABLE
     r = redis_lib.Redis.from_url(redis_url)
@@ -203,7 +204,8 @@ def states(sw, redis_url: str, crawl_id: str) -> list[dict]:
         sel = [(t, st) for t, st in rows if lo <= t < hi]
         if not sel:
             continue
-        ratio = [st.rate * 86400 / t for t, st in sel if t > 0]
+        ratio = [buckets.rate_of(scheduled_bucket(st)) * 86400 / t for t, st in sel
+                 if t > 0 and scheduled_bucket(st) != buckets.UNKNOWN]
         out.append({"lo": lo, "hi": hi, "pages": len(sel),
                     "estimate_over_true_median": float(np.median(ratio)) if ratio else None,
                     "never_changed": sum(1 for _, st in sel if st.changes == 0) / len(sel),
