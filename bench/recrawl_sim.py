@@ -132,7 +132,8 @@ def run(dist: str, pages: int = 2000, per_page_day: float = 0.2, days: float = 9
             rc.steer(leased_new + leased_old, t * day_seconds, (t - oldest) * day_seconds)
             if boost is not None:
                 rc.boost = boost
-            rc.set_plan({k: n for k, n in counts.items() if n}, len(new))
+            # the live crawl's first plan is made before its seeds are queued
+            rc.set_plan({k: n for k, n in counts.items() if n}, len(new) if t > 0 else 0)
             next_plan = t + plan_every
         tokens = min(burst, tokens + 1.0)
         while tokens >= 1.0:

@@ -635,12 +635,13 @@ def test_never_crawled_urls_keep_their_share_after_a_first_pass(redis_url):
     assert 0.1 * 150 <= new <= 0.3 * 150, new
 
 
-def test_before_a_plan_knows_a_page_its_interval_grows_with_the_pages_scheduled():
-    """A crawl's first plan is made before its seeds are queued, and knows
-    no page: its uniform interval is RECRAWL_MIN_INTERVAL, which made every
-    page fetched before the next plan due again at once. A page with no
-    estimate gets at least its share of the budget among the pages
-    scheduled since the plan."""
+def test_a_page_fetched_once_waits_for_a_turn_over_every_page_known():
+    """A page fetched once is due again after its share of the budget among
+    every page the crawl knows, scheduled or never crawled: among the
+    scheduled pages alone, the first pages of a crawl came due again and
+    again while the rest of the web waited. A crawl's first plan is made
+    before its seeds are queued and knows no page: there the share is among
+    the pages scheduled since."""
     from types import SimpleNamespace
 
     from crawlproj.frontier.recrawl import Recrawl
@@ -650,5 +651,7 @@ def test_before_a_plan_knows_a_page_its_interval_grows_with_the_pages_scheduled(
     for _ in range(500):
         start.place(RecrawlState(), first=True)
     assert start.interval(buckets.UNKNOWN) == pytest.approx(500 / 2.0)
-    start.set_plan({buckets.UNKNOWN: 1900}, 100)     # a plan that knows them
+    start.set_plan({buckets.UNKNOWN: 100}, 1900)     # early in the first pass
+    assert start.interval(buckets.UNKNOWN) == pytest.approx(2000 / 2.0)
+    start.set_plan({buckets.UNKNOWN: 1900}, 100)     # late in it: the plan's own share
     assert start.interval(buckets.UNKNOWN) == pytest.approx(1900 / (0.8 * 2.0))

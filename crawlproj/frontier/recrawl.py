@@ -229,6 +229,7 @@ class Recrawl:
         # pages scheduled after their first fetch since the last plan: the
         # schedule has grown by that much since its population was read
         self._firsts = 0
+        self._known = 0                      # pages scheduled and never crawled, at the last plan
 
     @classmethod
     def from_settings(cls, settings, frontier) -> Recrawl | None:
@@ -357,6 +358,7 @@ class Recrawl:
     def set_plan(self, counts: dict[int, int], new: int) -> None:
         total = sum(counts.values())
         self.pages = total
+        self._known = total + new
         self._firsts = 0
         known = sorted(k for k in counts if k >= buckets.FIRST)
         # RECRAWL_NEW_SHARE of the budget goes to never-crawled URLs while any wait
@@ -419,12 +421,16 @@ class Recrawl:
 
     def interval(self, bucket: int) -> float:
         """Seconds (crawl clock) until a page of the bucket is due again. A
-        page with no estimate yet gets at least its share of the budget among
-        the pages scheduled now: at a crawl's start the plan knows no page,
-        and its uniform interval would make the first pages due again at once."""
+        page fetched once is due again after its share of the budget among
+        every page the crawl knows, scheduled or never crawled, at least: a
+        uniform turn over the known web before its second visit. Among the
+        scheduled pages alone, the first pages of a crawl came due again and
+        again while the rest of the web waited (and at a crawl's start the
+        plan knows no page at all)."""
         got = self._interval.get(self._planned(bucket))
         if got is None or bucket == buckets.UNKNOWN:
-            got = max(got or 0.0, self._clamp((self.pages + self._firsts) / self.budget))
+            known = max(self._known, self.pages + self._firsts)
+            got = max(got or 0.0, self._clamp(known / self.budget))
         return got
 
     # -- a page done ------------------------------------------------------
