@@ -18,9 +18,16 @@ least disturbed. Reported:
   URL rule's part of admission).
 
 --base REV times crawlproj/extract.py and crawlproj/urls.py of git revision
-REV (read with git show; the only crawlproj module extract.py imports is
-urls.py) in the same passes as the work tree's, page by page, alternating
-which goes first, so that both see the same load.
+REV (read with git show; the crawlproj modules extract.py imports are urls.py
+and, since the robots meta tags, robotsmeta.py, taken from the work tree) in
+the same passes as the work tree's, page by page, alternating which goes
+first, so that both see the same load.
+
+--whole (with --base) also times extract_page itself, decode and parse
+included, on every page (the extraction's whole per-page cost); the work
+tree's reads the robots meta tags and nofollow links as the web spider asks
+(crawlproj/robotsmeta.py), where REV's has them. Reported: µs per page (the
+mean of the per-page minima) and the difference.
 """
 
 from __future__ import annotations
@@ -65,15 +72,20 @@ def pages(html_dir: Path) -> list[tuple[str, bytes]]:
 
 
 def prepared(url: str, body: bytes):
-    """(root, base, encoding) as extract_page has them when it extracts links."""
+    """(root, url, base, encoding) as extract_page has them when it extracts
+    links; base is the document base URL, which the link stage finds itself
+    (a revision that takes it from a separate pass is given it)."""
     enc, text = extract._decode(body, None, None)
     root = extract._parse(text)
     if root is None:
         return None
-    base = extract._base_url(root, url)
+    tags = extract._Tags(url)
+    extract._extract_links(root, url, enc, extract.DEFAULT_MAX_LINKS,
+                           extract.DEFAULT_MAX_ANCHOR_CHARS, tags=tags)
+    base = tags.base
     etree.strip_elements(root, *extract._INERT_TAGS, with_tail=False)
     extract._mark_blocks(root)
-    return root, base, enc
+    return root, url, base, enc
 
 
 def module(name: str, source: str) -> types.ModuleType:
@@ -106,12 +118,13 @@ def main() -> None:
     ap.add_argument("--html", default=str(Path(__file__).resolve().parents[2] / "shared/data/html"))
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--base", metavar="REV", help="git revision timed in the same passes")
+    ap.add_argument("--whole", action="store_true", help="with --base: extract_page per page too")
     args = ap.parse_args()
     html_dir = Path(args.html)
     if not html_dir.exists():
         html_dir = Path("/work/shared/data/html")
     docs = [p for p in (prepared(u, b) for u, b in pages(html_dir)) if p is not None]
-    pairs = [(base, a.get("href"), enc) for root, base, enc in docs
+    pairs = [(base, a.get("href"), enc) for root, url, base, enc in docs
              for a in root.iter("a", "area") if a.get("href") is not None]
     impls = {"worktree": extract}
     rules = {"worktree": (refusal, host_of)}
@@ -126,12 +139,14 @@ def main() -> None:
     links: list[str] = []
     order = list(impls)
     for rep in range(args.repeat):
-        for i, (root, base, enc) in enumerate(docs):
+        for i, (root, url, base, enc) in enumerate(docs):
             order.reverse()
             for name in order:
                 module = impls[name]
                 t0 = time.perf_counter()
-                got, _ = module._extract_links(root, base, enc, extract.DEFAULT_MAX_LINKS,
+                # a revision with _Tags finds the <base> in its own walk of the links
+                start = url if hasattr(module, "_Tags") else base
+                got, _ = module._extract_links(root, start, enc, extract.DEFAULT_MAX_LINKS,
                                                extract.DEFAULT_MAX_ANCHOR_CHARS)
                 best[name][i] = min(best[name][i], time.perf_counter() - t0)
                 if rep == 0 and name == "worktree":
@@ -154,6 +169,29 @@ def main() -> None:
               f"resolve {resolve_best[name] * 1e6 / len(pairs):5.2f} us per href")
     for name, t in admit_best.items():
         print(f"{name:10}  admit check {t * 1e6 / len(links):5.2f} us per link (refusal + host_of)")
+    if args.base and args.whole:
+        whole(pages(html_dir), impls, args.repeat)
+
+
+def whole(bodies: list[tuple[str, bytes]], impls: dict, repeat: int) -> None:
+    """extract_page of each implementation on every page, alternating which
+    goes first page by page; the mean over pages of each page's least time."""
+    names = frozenset({"robots", "crawlproj"})
+    best = {name: [float("inf")] * len(bodies) for name in impls}
+    order = list(impls)
+    for _ in range(repeat):
+        for i, (url, body) in enumerate(bodies):
+            order.reverse()
+            for name in order:
+                module = impls[name]
+                kw = {"robots_names": names} if hasattr(module, "_Tags") else {}
+                t0 = time.thread_time()
+                module.extract_page(body, url, content_type=b"text/html", **kw)
+                best[name][i] = min(best[name][i], time.thread_time() - t0)
+    mean = {name: statistics.mean(v) * 1e6 for name, v in best.items()}
+    base = [n for n in impls if n != "worktree"][0]
+    print(f"extract_page, whole, per page: worktree {mean['worktree']:.0f} us, {base} "
+          f"{mean[base]:.0f} us ({100 * (mean['worktree'] / mean[base] - 1):+.2f} %)")
 
 
 def _timed(fn) -> float:

@@ -21,7 +21,10 @@ run only when a crawler is configured, and then after its spider is built
 
 A name with a crawlproj prefix that the table does not define is a typo: the
 ``crawl`` command (in one line, before anything starts), the web spider and
-the add-on refuse it, naming the closest known name. They refuse a value
+the add-on refuse it, naming the closest known name. So is a name close to a
+setting of Scrapy's or crawlproj's (``DEPTH_LIMT``) unless something of the
+crawl reads it: a component the settings name, the spider, or the user, who
+lists it in CRAWL_CUSTOM_SETTINGS (:func:`_check_names`). They refuse a value
 alike when it is not of its setting's kind, the kind of its default in the
 table: a number (never negative), a whole number, a boolean, a list.
 
@@ -39,7 +42,9 @@ settings) and to a spider's own. The value is a string, as with ``-s``. A
 from __future__ import annotations
 
 import difflib
+import inspect
 import os
+import re
 from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
@@ -57,7 +62,8 @@ TABLE = "settings.base"
 PREFIXES = ("FRONTIER_", "DUE_", "CONTENTSEEN_", "RANKER_", "PAGERANK_", "PRIORITIZER_",
             "RECRAWL_", "WARC_", "LINKSTORE_", "PAGEMETA_", "CRAWLLOG_", "CRAWL_", "SITEMAP_",
             "REDIS_", "GC_", "PAGE_", "ADDRESS_GUARD_", "INDEX_", "SEARCH_", "UI_",
-            "ROBOTS_", "TRAPGUARD_", "MONITOR_", "SIMILARITY_", "REALTIME_")
+            "ROBOTS_", "TRAPGUARD_", "MONITOR_", "SIMILARITY_", "REALTIME_",
+            "URLFILTER_", "DNS_")
 
 # CRAWLPROJ_<NAME> in the environment sets NAME.
 ENVIRONMENT_PREFIX = "CRAWLPROJ_"
@@ -138,25 +144,116 @@ class CommandSettings:
         return values
 
 
-def _check_names(settings) -> None:
+# How close (difflib's ratio) a name must come to a setting of Scrapy's or
+# crawlproj's to be taken for its misspelling: a letter or two off in a name
+# of ten or so (DEPTH_LIMT 0.95, CONCURENT_REQUESTS 0.97, USERAGENT 0.95).
+# The settings of common plugins stay below it (SCHEDULER_PERSIST,
+# SPLASH_URL, ZYTE_API_KEY, ...; the closest, DUPEFILTER_KEY of scrapy-redis
+# to DUPEFILTER_DEBUG, 0.80: tests/test_setting_typos.py).
+TYPO_RATIO = 0.85
+# crawlproj's packages (pyproject.toml).
+_OWN_PACKAGES = ("crawlproj", "middlewares", "settings")
+# A class named in the settings (a component), by its dotted path.
+_COMPONENT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.[A-Z]\w*")
+
+
+def _lookalike(name: str, names: list[str]) -> str | None:
+    """The setting name looks like a misspelling of, or None. A name that is
+    a setting's with words added (USER_AGENT_LIST, SCHEDULER_PRIORITY_QUEUE_REDIS)
+    names a setting of its own; a lower-case one is its upper case's."""
+    if name.upper() in names:
+        return name.upper()
+    close = difflib.get_close_matches(name, names, n=1, cutoff=TYPO_RATIO)
+    if not close:
+        return None
+    words, real = name.split("_"), close[0].split("_")
+    n = len(real)
+    if len(words) > n and all(words) and any(words[i:i + n] == real
+                                             for i in range(len(words) - n + 1)):
+        return None
+    return close[0]
+
+
+def _component_modules(settings, spidercls) -> list:
+    """The modules of the components the settings name (middlewares,
+    extensions, pipelines, add-ons, handlers as dict keys; classes such as
+    SCHEDULER as values) and of the spider's classes, imported."""
+    paths: set = set()
+    for name in settings:
+        value = settings[name]
+        for item in (value.keys() if hasattr(value, "keys") else (value,)):
+            if isinstance(item, type):
+                paths.add(item.__module__)
+            elif isinstance(item, str) and _COMPONENT.fullmatch(item):
+                paths.add(item.rsplit(".", 1)[0])
+    paths.update(c.__module__ for c in getattr(spidercls, "__mro__", ()))
+    modules = []
+    # crawlproj's own read the table's settings alone (tests/test_settings_table.py)
+    for path in sorted(p for p in paths if p.split(".", 1)[0] not in _OWN_PACKAGES):
+        try:
+            modules.append(import_module(path))
+        except Exception:  # a component that cannot load is its own error, later
+            continue
+    return modules
+
+
+def _read_by(name: str, modules) -> bool:
+    """Whether the source of one of modules names the setting: a component
+    of the crawl reads it."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for module in modules:
+        try:
+            source = inspect.getsource(module)
+        except (OSError, TypeError):
+            continue
+        if word.search(source):
+            return True
+    return False
+
+
+def _check_names(settings, spidercls=None) -> None:
     """Raise UnknownSetting when a name set with a crawlproj prefix is not in
-    the table, or a CRAWLPROJ_ variable of the environment names no setting."""
+    the table, a CRAWLPROJ_ variable of the environment names no setting, or
+    a name looks like a misspelt setting of Scrapy's or crawlproj's: close to
+    one (TYPO_RATIO), yet read by no component the settings name nor the
+    spider, and not listed in CRAWL_CUSTOM_SETTINGS.
+
+    A refusal, not a warning: a misspelt setting is silently not applied
+    (DEPTH_LIMT=0 crawls 10 links deep), and a crawl under settings other
+    than the ones meant is the harm; a setting of one's own that nothing of
+    the crawl reads does nothing either, and one that is read elsewhere is
+    named in CRAWL_CUSTOM_SETTINGS."""
     known = table()
-    unknown = sorted(name for name in settings if name.startswith(ENVIRONMENT_PREFIX) or (
-        name.startswith(PREFIXES) and name not in known and not hasattr(scrapy_defaults, name)))
-    if not unknown:
-        return
-    parts = []
-    for name in unknown:
+    scrapy_names = [n for n in dir(scrapy_defaults) if n.isupper()]
+    own = set(settings.getlist("CRAWL_CUSTOM_SETTINGS"))
+    modules = None
+    parts, lookalikes = [], False
+    for name in sorted(settings):
         if name.startswith(ENVIRONMENT_PREFIX):
             # CRAWLPROJ_ and a setting's name: the closest setting, prefixed alike
-            names = [ENVIRONMENT_PREFIX + n for n in (*known, *dir(scrapy_defaults)) if n.isupper()]
+            names = [ENVIRONMENT_PREFIX + n for n in (*known, *scrapy_names)]
+            close = difflib.get_close_matches(name, names, n=1)
+        elif name in known or hasattr(scrapy_defaults, name):
+            continue
+        elif name.startswith(PREFIXES):  # Scrapy's DNS_TIMEOUT has one too
+            close = difflib.get_close_matches(name, [*known, *scrapy_names], n=1)
+        elif name in own or (meant := _lookalike(name, [*known, *scrapy_names])) is None:
+            continue
         else:
-            names = known
-        close = difflib.get_close_matches(name, names, n=1)
+            if modules is None:
+                modules = _component_modules(settings, spidercls)
+            if _read_by(name, modules):
+                continue
+            close, lookalikes = [meant], True
         parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    if not parts:
+        return
+    where = "crawlproj's settings are listed in settings/base.py"
+    if lookalikes:
+        where += (", Scrapy's in its documentation (a setting of your own: name it in "
+                  "CRAWL_CUSTOM_SETTINGS)")
     raise UnknownSetting(f"unknown setting{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
-                         "crawlproj's settings are listed in settings/base.py")
+                         f"{where}")
 
 
 _KINDS = {bool: ("getbool", "a boolean (True or False)"), int: ("getint", "a whole number"),
@@ -186,10 +283,12 @@ def check_values(settings) -> None:
         raise InvalidSetting(f"{'; '.join(problems)} (settings/base.py says what each means)")
 
 
-def check_settings(settings) -> None:
-    """Check the settings against the table: every crawlproj name in it
-    (UnknownSetting), every value of its kind (InvalidSetting)."""
-    _check_names(settings)
+def check_settings(settings, spidercls=None) -> None:
+    """Check the settings against the table: every crawlproj name in it and
+    no misspelt name of Scrapy's (UnknownSetting; spidercls, the crawl's
+    spider, may read settings of its own), every value of its kind
+    (InvalidSetting)."""
+    _check_names(settings, spidercls)
     check_values(settings)
 
 

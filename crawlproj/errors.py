@@ -15,4 +15,6 @@ EXIT_STATUS = {
     "redis_refused": (4, "Redis refuses the crawl's writes"),
     "redis_unreachable": (5, "Redis did not answer for REDIS_OUTAGE_LIMIT"),
     "store_error": (6, "a store cannot write"),
+    # crawlproj/dns.py: a worker given seeds none of which it can look up
+    "seed_dns_error": (7, "no seed could be crawled: no seed's host resolves"),
 }

@@ -29,6 +29,7 @@ from typing import Any
 from lxml import etree
 from w3lib.encoding import html_to_unicode, read_bom, to_unicode
 
+from crawlproj.robotsmeta import NOTHING, Directives, is_nofollow_rel, parse_content, refresh_url
 from crawlproj.urls import resolve
 
 __all__ = [
@@ -119,6 +120,15 @@ class Extracted:
     around: dict[str, str] = field(default_factory=dict)
     links_dropped: int = 0
     encoding: str | None = None
+    #: what the page's robots meta tags say to this crawler (crawlproj/robotsmeta.py)
+    robots: Directives = NOTHING
+    #: the URLs of ``links`` whose every link is rel="nofollow" (or ugc, sponsored)
+    nofollow: frozenset[str] | set[str] = frozenset()
+    #: the page's ``<link rel="canonical">`` in its head, resolved; None if it
+    #: names none, or several that disagree
+    canonical: str | None = None
+    #: where its ``<meta http-equiv="refresh">`` leads, resolved; None if nowhere
+    refresh: str | None = None
 
 
 # --------------------------------------------------------------------------
@@ -344,16 +354,14 @@ def resolve_link(base: str, href: str, encoding: str = "utf-8") -> str | None:
     return resolve(href, base, encoding)
 
 
-def _base_url(root: etree._Element, page_url: str) -> str:
-    """The document base URL: the first ``<base href>`` resolved against the
-    page URL (HTML §2.4.1 "frozen base URL": only the first ``<base>`` with an
-    ``href`` counts), unless it is not a valid http(s) URL, in which case the
-    page URL itself is the base."""
-    for base in root.iter("base"):
-        href = base.get("href")
-        if href is not None:
-            return resolve(href, page_url) or page_url
-    return page_url
+@dataclass(slots=True)
+class _Tags:
+    """What the page's <base>, <meta> and <link> elements say."""
+
+    base: str
+    robots: Directives = NOTHING
+    canonical: str | None = None
+    refresh: str | None = None
 
 
 def _anchor_text(el: etree._Element, max_chars: int) -> str:
@@ -390,42 +398,125 @@ def _around_text(el: etree._Element, max_chars: int) -> str:
 
 def _extract_links(
     root: etree._Element,
-    base: str,
+    page_url: str,
     encoding: str,
     max_links: int,
     max_anchor_chars: int,
     around: dict[str, str] | None = None,
+    nofollow: set[str] | None = None,
+    tags: _Tags | None = None,
+    robots_names: frozenset[str] | None = None,
 ) -> tuple[list[tuple[str, str]], int]:
-    # url -> [url, anchor]; a dict keeps insertion (document) order.
-    found: dict[str, list[str]] = {}
-    # raw href -> resolved URL or None: navigation repeats the same hrefs, and
-    # resolving is the costly part.
-    resolved: dict[str, str | None] = {}
-    dropped = 0
-    elements = root.iter("a", "area")
-    for el in elements:
-        href = el.get("href")
-        if href is None:
-            continue
-        if href in resolved:
-            url = resolved[href]
-        else:
-            url = resolved[href] = resolve_link(base, href, encoding)
-        if url is None:
-            continue
-        entry = found.get(url)
-        if entry is None:
-            if len(found) >= max_links:
-                # Cap reached: count what is left, without resolving it.
-                dropped = 1 + sum(1 for e in elements if e.get("href") is not None)
-                break
-            found[url] = [url, _anchor_text(el, max_anchor_chars)]
-            if around is not None:
-                text = _around_text(el, max_anchor_chars)
-                if text:
-                    around[url] = text
-        elif not entry[1]:
-            entry[1] = _anchor_text(el, max_anchor_chars)
+    """The page's links (see :class:`Extracted`), and what its <base>,
+    <meta> and <link> elements say (into ``tags``), from one walk over the
+    tree.
+
+    Links resolve against the document base URL: the first ``<base href>``
+    resolved against the page URL (HTML §2.4.1 "frozen base URL": only the
+    first ``<base>`` with an ``href`` counts), unless it is not a valid
+    http(s) URL, in which case the page URL itself is the base. It applies to
+    the whole document, links before it too: a page whose <base> comes after
+    a link (seldom) is walked again.
+
+    ``nofollow``, when given, gets the URLs whose every link has a nofollow
+    link type: a URL linked both ways is followed (the site vouches for it
+    once). ``robots_names``: the meta names whose robots directives apply
+    (None: not read). A canonical link counts in the head only, where Google
+    reads it (a body holds what visitors wrote), and only when every one
+    there that names an http(s) URL names the same URL (RFC 6596 §5:
+    several are an error; Debian's Sphinx manuals add one to a file: URL);
+    the first refresh counts, as in browsers, wherever it is.
+    """
+    base = page_url
+    while True:
+        # url -> [url, anchor]; a dict keeps insertion (document) order.
+        found: dict[str, list[str]] = {}
+        # raw href -> resolved URL or None: navigation repeats the same hrefs,
+        # and resolving is the costly part.
+        resolved: dict[str, str | None] = {}
+        dropped = 0
+        base_href = refresh = None
+        canonicals: list[str] = []
+        robots = NOTHING
+        again = False
+        for el in root.iter("a", "area", "base", "meta", "link"):
+            tag = el.tag
+            if tag == "a" or tag == "area":
+                href = el.get("href")
+                if href is None:
+                    continue
+                if dropped:
+                    # Cap reached: count what is left, without resolving it.
+                    dropped += 1
+                    continue
+                if href in resolved:
+                    url = resolved[href]
+                else:
+                    url = resolved[href] = resolve_link(base, href, encoding)
+                if url is None:
+                    continue
+                entry = found.get(url)
+                if entry is None:
+                    if len(found) >= max_links:
+                        dropped = 1
+                        continue
+                    found[url] = [url, _anchor_text(el, max_anchor_chars)]
+                    if around is not None:
+                        text = _around_text(el, max_anchor_chars)
+                        if text:
+                            around[url] = text
+                    if nofollow is not None:
+                        rel = el.get("rel")
+                        if rel is not None and is_nofollow_rel(rel):
+                            nofollow.add(url)
+                    continue
+                if not entry[1]:
+                    entry[1] = _anchor_text(el, max_anchor_chars)
+                if nofollow and url in nofollow:
+                    rel = el.get("rel")
+                    if rel is None or not is_nofollow_rel(rel):
+                        nofollow.discard(url)
+            elif tag == "meta":
+                name = el.get("name")
+                if name is not None:
+                    if robots_names is not None and name.strip(_HTML5_WS).lower() in robots_names:
+                        robots = robots | parse_content(el.get("content"))
+                elif refresh is None:
+                    equiv = el.get("http-equiv")
+                    if equiv is not None and equiv.strip(_HTML5_WS).lower() == "refresh":
+                        refresh = el.get("content") or None
+            elif tag == "link":
+                rel = el.get("rel")
+                if rel is not None and "canonical" in rel.lower().split():
+                    href = el.get("href")
+                    parent = el.getparent()
+                    if href is not None and parent is not None and parent.tag == "head":
+                        canonicals.append(href)
+            elif base_href is None:
+                base_href = el.get("href")
+                if base_href is not None:
+                    frozen = resolve(base_href, page_url) or page_url
+                    if frozen != base:
+                        again = bool(resolved)
+                        base = frozen
+                        if again:
+                            break
+        if not again:
+            break
+        # the links met before the <base> resolved against the page URL
+        if around is not None:
+            around.clear()
+        if nofollow is not None:
+            nofollow.clear()
+    if tags is not None:
+        tags.base, tags.robots = base, robots
+        if canonicals:
+            named = {resolve_link(base, href, encoding) for href in canonicals[:16]}
+            named.discard(None)
+            if len(named) == 1:
+                tags.canonical = named.pop()
+        if refresh is not None:
+            tags.refresh = refresh_url(refresh, base)
     return [(u, a) for u, a in found.values()], dropped
 
 
@@ -562,6 +653,7 @@ def extract_page(
     max_anchor_chars: int = DEFAULT_MAX_ANCHOR_CHARS,
     max_title_chars: int = DEFAULT_MAX_TITLE_CHARS,
     max_html_chars: int = DEFAULT_MAX_HTML_CHARS,
+    robots_names: frozenset[str] | None = None,
 ) -> Extracted:
     """Title, visible text and links of an HTML page, from one parse.
 
@@ -578,6 +670,11 @@ def extract_page(
     ``<style>``, ``<template>`` and ``<noscript>`` (but see
     :func:`_drop_noscript_text` for a large ``<noscript>``); whitespace is
     collapsed to single spaces. Never raises on any body.
+
+    From the same tree: the page's canonical link and refresh target, and,
+    with ``robots_names`` (the lower-case meta names addressed to this
+    crawler: crawlproj.robotsmeta.agent_tokens and "robots"), its robots meta
+    tags and the links marked nofollow; None reads neither.
     """
     try:
         enc, text = _decode(body, encoding, content_type)
@@ -598,16 +695,18 @@ def extract_page(
     title = page_text = ""
     links: list[tuple[str, str]] = []
     around: dict[str, str] = {}
+    nofollow: set[str] | None = set() if robots_names is not None else None
     dropped = 0
+    tags = _Tags(url)
     try:
         title = _title(root, max_title_chars)
     except Exception:  # a page must never kill the callback
         pass
     try:
-        base = _base_url(root, url)
         etree.strip_elements(root, *_INERT_TAGS, with_tail=False)
         _mark_blocks(root)
-        links, dropped = _extract_links(root, base, enc, max_links, max_anchor_chars, around)
+        links, dropped = _extract_links(root, url, enc, max_links, max_anchor_chars, around,
+                                        nofollow, tags, robots_names)
     except Exception:
         pass
     try:
@@ -620,5 +719,6 @@ def extract_page(
         pass
     return Extracted(
         title=title, text=page_text, links=links, around=around, links_dropped=dropped,
-        encoding=enc,
+        encoding=enc, robots=tags.robots, nofollow=nofollow or frozenset(),
+        canonical=tags.canonical, refresh=tags.refresh,
     )

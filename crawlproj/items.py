@@ -33,11 +33,22 @@ class PageItem(scrapy.Item):
     # pages that are not HTML.
     text = scrapy.Field()
     # Every link on the page in document order, in scope or not:
-    # [{"url": absolute URL without fragment, "anchor": anchor text}, ...].
+    # [{"url": absolute URL without fragment, "anchor": anchor text}, ...];
+    # a refresh's target (<meta http-equiv="refresh">, the Refresh header) is
+    # one of them.
     outlinks = scrapy.Field()
     # URL of an earlier page with the same content, filled by the content-seen
     # test [Mercator §3, step 4]; None until then.
     duplicate_of = scrapy.Field()
+    # The robots directives the page gave this crawler and it obeyed
+    # (crawlproj/robotsmeta.py): some of "noindex", "nofollow", "noarchive",
+    # "nosnippet"; [] when none, or when ROBOTS_META_OBEY is off. An outlink
+    # not followed for nofollow (its rel, or the page's) has "nofollow": True.
+    robots = scrapy.Field()
+    # The URL the page names as its canonical (<link rel="canonical"> in its
+    # head, or a Link header with rel="canonical"; RFC 6596), resolved; None
+    # when it names none, or names several.
+    canonical = scrapy.Field()
 
 
 PAGE_ITEM_FIELDS = tuple(PageItem.fields)

@@ -26,6 +26,10 @@ Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
                                    leases held) as of its last heartbeat
     cp:{<crawl>}:control    HASH   the crawl's control as last set (pause, stop: server ms)
                                    (crawlproj/monitor/: heartbeat.lua, control.py)
+    cp:{<crawl>}:hist       HASH   the crawl's history: first and last heartbeat, time run,
+                                   and its rings (ring:<ms> -> samples kept)
+    cp:{<crawl>}:hist:<ms>  HASH   a ring of samples, one per <ms> of the crawl: slot mod
+                                   samples kept -> msgpack (crawlproj/monitor/history.py)
     cp:{<crawl>}:df         HASH   pages seen, and pages holding each word of the similarity
                                    prioritizer's query: its IDF (crawlproj/prioritizers/similarity.py)
     cp:{<crawl>}:recrawl    HASH   the recrawl plan's terms as the workers last planned
@@ -42,6 +46,8 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
     d:<host> rready         a host's recrawl queue, hosts with a recrawl due (sync.lua)
     rbuckets budget         pages per change-rate bucket, the recrawl budget's tokens
     hosts fails stats       hosts seen, backoff counts, counters (frontier/lua/sync.lua)
+    hs                      HASH   host -> its record for the operator: download ends by
+                                   fate, last delay and backoff (sync.lua, monitor/hosts.py)
     hostpages               HASH   URLs leased per host: the trap guard's page budget
     control                 HASH   the crawl's control (pause, stop: server ms), which
                                    the lease hand-out honours (crawlproj/monitor/control.py)
@@ -135,7 +141,7 @@ class Keyspace:
 
     __slots__ = ("crawl_id", "partitions", "meta", "ranker_lock", "index_queue", "indexer_lock",
                  "totals", "workers", "crawl_control", "similarity_df", "recrawl_terms",
-                 "_prefixes")
+                 "history", "_prefixes")
 
     def __init__(self, crawl_id: str, partitions: int):
         if not isinstance(crawl_id, str) or not crawl_id:
@@ -157,6 +163,7 @@ class Keyspace:
         self.crawl_control = f"{_ROOT}{{{crawl_id}}}:control"
         self.similarity_df = f"{_ROOT}{{{crawl_id}}}:df"
         self.recrawl_terms = f"{_ROOT}{{{crawl_id}}}:recrawl"
+        self.history = f"{_ROOT}{{{crawl_id}}}:hist"
         self._prefixes = [f"{_ROOT}{{{crawl_id}/{p}}}:" for p in range(partitions)]
 
     def __repr__(self):
@@ -295,12 +302,13 @@ class Keyspace:
             keys.append(key)
             if len(keys) >= batch:
                 deleted += unlink()
-        for key in redis.scan_iter(match=_glob_literal(self.monitor_prefix + "w:") + "*",
-                                   count=batch):
-            keys.append(key)
+        for pattern in ("w:", "hist:"):
+            for key in redis.scan_iter(match=_glob_literal(self.monitor_prefix + pattern) + "*",
+                                       count=batch):
+                keys.append(key)
         keys += [self.ranker_lock, self.index_queue, self.indexer_lock, self.totals,
                  self.workers, self.crawl_control, self.similarity_df,
-                 self.recrawl_terms, self.meta]
+                 self.recrawl_terms, self.history, self.meta]
         return deleted + unlink()
 
     @staticmethod
@@ -323,6 +331,10 @@ class Keyspace:
         """A worker's counters and record as of its last heartbeat."""
         return f"{self.monitor_prefix}w:{worker_id}"
 
+    def history_ring(self, slot_ms: int) -> str:
+        """The crawl's ring of history samples one slot_ms apart."""
+        return f"{self.history}:{slot_ms}"
+
     # -- partitions --------------------------------------------------------------
 
     def partition_of(self, host: str) -> int:
@@ -342,10 +354,13 @@ class Keyspace:
     heap = _key("heap", "Hosts with queued URLs, by the time each may next be contacted.")
     ready = _key("ready", "Hosts whose time has come, by the score of their best URL.")
     leases = _key("leases", "Leased hosts, by lease deadline.")
+    idle = _key("idle", "Hosts with no URL queued, by the time they may next be contacted.")
     pending = _key("pending", "Leased URLs that do not hold their host's lease (a page "
                               "not done yet, a run's next URLs), by deadline.")
     stats = _key("stats", "The partition's counters.")
     fails = _key("fails", "Hosts backed off: host -> failures in a row (errors, 429/503).")
+    host_records = _key("hs", "Hosts' records for the operator: host -> msgpack of how "
+                              "their downloads ended and why they wait (sync.lua).")
     queue = _member_key("q:", "A host's back queue: fingerprint -> score.")
     payloads = _member_key("p:", "A host's queued requests: fingerprint -> payload.")
     control = _key("control", "The crawl's control, which the lease hand-out honours: "

@@ -146,6 +146,7 @@ class OutageLog:
         self.since: float | None = None
         self._said_at = 0.0
         self._failures = 0
+        self._sources: set[str] = set()  # every source that failed in this outage
 
     def failed(self, source: str, error: str, retry: float | None = None) -> None:
         now = self.clock()
@@ -153,6 +154,7 @@ class OutageLog:
         if self.stats is not None:
             self.stats.inc_value(f"redis/failures/{source}")
         self.failing[source] = error
+        self._sources.add(source)
         if self.since is None:
             self.since = self._said_at = now
             again = f", retrying every {retry:g} s" if retry else ""
@@ -168,9 +170,10 @@ class OutageLog:
     def ok(self, source: str) -> None:
         if not self.failing or self.failing.pop(source, None) is None or self.failing:
             return
-        logger.info("Redis calls work again after %.0f s (%d failures in between)",
-                    self.clock() - self.since, self._failures)
+        logger.info("Redis calls work again after %.0f s (%s; %d failures in between)",
+                    self.clock() - self.since, ", ".join(sorted(self._sources)), self._failures)
         self.since, self._failures = None, 0
+        self._sources.clear()
 
 
 def _getbool(settings, name: str) -> bool:

@@ -16,7 +16,10 @@ ROBOTS_RETRY_WAIT, then robots.txt is fetched again); after
 ROBOTS_RETRY_TIMES such failures in a row the origin is taken as
 disallowing everything until its entry expires (§2.3.1.4: complete
 disallow). The failures are counted in the same key, so whichever worker
-holds the host next knows them.
+holds the host next knows them. A fetch that failed because the host's name
+did not resolve is no server's answer: it is counted apart, and after
+DNS_RETRY_TIMES more the entry says the host does not resolve, until it
+expires (crawlproj/dns.py).
 
 No Scrapy here: middlewares/robots.py fetches, this module keeps.
 """
@@ -42,8 +45,10 @@ MAX_REDIRECTS = 5
 # with the host) it is made (middlewares/robots.py, crawlproj/frontier/scheduler.py)
 ROBOTS_FOR = "crawlproj_robots_for"
 
-# stored forms (first byte)
+# stored forms (first byte); U<n>: n failed lookups of the host's name, N:
+# the name does not resolve
 _ALLOW, _DISALLOW, _FAILED, _RULES = b"A", b"D", b"F", b"R"
+_UNRESOLVED, _NO_HOST = b"U", b"N"
 
 
 def origin_of(url: str) -> str:
@@ -79,10 +84,12 @@ class Rules:
     allow_all: bool = True
     crawl_delay: float | None = None
     failures: int = 0             # failed fetches so far (not rules: fetch again)
+    unresolved: int = 0           # failed lookups of the host's name so far (likewise)
+    resolves: bool = True         # False: the host's name does not resolve
 
     @property
     def known(self) -> bool:
-        return not self.failures
+        return not self.failures and not self.unresolved
 
     def allowed(self, url: str, useragent: str) -> bool:
         if self.parser is None:
@@ -109,15 +116,41 @@ class Rules:
             return cls(parser, crawl_delay=float(delay) if delay else None), stored
         if kind == _FAILED:
             return cls(failures=int(stored[1:])), stored
+        if kind == _UNRESOLVED:
+            return cls(unresolved=int(stored[1:])), stored
+        if kind == _NO_HOST:
+            return cls(allow_all=False, resolves=False), stored
         return cls(allow_all=kind != _DISALLOW), stored
 
 
 ALLOW_ALL = _ALLOW
 DISALLOW_ALL = _DISALLOW
+NO_HOST = _NO_HOST
 
 
 def failed(failures: int) -> bytes:
     return _FAILED + str(failures).encode()
+
+
+def unresolved(lookups: int) -> bytes:
+    return _UNRESOLVED + str(lookups).encode()
+
+
+def describe(stored: bytes) -> tuple[str, str]:
+    """What a stored entry says, for the operator: ("rules", the robots.txt's
+    lines that can change an answer), ("allow", ""), ("disallow", ""),
+    ("failed", the failed fetches so far), ("unresolved", the failed lookups
+    of the host's name so far) or ("no host", ""): its name does not resolve."""
+    kind = stored[:1]
+    if kind == _RULES:
+        return "rules", zlib.decompress(stored[1:]).decode("utf-8", "replace")
+    if kind == _FAILED:
+        return "failed", stored[1:].decode("ascii", "replace")
+    if kind == _UNRESOLVED:
+        return "unresolved", stored[1:].decode("ascii", "replace")
+    if kind == _NO_HOST:
+        return "no host", ""
+    return ("disallow" if kind == _DISALLOW else "allow"), ""
 
 
 def verdict(status: int | None) -> str:

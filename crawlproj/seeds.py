@@ -7,18 +7,23 @@ The argument is either
   after a URL; or
 * comma-separated URLs: ``-a seeds=https://a.example/,https://b.example/``.
 
-It is read as a path when a file of that name exists, or when it has neither
-``://`` nor a comma and contains a path separator, ends in ``.txt`` or is one
-bare word (no dot, no colon: ``myseeds`` names a file, not the host
-``http://myseeds/``); otherwise as URLs. A path that does not exist, and an
-argument that gives no usable URL at all, raise :class:`SeedsError` (one
+It is a file when a file of that name exists; URLs when it has a comma or
+starts with a scheme (``http:``); else a file that is missing when it looks
+like a file's name (ends in ``.txt``, is one bare word such as ``myseeds``,
+or a path whose first part has no dot); anything else is neither (``http//a.
+example/``, the colon missing, or ``example.org``) and is refused, with the
+URL it may have meant. An argument that names no file, lists a URL without
+its scheme, or gives no usable URL at all raises :class:`SeedsError` (one
 line, for the commands to print).
 
-Every entry is checked; a bad one is skipped and reported as a problem naming
-where it was (``seeds.txt:7: not an http(s) URL: 'ftp://x'``, or
-``seeds[2]: ...`` for the second comma-separated item). A bare host name such
-as ``example.com`` or ``example.com:8080/path`` is accepted as ``http://`` +
-the entry (the usual result of pasting a domain list); ``//host/`` likewise.
+Every entry of a file, and every listed URL, is checked; a bad one is
+skipped and reported as a problem naming where it was (``seeds.txt:7: not an
+http(s) URL: 'ftp://x'``, or ``seeds[2]: ...`` for the second listed item),
+and the good ones are crawled. In a file, a bare domain name such as
+``example.com`` or ``example.com:8080/path`` is accepted as ``http://`` + the
+entry (the usual result of pasting a list of domains), ``//host/`` likewise;
+a bare entry whose host has no dot is not a domain name (``http//host/``,
+``intranet/x``) and is reported with the URL it may mean.
 An empty path becomes ``/``, fragments are removed and exact duplicates
 dropped (the frontier's URL-seen test would drop them anyway). A URL that
 contains a comma must be given in a file. Every entry goes through the crawl's
@@ -46,21 +51,38 @@ _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 # "host:8080" is a host and port, not a URL with scheme "host".
 _HOST_PORT_RE = re.compile(r"[^/:?#]+:\d*(?:[/?#]|\Z)")
 _WHITESPACE_RE = re.compile(r"\s")
+# "http//host/": a scheme without its colon.
+_MISSING_COLON_RE = re.compile(r"(?i)(https?)//")
 
 
 class SeedsError(CrawlprojError):
     """The seeds argument cannot be used at all (e.g. a missing file)."""
 
 
+def _has_scheme(entry: str) -> bool:
+    """``http:...``, ``mailto:...``; not ``host:8080``, nor ``//host/``."""
+    m = _SCHEME_RE.match(entry)
+    return m is not None and (entry.startswith("//", m.end()) or not _HOST_PORT_RE.match(entry))
+
+
+def _with_scheme(entry: str) -> str:
+    """The URL an entry without a scheme may mean: ``http//a/`` (the colon
+    missing) is ``http://a/``; ``//a/`` and ``a.example/x`` are http's."""
+    m = _MISSING_COLON_RE.match(entry)
+    if m:
+        return f"{m.group(1)}://{entry[m.end():]}"
+    return "http:" + entry if entry.startswith("//") else "http://" + entry
+
+
 def looks_like_path(arg: str) -> bool:
     """Whether the seeds argument names a file rather than listing URLs."""
     if os.path.exists(arg):
         return True
-    if "://" in arg or "," in arg:
+    if "," in arg or _has_scheme(arg) or _MISSING_COLON_RE.match(arg) or arg.startswith("//"):
         return False
-    return os.sep in arg or (os.altsep is not None and os.altsep in arg) or (
-        arg.lower().endswith(".txt")
-    ) or not any(c in arg for c in ".:[")  # a host name alone has a dot or a port
+    first = re.split(r"[/\\]", arg, maxsplit=1)[0]
+    return arg.lower().endswith(".txt") or arg.startswith(("/", ".", "~")) or (
+        not any(c in first for c in ".:["))  # a host name has a dot or a port; a file need not
 
 
 def check_seed(entry: str, max_length: int = MAX_URL_LENGTH) -> tuple[str | None, str | None]:
@@ -82,6 +104,10 @@ def check_seed(entry: str, max_length: int = MAX_URL_LENGTH) -> tuple[str | None
         if m is None or m.group().lower() not in ("http:", "https:"):
             if m is not None and not _HOST_PORT_RE.match(url):
                 return None, f"not an http(s) URL: {url!r}"  # mailto:, javascript:, ...
+            host = re.split(r"[/:?#]", url, maxsplit=1)[0]
+            if "." not in host and not host.startswith("["):
+                # not a domain name: a URL mistyped (http//host/), or a local name
+                return None, f"no scheme: {url!r} (did you mean {_with_scheme(url)!r}?)"
             url = "http://" + url
     seed = resolve(url)
     if seed is None:
@@ -127,8 +153,15 @@ def _entries_from_file(path: str):
 
 
 def _entries_from_list(arg: str):
-    for i, item in enumerate(arg.split(","), 1):
-        item = item.strip()
+    items = [(i, item.strip()) for i, item in enumerate(arg.split(","), 1)]
+    if "," not in arg and not _has_scheme(arg):
+        raise SeedsError(f"seeds {arg!r} is neither an existing file nor a URL with a scheme "
+                         f"(did you mean {_with_scheme(arg)!r}?)")
+    for i, item in items:
+        if item and not _has_scheme(item):
+            raise SeedsError(f"seeds[{i}] {item!r} is not a URL with a scheme (did you mean "
+                             f"{_with_scheme(item)!r}?)")
+    for i, item in items:
         if item:
             yield f"seeds[{i}]", item, None
 

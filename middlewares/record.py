@@ -16,7 +16,8 @@ response's URL (crawlproj/stores/pending.py) and the response goes on at
 once: the URL's lease ends once they are done (the WARC record of a 404 is
 on disk before its lease ends). Attempts that got no response (DNS failure,
 refused connection, timeout, a body over DOWNLOAD_MAXSIZE, robots.txt
-exclusion, which Scrapy raises from process_request) become
+exclusion and a host known not to resolve, which Scrapy raises from
+process_request) become
 :class:`FailedAttempt` objects sent with ``attempt_failed``. A response
 flagged ``dataloss`` (a body cut short, kept only when
 DOWNLOAD_FAIL_ON_DATALOSS is off) is reported as a failed attempt and never
@@ -41,6 +42,7 @@ from twisted.internet import defer, error
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
 from crawlproj import internals
+from crawlproj.dns import HostUnresolvable
 from crawlproj.stores import exchange as ex
 from crawlproj.stores.signals import attempt_failed, exchange_recorded
 from middlewares.robots import RobotsFetched
@@ -51,6 +53,8 @@ T0 = "_crawlproj_t0"  # private meta key ('_' keys never reach the frontier)
 def status_of(exc: BaseException) -> tuple[int, str]:
     """(Heritrix fetch status code, reason annotation) of a download exception."""
     name = type(exc).__name__
+    if isinstance(exc, HostUnresolvable):  # its host's lookups failed: never sent
+        return ex.S_DOMAIN_PREREQUISITE_FAILURE, "dns"
     if isinstance(exc, IgnoreRequest):
         if "robots.txt" in str(exc):
             return ex.S_ROBOTS_PRECLUDED, "robots"

@@ -21,6 +21,9 @@ politeness. Here (docs/frontier.md, "robots.txt"):
   most five redirects are followed, a 4xx allows all, a 5xx, 429 or network
   error makes the host wait ROBOTS_RETRY_WAIT with its URLs queued, and
   robots.txt is fetched again then;
+- a host whose name does not resolve is no server's answer (crawlproj/dns.py):
+  it waits DNS_RETRY_WAIT and is tried again, DNS_RETRY_TIMES times; then
+  each of its URLs fails as a DNS error (HostUnresolvable);
 - a disallowed URL is dropped (robotstxt/forbidden); an allowed one carries
   its host's Crawl-delay to the frontier as ``request.meta["crawl_delay"]``
   (FRONTIER_OBEY_CRAWL_DELAY).
@@ -39,20 +42,24 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
+from crawlproj.dns import HostUnresolvable, is_dns_error
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
 from crawlproj.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
     MAX_REDIRECTS,
+    NO_HOST,
     ROBOTS_FOR,
     RobotsCache,
     Rules,
     failed,
     origin_of,
     robots_url,
+    unresolved,
     verdict,
 )
+from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +82,8 @@ class RobotsMiddleware:
         self.maxsize = s.getint("ROBOTS_MAXSIZE")
         self.retry_wait = s.getfloat("ROBOTS_RETRY_WAIT")
         self.retry_times = s.getint("ROBOTS_RETRY_TIMES")
+        self.dns_retry_wait = s.getfloat("DNS_RETRY_WAIT")
+        self.dns_retry_times = s.getint("DNS_RETRY_TIMES")
         crawler.signals.connect(self._bytes_received, signals.bytes_received)
 
     @classmethod
@@ -105,17 +114,18 @@ class RobotsMiddleware:
             if rules is not None and rules.known:
                 self.stats.inc_value("robotstxt/cache/redis")
         if rules is None or not rules.known:
-            failures = rules.failures if rules is not None else 0
-            rules, retry = await self._fetch(origin, failures, request)
+            rules, wait = await self._fetch(origin, rules or Rules(), request)
             scheduler = getattr(self.crawler.engine, "scheduler", None)
             robots_fetched = getattr(scheduler, "robots_fetched", None)
-            if robots_fetched is not None and robots_fetched(
-                    request, rules.crawl_delay if rules else None,
-                    self.retry_wait if retry else None):
+            if (rules is None or rules.resolves) and robots_fetched is not None and \
+                    robots_fetched(request, rules.crawl_delay if rules else None, wait):
                 raise RobotsFetched("robots.txt fetched on this request's turn")
             if rules is None:  # no lease to wait with: robots.txt is unreachable, disallow
                 self.stats.inc_value("robotstxt/forbidden")
                 raise IgnoreRequest("Forbidden by robots.txt (unreachable)")
+        if not rules.resolves:
+            self.stats.inc_value("dns/urls_failed")
+            raise HostUnresolvable(f"{origin.split('://', 1)[1]} does not resolve")
         if not rules.allowed(request.url, self.useragent):
             logger.debug("Forbidden by robots.txt: %s", request)
             self.stats.inc_value("robotstxt/forbidden")
@@ -148,14 +158,15 @@ class RobotsMiddleware:
 
     # -- the fetch -----------------------------------------------------------
 
-    async def _fetch(self, origin: str, failures: int, request) -> tuple[Rules | None, bool]:
+    async def _fetch(self, origin: str, before: Rules, request) -> tuple[Rules | None, float | None]:
         """Fetch the origin's robots.txt on request's behalf and store what it
-        means: (rules, False), or (None, True) when it must be fetched again
-        after the retry wait (the rules are unknown until then)."""
+        means: (rules, None), or (None, wait) when it must be fetched again
+        after wait seconds (the rules are unknown until then). ``before``:
+        the origin's entry so far (its failures)."""
         url = robots_url(origin)
         status = None
         response = None
-        for _hop in range(MAX_REDIRECTS + 1):
+        for hop in range(MAX_REDIRECTS + 1):
             fetch = Request(url, callback=NO_CALLBACK, dont_filter=True, priority=1000, meta={
                 ROBOTS: True, ROBOTS_FOR: request, "dont_redirect": True, "dont_retry": True})
             self.stats.inc_value("robotstxt/request_count")
@@ -170,6 +181,8 @@ class RobotsMiddleware:
             except Exception as exc:
                 name = type(exc).__name__
                 self.stats.inc_value(f"robotstxt/exception_count/{name}")
+                if is_dns_error(exc) and (hop == 0 or host_of(url) == host_of(origin)):
+                    return await self._unresolved(origin, before.unresolved + 1)
                 logger.info("robots.txt of %s not fetched: %s: %s", origin, name, exc)
                 status = response = None
                 break
@@ -181,22 +194,36 @@ class RobotsMiddleware:
             url = response.urljoin(location.decode("latin-1"))
         else:  # RFC 9309 §2.3.1.2: past five redirects robots.txt is unavailable
             self.stats.inc_value("robotstxt/too_many_redirects")
-            return await self._known(origin, ALLOW_ALL), False
+            return await self._known(origin, ALLOW_ALL), None
         meaning = verdict(status)
         if meaning == "parse":
             rules, stored = Rules.parsed(self._body(response), self.useragent)
             await self._store(origin, stored, rules)
-            return rules, False
+            return rules, None
         if meaning == "allow":
-            return await self._known(origin, ALLOW_ALL), False
-        failures += 1
+            return await self._known(origin, ALLOW_ALL), None
+        failures = before.failures + 1
         self.stats.inc_value("robotstxt/unreachable")
         if failures >= self.retry_times:
             logger.warning("robots.txt of %s unreachable %d times: disallowing it all",
                            origin, failures)
-            return await self._known(origin, DISALLOW_ALL), False
+            return await self._known(origin, DISALLOW_ALL), None
         await self._store(origin, failed(failures))
-        return None, True
+        return None, self.retry_wait
+
+    async def _unresolved(self, origin: str, lookups: int) -> tuple[Rules | None, float | None]:
+        """The origin's name did not resolve for the lookups-th time in a row:
+        (None, DNS_RETRY_WAIT) to try again, or, past DNS_RETRY_TIMES more, its
+        entry says the host does not resolve (crawlproj/dns.py)."""
+        self.stats.inc_value("dns/lookups_failed")
+        if lookups <= self.dns_retry_times:
+            await self._store(origin, unresolved(lookups))
+            return None, self.dns_retry_wait
+        self.stats.inc_value("dns/hosts_unresolvable")
+        logger.warning("host %s does not resolve (%d lookups, %g s apart): its URLs are "
+                       "counted as DNS errors", origin.split("://", 1)[1], lookups,
+                       self.dns_retry_wait)
+        return await self._known(origin, NO_HOST), None
 
     async def _known(self, origin: str, stored: bytes) -> Rules:
         await self._store(origin, stored)

@@ -61,6 +61,28 @@ ROBOTS_RETRY_WAIT = 60.0
 # ... up to this many failures in a row; then the origin is taken as
 # disallowing everything until its entry expires, and its URLs are dropped.
 ROBOTS_RETRY_TIMES = 5
+# What pages say to crawlers themselves (crawlproj/robotsmeta.py; Google's
+# robots meta specification, which Bing, Nutch and Heritrix read alike;
+# docs/hardening.md, "Robots meta tags"): <meta name="robots"> (or named
+# crawlproj, BOT_NAME, or the product token of ROBOTSTXT_USER_AGENT or
+# USER_AGENT), X-Robots-Tag headers addressed to no crawler or to one of those
+# names, and rel="nofollow" (ugc, sponsored) on links. noindex: the page is
+# archived but not indexed for search, and leaves the index when a later
+# fetch finds it so; nofollow: its links are recorded, marked, not followed;
+# noarchive: its WARC record is marked and left out of the CDXJ index replay
+# reads. False ignores them all, as ROBOTSTXT_OBEY = False ignores robots.txt.
+ROBOTS_META_OBEY = True
+
+# A host whose name does not resolve is no server answering: not RFC 9309's
+# unreachable robots.txt. Its lookup is tried again this many times, this
+# many seconds apart (DNS failures can be transient); then the host is taken
+# as not resolving until its robots entry expires, and each of its URLs fails
+# at once as a DNS error [Mercator §4, Figure 6]. The seeds' names are looked
+# up alike when a worker starts: a seed whose host does not resolve is named,
+# and a worker none of whose seeds resolves stops (finish reason
+# seed_dns_error). crawlproj/dns.py, docs/hardening.md
+DNS_RETRY_TIMES = 2
+DNS_RETRY_WAIT = 2.0
 
 # --------------------------------------------------------------------------
 # Where the crawl lives
@@ -91,6 +113,13 @@ CRAWL_ID = os.environ.get("CRAWL_ID", "default")
 
 # Local output: embedded server data, WARC files, logs. [Mercator §3: checkpoints]
 CRAWL_DATA_DIR = os.environ.get("CRAWL_DATA_DIR") or "./.crawlproj"
+
+# Settings of one's own whose names look like misspelt settings of Scrapy's
+# or crawlproj's (USER_AGENTS beside USER_AGENT) and that no component named
+# in the settings, nor the spider, reads: a list of names let through. Any
+# other such name stops the crawl at start, naming the setting it is closest
+# to (crawlproj/addon.py).
+CRAWL_CUSTOM_SETTINGS = []
 
 # An HTTP proxy every download of this worker goes through:
 # http://[user:password@]host:port. None = Scrapy's way, the http_proxy,
@@ -149,7 +178,8 @@ PRIORITIZER_CROSS_HOST_ONLY = False
 # whose anchor text or URL holds every word goes first; then URLs within
 # SIMILARITY_HOT_HOPS links of a hot page (0 = no such rule), a page with the
 # query in its title or each word at least SIMILARITY_HOT_COUNT times in its
-# text; each class by IS' of the link's anchor, nearby text and URL.
+# text; each class by IS' of the link's anchor, nearby text and URL. A queued
+# URL takes the best score of the links to it found so far.
 SIMILARITY_QUERY = ""
 SIMILARITY_HOT_HOPS = 3
 SIMILARITY_HOT_COUNT = 5
@@ -342,6 +372,25 @@ CRAWL_SCOPE = "domain"
 DEPTH_LIMIT = 10
 # Longest extracted text kept on a page item (characters).
 PAGE_TEXT_MAX_CHARS = 100_000
+
+# --------------------------------------------------------------------------
+# URL filters: which URLs the crawl is to have, by regular expressions
+# [Mercator §3, step 6: the user-supplied URL filter] (crawlproj/frontier/
+# urlfilter.py, docs/recipe.md). Decided where URLs enter the frontier
+# (seeds, links, redirects, sitemaps); each refusal is counted as the stat
+# urlfilter/refused/<rule>. A pattern matches when re.search finds it in the
+# URL (case-sensitive; (?i) for not); a URL must pass every filter set.
+# --------------------------------------------------------------------------
+
+# Patterns; a URL one matches is refused (rule exclude/<index>). A list here;
+# with -s or CRAWLPROJ_, one pattern or a JSON list ('["\\.pdf$", "/print/"]').
+URLFILTER_EXCLUDE = []
+# Patterns; when any is given, a URL none matches is refused (rule include).
+URLFILTER_INCLUDE = []
+# A file of rules in Nutch's regex-urlfilter.txt form: "+regex" admits,
+# "-regex" refuses, "#" comments; the first rule that matches decides (rule
+# file/<line>), and a URL no rule matches is refused (file/unmatched).
+URLFILTER_FILE = None
 
 # --------------------------------------------------------------------------
 # The trap guard: crawler traps, URL spaces without end (docs/hardening.md has
@@ -559,6 +608,13 @@ REALTIME_STABLE_PAGES = 50
 # frontier's sync); a worker silent for 3 intervals is shown as gone. 0: off
 # (the dashboard then shows no workers nor totals).
 MONITOR_INTERVAL = 5.0
+# The crawl's history in Redis, drawn by the dashboard (crawlproj/monitor/
+# history.py): rings of [seconds per sample, samples kept], each rewritten by
+# the heartbeats (at most one write per ring per heartbeat). The default keeps
+# the last hour in 10 s steps and a week in 1 min steps: 0.48 MB of Redis per
+# day of crawl with 2 workers, 0.84-0.89 MB with 10, and at most 3.5 and 6.4 MB
+# (a week; docs/benchmarks.md, "The crawl's history"). [] = none.
+MONITOR_HISTORY = [[10, 360], [60, 10080]]
 
 # --------------------------------------------------------------------------
 # Scrapy settings the project relies on
@@ -583,6 +639,11 @@ DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 RETRY_TIMES = 2
 REDIRECT_MAX_TIMES = 5
+# A <meta http-equiv="refresh"> page is a page: the web spider extracts and
+# indexes it like any other and follows its refresh target as it follows a
+# redirect (crawlproj/spiders/web.py). Scrapy's MetaRefreshMiddleware would
+# swap the page for its target before the spider saw it, links and all.
+METAREFRESH_ENABLED = False
 # DepthMiddleware: record depth in request.meta["depth"] (bfs uses it in stats).
 DEPTH_STATS_VERBOSE = False
 
@@ -608,6 +669,8 @@ EXTENSIONS = {
     # workers' stats crawl-wide (crawlproj/monitor/)
     "crawlproj.monitor.figures.CrawlFigures": 520,
     "crawlproj.monitor.heartbeat.Heartbeat": 530,
+    # the seeds' host names looked up at start (crawlproj/dns.py)
+    "crawlproj.dns.SeedCheck": 540,
 }
 # Once the spider is open, move the objects made at start-up (Scrapy, Twisted,
 # lxml, settings, middlewares) out of the garbage collector's walks (gc.freeze):

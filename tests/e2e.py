@@ -95,6 +95,20 @@ def stat(log: str, name: str) -> int:
     return 0
 
 
+def warc_records(root: Path, rec_type: str, header: str) -> list[tuple[str, str | None]]:
+    """(target URI, value of header) of every record of rec_type in the WARC
+    files under root."""
+    from warcio.archiveiterator import ArchiveIterator
+    out = []
+    for path in sorted(root.rglob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f):
+                if rec.rec_type == rec_type:
+                    out.append((rec.rec_headers.get_header("WARC-Target-URI"),
+                                rec.rec_headers.get_header(header)))
+    return out
+
+
 def wait_for(predicate, timeout=60.0, every=0.1) -> bool:
     """Poll predicate() until it holds or timeout seconds pass (a bound on
     the wait, not a claim about time: callers assert what they waited for)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import http.client
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -72,6 +73,13 @@ def collection(root: Path, name: str, warcs: list[Path], indexed_by_pywb: list[P
 def own_index(coll: Path) -> list[str]:
     """The lines pywb wrote into a collection's index.cdxj."""
     return (coll / "indexes" / "index.cdxj").read_text(encoding="utf-8").splitlines()
+
+
+def as_pywb_writes(lines: list[str]) -> list[str]:
+    """CDXJ lines as pywb's wb-manager add writes them: a revisit's line
+    without the status cdxj-indexer (and crawlproj) give it."""
+    return [re.sub(r', "status": "[0-9]+"', "", line) if '"mime": "warc/revisit"' in line
+            else line for line in lines]
 
 
 def _free_port() -> int:

@@ -289,7 +289,9 @@ def test_redis_out_of_memory_stops_the_crawl_and_loses_nothing(redis_server_fact
         assert_each_stopped_once(workers, "Redis is out of memory (maxmemory) and refuses writes",
                                  "redis_refused", 4, "Redis refuses the crawl's writes")
         first = workers.log(0)
-        assert "Received SIGINT while the crawl is closing" in first
+        # said by crawlproj when the close had begun, by Scrapy when the signal came
+        # first (between the error line and the close): the close finishes either way
+        assert "Received SIGINT" in first
         for line in ("Spider closed (redis_refused)", "Dumping Scrapy stats", "Frontier closed"):
             assert line in first, first[-3000:]
         records = sw.settle_log()

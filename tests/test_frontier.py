@@ -332,6 +332,32 @@ def test_links_in_one_call_are_queued_once_and_bumped(redis_url):
     assert [(x.payload, x.score) for x in lease(f)] == [(b"http://a.ex/2 #1", -1.0)]
 
 
+def test_a_better_link_lowers_a_queued_urls_score_and_a_worse_one_leaves_it(redis_url):
+    """A prioritizer whose estimate of a URL is the best of its links (the
+    similarity order): a later link with a lower score moves the queued URL
+    ahead, in the same call or a later one; a higher one changes nothing;
+    a URL being fetched is not touched."""
+    f = make(redis_url)
+
+    def links(*pairs):
+        return f.sync({0: Batch(enqueue=[f.entry(host_of(u), u, s, f"{u} {s}".encode(), best=True)
+                                         for u, s in pairs])})[0]
+
+    r = links(("http://a.ex/1", 5), ("http://a.ex/2", 3), ("http://a.ex/1", 4),
+              ("http://a.ex/1", 6))
+    assert (r.added, r.duplicates, r.bumped) == (2, 2, 1)
+    r = links(("http://a.ex/2", 9), ("http://a.ex/1", 1))
+    assert (r.added, r.duplicates, r.bumped) == (0, 2, 1)
+    first = lease(f, 1)
+    # the first link's payload stays with the URL; its score is the best seen
+    assert [(x.payload, x.score) for x in first] == [(b"http://a.ex/1 5", 1.0)]
+    r = links(("http://a.ex/1", -7))  # being fetched: nothing to lower
+    assert (r.duplicates, r.bumped, r.queued) == (1, 0, 1)
+    release(f, first)
+    assert [(x.payload, x.score) for x in lease(f)] == [(b"http://a.ex/2 3", 3.0)]
+    assert f.status()["counters"]["bumped"] == 2
+
+
 def test_recent_urls_cache_is_least_recently_seen_first_out():
     from crawlproj.frontier.admission import RecentURLs
     c = RecentURLs(2)

@@ -215,25 +215,36 @@ def test_the_grafana_dashboard_draws_only_metrics_the_app_serves(redis_url):
     import json
     import re
 
+    from tests.e2e import ROOT
+    from tests.test_operator import served
+
+    text = served(redis_lib.Redis.from_url(redis_url), "graf")
+    assert 'crawlproj_pages_fetched_total{crawl_id="graf"} 3.0' in text
+    assert 'crawlproj_queued_urls{crawl_id="graf"} 3.0' in text
+    drawn = set(re.findall(r"crawlproj_[a-z_]+", (ROOT / "docs" / "grafana-dashboard.json").read_text()))
+    names = set(re.findall(r"^(crawlproj_[a-z_]+)", text, re.M))
+    assert drawn and drawn <= names, sorted(drawn - names)
+    assert json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())["panels"]
+
+
+def test_what_pages_asked_and_the_crawl_obeyed_is_in_the_status_and_metrics(redis_url):
+    """The spider's robotsmeta/ counters, summed crawl-wide by the heartbeat,
+    reach /api/status (and the dashboard that draws it) and /metrics."""
     from prometheus_client import CollectorRegistry, generate_latest
 
     from crawlproj.ui.metrics import CrawlCollector
-    from tests.e2e import ROOT
 
     r = redis_lib.Redis.from_url(redis_url)
-    f = _frontier(r, crawl="graf")
-    beat = _heartbeat(r, crawl="graf")
-    beat.stats.set_value("figures/attempts", 3)
-    beat.stats.set_value("figures/status/200", 3)
-    beat.stats.set_value("figures/outcome/200 OK", 3)
-    beat.stats.set_value("figures/type/text/html", 3)
+    _frontier(r, crawl="obeyed")
+    beat = _heartbeat(r, crawl="obeyed")
+    for name, n in (("robotsmeta/pages/noindex", 2), ("robotsmeta/pages/nofollow", 3),
+                    ("robotsmeta/pages/noarchive", 1), ("robotsmeta/links/nofollow", 40)):
+        beat.stats.set_value(name, n)
     beat.answered(r.execute_command(*beat.command()))
+    s = crawl_status(r, Keyspace.found(r, "obeyed"))["politeness"]
+    assert (s["pages_noindex"], s["pages_nofollow"], s["pages_noarchive"], s["links_nofollow"]) == (2, 3, 1, 40)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(CrawlCollector(lambda: r))
     served = generate_latest(registry).decode()
-    assert 'crawlproj_pages_fetched_total{crawl_id="graf"} 3.0' in served
-    assert f'crawlproj_queued_urls{{crawl_id="graf"}} {float(f.sync({0: Batch()})[0].queued)}' in served
-    drawn = set(re.findall(r"crawlproj_[a-z_]+", (ROOT / "docs" / "grafana-dashboard.json").read_text()))
-    names = set(re.findall(r"^(crawlproj_[a-z_]+)", served, re.M))
-    assert drawn and drawn <= names, sorted(drawn - names)
-    assert json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())["panels"]
+    assert 'crawlproj_pages_noindex_total{crawl_id="obeyed"} 2.0' in served
+    assert 'crawlproj_links_nofollow_total{crawl_id="obeyed"} 40.0' in served

@@ -181,7 +181,7 @@ def test_exported_graph_loads_in_pandas_duckdb_networkx(crawl):
                       redis_url=crawl["redis_url"]).returncode == 0
     edges = pd.read_parquet(out / "edges.parquet")
     urls = pd.read_parquet(out / "urls.parquet")
-    assert list(edges.columns) == ["src", "dst", "anchor"] and len(edges) > 0
+    assert list(edges.columns) == ["src", "dst", "anchor", "nofollow"] and len(edges) > 0
     g = nx.from_pandas_edgelist(edges, "src", "dst", create_using=nx.DiGraph)
     assert set(g.nodes) <= set(urls["id"])
     n = duckdb.sql(f"SELECT count(*) FROM '{out}/edges.parquet' e "

@@ -105,6 +105,29 @@ def test_cross_host_only_ignores_links_within_a_host(redis_url, tmp_path):
     assert s[str(url_fingerprint(url(4))).encode()] < s[str(url_fingerprint(url(8))).encode()]
 
 
+def test_nofollow_links_give_no_credit(redis_url, tmp_path):
+    """A link marked nofollow (crawlproj/robotsmeta.py) counts for nothing,
+    in Redis and in a segment: the ranks are those of the graph without it."""
+    r = redis.Redis.from_url(redis_url)
+    f = frontier_of(r, "nofollow")
+    store = LinkStore(r, f.keyspace, tmp_path / "links", segment_pages=2)
+    marked = {(0, 4), (1, 6), (3, 6)}
+    for src, dsts in LINKS.items():
+        value, _ = encode_page(url(src), 1.0, [{"url": url(d), "anchor": "", "nofollow": (src, d) in marked}
+                                               for d in dsts])
+        store.append([(0, value)])
+    assert store.compact(0) == 2  # two pages in a segment, two in Redis
+    queue(f, [4, 5, 6, 7, 8, 9])
+    run = Ranker(f, store, damping=0.9, tol=1e-10).run_once()
+    assert run.edges == 13 - len(marked)
+    followed = {s: [d for d in ds if (s, d) not in marked] for s, ds in LINKS.items()}
+    want = expected_ranks(followed)
+    got = {int(fp): -score for h in f.queued_hosts(0)
+           for fp, score in r.zrange(f.keyspace.queue(0, h), 0, -1, withscores=True)}
+    for i in [5, 6, 7, 8, 9]:  # 4 is linked by nofollow alone: no node of the graph
+        assert got[url_fingerprint(url(i))] == pytest.approx(want[url(i)], abs=1e-6)
+
+
 def test_the_ranker_reads_the_crawls_fingerprint_width_and_fixes_nothing(redis_url, tmp_path):
     r = redis.Redis.from_url(redis_url)
     keyspace = Keyspace.open(r, "width")

@@ -30,7 +30,7 @@ from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.keyspace import Keyspace
 from crawlproj.stores.warc import NOT_MODIFIED_PROFILE
 from crawlproj.urls import host_of
-from tests.e2e import wait_for
+from tests.e2e import wait_for, warc_records
 from tests.loopback import QuietHandler, close, serve
 from tests.test_bad_inputs import one_line, scrapy
 
@@ -77,15 +77,7 @@ class Site(QuietHandler):
 
 def warc_revisits(root: Path) -> list[tuple[str, str]]:
     """(target URI, profile) of every revisit record in the WARC files under root."""
-    from warcio.archiveiterator import ArchiveIterator
-    out = []
-    for path in root.rglob("*.warc.gz"):
-        with open(path, "rb") as f:
-            for rec in ArchiveIterator(f):
-                if rec.rec_type == "revisit":
-                    out.append((rec.rec_headers.get_header("WARC-Target-URI"),
-                                rec.rec_headers.get_header("WARC-Profile")))
-    return out
+    return warc_records(root, "revisit", "WARC-Profile")
 
 
 @pytest.mark.e2e

@@ -548,3 +548,89 @@ def test_the_snippet_is_found_wherever_the_words_are(index):
     # words as tantivy cuts them: "okapi_ish" is "okapi" and "ish"
     by_url = {h.url: h.snippet for h in s.search("okapi").results}
     assert by_url["http://c.example/"] == "an <mark>okapi</mark>_ish word and a zebra"
+
+
+# --------------------------------------------------------------------------
+# noindex and canonical URLs (crawlproj/robotsmeta.py)
+# --------------------------------------------------------------------------
+
+
+def test_a_page_found_noindex_leaves_the_index(index):
+    indexer = Indexer(index, None)
+    s = Searcher(index)
+    indexer.write([doc("http://a.example/p", "plum", "quince words", links=[("http://b.example/", "bword")]),
+                   doc("http://b.example/", "bee", "x")])
+    assert s.search("quince").total == 1
+    # fetched again, the page says noindex: out of the index, its links kept
+    gone = Document.of_page("http://a.example/p", "plum", "quince words", T0 + 10,
+                            [("http://b.example/", "bword")], None, ["noindex"])
+    assert gone.noindex and not gone.text
+    indexer.write([gone])
+    assert index.num_docs() == 1  # b alone: no empty document left in a's place
+    assert s.search("quince").total == 0 and s.search("plum").total == 0
+    assert [h.url for h in s.search("anchors:bword").results] == ["http://b.example/"]
+    # an older fetch handed over late does not bring it back; a newer one does
+    indexer.write([doc("http://a.example/p", "plum", "quince words", T0 + 5)])
+    assert s.search("quince").total == 0
+    indexer.write([doc("http://a.example/p", "plum", "quince words again", T0 + 20)])
+    assert s.search("quince").total == 1
+    # noindex first, never indexed: nothing written
+    indexer.write([Document.of_page("http://a.example/n", "t", "raspberry", T0, [], None, ["noindex"])])
+    assert s.search("raspberry").total == 0
+    assert index.num_docs() == 2
+
+
+def test_pages_that_name_one_canonical_url_are_one_document(index):
+    indexer = Indexer(index, None)
+    s = Searcher(index)
+    canon = "http://a.example/article"
+
+    def copy(url, t, text):
+        return Document.of_page(url, "article", text, t, [], canon, [])
+
+    # two copies (print view, tracking URL): one result, the latest copy's
+    indexer.write([copy("http://a.example/article?print=1", T0, "sorbet version one")])
+    indexer.write([copy("http://a.example/article?ref=feed", T0 + 10, "sorbet version two")])
+    hits = s.search("sorbet").results
+    assert [h.url for h in hits] == ["http://a.example/article?ref=feed"]
+    # the canonical page itself wins, whenever it comes, and stays
+    indexer.write([Document.of_page(canon, "article", "sorbet the original", T0 + 5, [], canon, [])])
+    assert [h.url for h in s.search("sorbet").results] == [canon]
+    indexer.write([copy("http://a.example/article?print=1", T0 + 30, "sorbet version three")])
+    assert [h.url for h in s.search("sorbet").results] == [canon]
+    assert s.search("original").total == 1 and s.search("three").total == 0
+    # a self-referencing canonical is no canonical: the page is its own document
+    self_ref = Document.of_page("http://a.example/other", "t", "tamarind", T0, [], "http://a.example/other", [])
+    assert self_ref.canonical == "" and self_ref.key == "http://a.example/other"
+    assert index.num_docs() == 1
+
+
+def test_a_copy_found_noindex_gives_the_canonical_url_up(index):
+    indexer = Indexer(index, None)
+    s = Searcher(index)
+    canon = "http://a.example/c"
+    indexer.write([Document.of_page("http://a.example/c?x=1", "t", "ugli fruit", T0, [], canon, [])])
+    assert s.search("ugli").total == 1
+    indexer.write([Document.of_page("http://a.example/c?x=1", "t", "ugli fruit", T0 + 1, [], canon,
+                                    ["noindex"])])
+    assert s.search("ugli").total == 0
+    # the next copy that names it takes the canonical URL, whatever its fetch time
+    indexer.write([Document.of_page("http://a.example/c?y=2", "t", "vanilla", T0 - 100, [], canon, [])])
+    assert [h.url for h in s.search("vanilla").results] == ["http://a.example/c?y=2"]
+
+
+def test_items_with_robots_and_canonical_become_documents():
+    item = {"url": "http://a.example/", "final_url": "http://a.example/", "status": 200,
+            "content_type": "text/html", "title": "t", "text": "x", "fetch_time": T0,
+            "outlinks": [{"url": "http://b.example/", "anchor": "b"},
+                         {"url": "http://c.example/", "anchor": "c", "nofollow": True}],
+            "duplicate_of": None, "robots": [], "canonical": "http://a.example/main"}
+    d = Document.from_item(item)
+    assert d.outlinks == [("http://b.example/", "b")]  # a nofollow link vouches for nothing
+    assert d.key == "http://a.example/main" and d.own_key == "http://a.example/"
+    assert Document.unpack(d.pack()) == d
+    gone = Document.from_item({**item, "robots": ["noindex", "nofollow"]})
+    assert gone.noindex and gone.text == "" and Document.unpack(gone.pack()) == gone
+    # items of before the fields existed
+    old = {k: v for k, v in item.items() if k not in ("robots", "canonical")}
+    assert Document.from_item(old).key == "http://a.example/"

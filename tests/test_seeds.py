@@ -31,19 +31,23 @@ def test_file_with_comments_blank_lines_and_problems(tmp_path):
         "http://c.example/page  # trailing comment\n"
         "http://exa mple.com/\n"
         "mailto:me@example.com\n"
-        "http://a.example/\n",
+        "http://a.example/\n"
+        "http//d.example/page\n"
+        "intranet/x\n",
     )
     urls, problems = read_seeds(path)
     assert urls == [
         "http://a.example/",
         "https://b.example/x?y=1",
-        "http://example.com/",
+        "http://example.com/",      # a bare domain name, as in a pasted list of domains
         "http://c.example/page",
     ]
     assert problems == [
         f"{path}:5: not an http(s) URL: 'ftp://x'",
         f"{path}:9: contains whitespace: 'http://exa mple.com/'",
         f"{path}:10: not an http(s) URL: 'mailto:me@example.com'",
+        f"{path}:12: no scheme: 'http//d.example/page' (did you mean 'http://d.example/page'?)",
+        f"{path}:13: no scheme: 'intranet/x' (did you mean 'http://intranet/x'?)",
     ]
 
 
@@ -56,25 +60,38 @@ def test_problem_names_the_path_as_given(tmp_path, monkeypatch):
 
 
 def test_comma_separated_urls():
-    urls, problems = read_seeds("http://a.example/, https://b.example/p ,c.example,,ftp://d")
+    urls, problems = read_seeds("http://a.example/, https://b.example/p ,HTTP://c.example,,ftp://d")
     assert urls == ["http://a.example/", "https://b.example/p", "http://c.example/"]
     assert problems == ["seeds[5]: not an http(s) URL: 'ftp://d'"]
 
 
-def test_single_url_and_bare_host():
+@pytest.mark.parametrize("arg, fix", [
+    ("http//host.example/page", "http://host.example/page"),   # the colon missing
+    ("https//host.example/", "https://host.example/"),
+    ("example.org", "http://example.org"),
+    ("example.org/page", "http://example.org/page"),
+    ("localhost:8080", "http://localhost:8080"),
+    ("//cdn.example.org/x", "http://cdn.example.org/x"),
+])
+def test_an_argument_neither_a_file_nor_a_url_with_a_scheme_is_refused(arg, fix):
+    """Read as a host, `http//host/page` crawled a host named http: the
+    argument is a file that exists, or URLs that say their scheme."""
+    with pytest.raises(SeedsError) as info:
+        read_seeds(arg)
+    assert str(info.value) == (f"seeds {arg!r} is neither an existing file nor a URL with a "
+                               f"scheme (did you mean {fix!r}?)")
+
+
+def test_a_listed_url_without_a_scheme_refuses_the_argument():
+    with pytest.raises(SeedsError) as info:
+        read_seeds("http://a.example/,b.example/x,https://c.example/")
+    assert str(info.value) == ("seeds[2] 'b.example/x' is not a URL with a scheme (did you "
+                               "mean 'http://b.example/x'?)")
+
+
+def test_single_url():
     assert read_seeds("https://example.org/start") == (["https://example.org/start"], [])
-    assert read_seeds("example.org") == (["http://example.org/"], [])
-    assert read_seeds("localhost:8080") == (["http://localhost:8080/"], [])
-    assert read_seeds("a.example,//cdn.example.org/x") == (
-        ["http://a.example/", "http://cdn.example.org/x"], []
-    )
-    # A bare host with a path, alone, looks like a path: a one-line error.
-    with pytest.raises(SeedsError, match=r"not found: 'example.org/page' \(URLs need"):
-        read_seeds("example.org/page")
-    # In a comma-separated list it is a URL.
-    assert read_seeds("example.org/page,b.example")[0] == [
-        "http://example.org/page", "http://b.example/"
-    ]
+    assert read_seeds("http:example.org/") == (["http://example.org/"], [])  # as browsers read it
 
 
 @pytest.mark.parametrize(
@@ -196,8 +213,7 @@ def test_one_bare_word_is_a_file_name_not_a_host(tmp_path, monkeypatch):
     assert str(info.value) == "seeds file not found: 'myseeds' (URLs need their scheme: http://...)"
     (tmp_path / "myseeds").write_text("http://a.example/\n")
     assert read_seeds("myseeds") == (["http://a.example/"], [])
-    # a host name has a dot or a port; a URL says its scheme
-    assert read_seeds("localhost:8080")[0] == ["http://localhost:8080/"]
+    # a URL says its scheme
     assert read_seeds("http://intranet/")[0] == ["http://intranet/"]
 
 

@@ -12,6 +12,8 @@ from scrapy.http import HtmlResponse
 
 from crawlproj.extract import extract_page
 from crawlproj.frontier import codec
+from crawlproj.frontier.admission import admit
+from crawlproj.frontier.frontier import Batch
 from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.similarity import (
     MAX_QUERY_CHARS,
@@ -25,6 +27,7 @@ from crawlproj.simweb.testing import SimWebServer
 from middlewares.linkcontext import LinkContextMiddleware
 from tests.e2e import Workers
 from tests.test_bad_inputs import crawl, one_line
+from tests.test_frontier import lease, make, release
 
 PAGE = """<html><head><title>{title}</title></head><body><p>{text}</p><ul>
 <li><a href="/hot">all about {q}</a> and more</li>
@@ -65,6 +68,60 @@ def test_hot_queue_then_near_a_hot_page_then_by_similarity():
     # a seed (no link context) keeps a place; a retry keeps its score
     assert order.score(Request("http://s.example/")) > hs["hot"]
     assert order.score(Request("http://s.example/", meta={"frontier_score": -5.0})) == -5.0
+
+
+def served(frontier, order, *pages) -> list[str]:
+    """The pages' links through admission into a real frontier (each page's
+    links in one call, as a worker sends them), then leased one at a time:
+    their paths in the order served."""
+    for body in pages:
+        entries = [admit(frontier, order, r, None, 2083)[1] for r in links_of(order, body).values()]
+        frontier.sync({0: Batch(enqueue=entries)})
+    out = []
+    while got := lease(frontier, 1):
+        out.append(codec.decode(got[0].payload, host=got[0].host).url.split("/", 3)[3])
+        release(frontier, got)
+    return out
+
+
+def nav(paths, anchor=lambda p: f"see {p}") -> str:
+    items = "".join(f'<li><a href="/{p}">{anchor(p)}</a></li>' for p in paths)
+    return f"<html><head><title>t</title></head><body><ul>{items}</ul></body></html>"
+
+
+def test_links_nothing_tells_apart_are_served_in_the_order_found(redis_url):
+    """Cho's queues are FIFO: among links of one class and IS', the first
+    found goes first, down to a page's own order (its links are scored
+    within a millisecond)."""
+    paths = [f"p{i:02d}" for i in range(40)]
+    order = SimilarityOrder("jazz")
+    assert served(make(redis_url, "fifo"), order, nav(paths)) == paths
+
+
+def test_a_later_link_whose_anchor_holds_the_query_puts_a_queued_url_in_the_hot_queue(redis_url):
+    """Cho's hot queue holds the URLs "seen in an anchor mentioning" the
+    query: a URL first found under another anchor (a hub's link to it) goes
+    ahead once a page links it with the query in its anchor."""
+    paths = ["a", "b", "target", "c"]
+    order = SimilarityOrder("jazz")
+    hub = nav(paths)
+    index = nav(["target", "d"], anchor=lambda p: "jazz records" if p == "target" else "other")
+    got = served(make(redis_url, "hotlater"), order, hub, index)
+    assert got[0] == "target", got
+    assert sorted(got) == sorted(paths + ["d"])
+
+
+def test_the_words_of_an_identifier_are_words_as_the_index_reads_them():
+    """The session's query runs on the crawl's index, which cuts mod_deflate
+    into mod and deflate (tantivy's default tokenizer); the order reads
+    anchors and URLs alike, so a link named by identifiers is in the hot
+    queue."""
+    order = SimilarityOrder("deflate howto")
+    sim, hot = order.estimate("Apache Module mod_deflate", "", "http://a.example/ssl_howto.html")
+    assert hot and sim > 0
+    assert SimilarityOrder("ssl_howto").terms == ["ssl", "howto"]
+    # letters and digits stay together, as in the index: sqlite3 is not sqlite
+    assert order.estimate("sqlite3", "", "http://a.example/x")[0] == 0.0
 
 
 def test_idf_from_the_pages_seen_so_far_is_shared_by_workers(redis_url):

@@ -69,6 +69,7 @@ def test_html_page_item_fields():
     assert set(item.keys()) == set(PAGE_ITEM_FIELDS) == {
         "url", "final_url", "status", "content_type", "length", "fetch_time",
         "download_time", "depth", "title", "text", "outlinks", "duplicate_of",
+        "robots", "canonical",
     }  # fmt: skip
     assert item["url"] == "http://example.com/old"  # as requested, before the redirect
     assert item["final_url"] == "http://example.com/"
@@ -283,3 +284,120 @@ def test_missing_seeds_file_fails_in_the_constructor(tmp_path):
 
 def test_spider_name():
     assert WebSpider.name == "web"
+
+
+# --------------------------------------------------------------------------
+# What pages say to crawlers (crawlproj/robotsmeta.py)
+# --------------------------------------------------------------------------
+
+TOLD = b"""<html><head><title>Told</title>%s</head><body><p>Words.</p>
+<a href="/plain">plain</a>
+<a href="/marked" rel="nofollow">marked</a>
+<a href="/ugc" rel="ugc noopener">user content</a>
+<a href="/both" rel="sponsored">ad</a> <a href="/both">editorial</a>
+</body></html>"""
+
+
+def told(head: bytes = b"", headers: dict | None = None, url: str = "http://example.com/p",
+         body: bytes | None = None) -> HtmlResponse:
+    h = {"Content-Type": "text/html; charset=utf-8", **(headers or {})}
+    return HtmlResponse(url, body=TOLD % head if body is None else body, headers=h,
+                        request=Request(url))
+
+
+def parsed(spider, response):
+    [item], requests = split(spider.parse(response))
+    marks = {o["url"].rsplit("/", 1)[1]: bool(o.get("nofollow")) for o in item["outlinks"]}
+    return item, sorted(r.url.rsplit("/", 1)[1] for r in requests), marks
+
+
+def test_nofollow_links_are_recorded_marked_and_not_followed():
+    spider = make_spider({"CRAWL_SCOPE": "any"})
+    item, followed, marks = parsed(spider, told())
+    assert followed == ["both", "plain"]  # "both" is also linked without a nofollow type
+    assert marks == {"plain": False, "marked": True, "ugc": True, "both": False}
+    assert item["robots"] == [] and item["canonical"] is None
+    stats = spider.crawler.stats
+    assert stats.get_value("robotsmeta/links/nofollow") == 2
+    assert stats.get_value("web/links/followed") == 2
+    assert stats.get_value("web/links/out_of_scope") is None
+
+
+@pytest.mark.parametrize("head, headers, robots, followed", [
+    (b'<meta name="robots" content="nofollow">', {}, ["nofollow"], []),
+    (b'<meta name="ROBOTS" content="NONE">', {}, ["noindex", "nofollow"], []),
+    (b'<meta name="crawlproj" content="noindex">', {}, ["noindex"], ["both", "plain"]),
+    (b'<meta name="googlebot" content="noindex, nofollow">', {}, [], ["both", "plain"]),
+    (b"", {"X-Robots-Tag": "noarchive, nosnippet"}, ["noarchive", "nosnippet"], ["both", "plain"]),
+    (b"", {"X-Robots-Tag": "otherbot: nofollow"}, [], ["both", "plain"]),
+    (b"", {"X-Robots-Tag": ["otherbot: noindex", "crawlproj: nofollow"]}, ["nofollow"], []),
+    (b'<meta name="robots" content="noindex">', {"X-Robots-Tag": "nofollow"}, ["noindex", "nofollow"], []),
+    (b'<meta name="robots" content="index, follow, max-snippet:-1">', {}, [], ["both", "plain"]),
+])  # fmt: skip
+def test_robots_meta_tags_and_headers_are_obeyed(head, headers, robots, followed):
+    spider = make_spider({"CRAWL_SCOPE": "any"})
+    item, got, marks = parsed(spider, told(head, headers))
+    assert item["robots"] == robots
+    assert got == followed
+    if "nofollow" in robots:
+        assert all(marks.values()) and len(marks) == 4  # every link recorded, marked
+    for name in robots:
+        assert spider.crawler.stats.get_value(f"robotsmeta/pages/{name}") == 1
+
+
+def test_robots_meta_obey_off_ignores_them_all():
+    spider = make_spider({"CRAWL_SCOPE": "any", "ROBOTS_META_OBEY": False})
+    item, followed, marks = parsed(spider, told(b'<meta name="robots" content="none">',
+                                                {"X-Robots-Tag": "noindex, nofollow, noarchive"}))
+    assert item["robots"] == [] and followed == ["both", "marked", "plain", "ugc"]
+    assert not any(marks.values())
+
+
+def test_the_bots_own_name_from_its_settings():
+    spider = make_spider({"CRAWL_SCOPE": "any", "USER_AGENT": "ExampleBot/2.0 (+https://x.example/)"})
+    item, followed, _ = parsed(spider, told(b'<meta name="examplebot" content="nofollow">'))
+    assert item["robots"] == ["nofollow"] and followed == []
+    item, _, _ = parsed(spider, told(b"", {"X-Robots-Tag": "ExampleBot: noindex"}))
+    assert item["robots"] == ["noindex"]
+
+
+def test_a_refresh_page_is_parsed_and_its_target_followed_as_a_redirect():
+    spider = make_spider({"CRAWL_SCOPE": "host"}, seeds="http://example.com/")
+    head = b'<meta http-equiv="refresh" content="0; url=http://elsewhere.example/new">'
+    item, followed, marks = parsed(spider, told(head))
+    # its links as any page's, and the target, off the seeds' host, as a redirect would be
+    assert followed == ["both", "new", "plain"]
+    assert marks["new"] is False and item["title"] == "Told"
+    # the Refresh header; a nofollow page's refresh still leads on
+    head = b'<meta name="robots" content="nofollow">'
+    item, followed, _ = parsed(spider, told(head, {"Refresh": "5; url=/moved"}))
+    assert followed == ["moved"] and item["outlinks"][-1] == {"url": "http://example.com/moved", "anchor": ""}
+    # a page that reloads itself leads nowhere
+    _, followed, marks = parsed(spider, told(b'<meta http-equiv="refresh" content="30">'))
+    assert followed == ["both", "plain"] and "p" not in marks
+    assert spider.crawler.stats.get_value("web/refresh/followed") == 2
+
+
+@pytest.mark.parametrize("head, headers, canonical", [
+    (b'<link rel="canonical" href="/main">', {}, "http://example.com/main"),
+    (b"", {"Link": '<http://example.com/main>; rel="canonical"'}, "http://example.com/main"),
+    (b'<link rel="canonical" href="/main">', {"Link": "</main>; rel=canonical"}, "http://example.com/main"),
+    (b'<link rel="canonical" href="/main">', {"Link": "</other>; rel=canonical"}, None),
+    (b'<link rel="canonical" href="/p">', {}, "http://example.com/p"),
+    (b"", {}, None),
+])  # fmt: skip
+def test_canonical_url_of_a_page(head, headers, canonical):
+    spider = make_spider({"CRAWL_SCOPE": "any"})
+    item, _, _ = parsed(spider, told(head, headers))
+    assert item["canonical"] == canonical
+    counted = spider.crawler.stats.get_value("robotsmeta/pages/canonical")
+    assert counted == (1 if canonical not in (None, "http://example.com/p") else None)
+
+
+def test_x_robots_tag_of_a_document_that_is_not_html():
+    spider = make_spider({"CRAWL_SCOPE": "any"})
+    response = Response("http://example.com/doc.pdf", body=b"%PDF-1.4 ...", request=Request(
+        "http://example.com/doc.pdf"), headers={"Content-Type": "application/pdf",
+                                                "X-Robots-Tag": "noarchive"})
+    [item], requests = split(spider.parse(response))
+    assert item["robots"] == ["noarchive"] and requests == []

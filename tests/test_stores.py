@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import msgpack
 import pyarrow.parquet as pq
 import pytest
 import redis as redis_lib
@@ -13,7 +14,7 @@ from crawlproj.keyspace import Keyspace
 from crawlproj.stores.crawllog import format_line, parse_line
 from crawlproj.stores.exchange import Exchange, FailedAttempt
 from crawlproj.stores.graph import export_graph
-from crawlproj.stores.linkstore import LinkStore, encode_page, node_id
+from crawlproj.stores.linkstore import LinkStore, decode_page, encode_page, node_id
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.stores.report import SIZE_BINS, CrawlReport, outcome, size_bin
 
@@ -65,6 +66,32 @@ def test_page_metadata_batch_across_partitions_counts_every_fetch(r):
     assert key.startswith(keyspace.prefix(keyspace.partition_of("h1.example")))
 
 
+def test_page_metadata_keeps_the_canonical_url_of_the_latest_body(r):
+    store = PageMetaStore(r, Keyspace.open(r, "meta3", 4), buckets=64)
+    url, canon = "http://h1.example/a.html?ref=feed", "http://h1.example/a.html"
+    t0 = 1_700_000_000.0
+    # no record yet (its fetch's comes first): nothing to add it to
+    store.write([store.canonical_entry(url, t0, canon)])
+    assert store.get(url) is None
+    store.write([store.entry(fetch(url, b"A", at=t0)), store.canonical_entry(url, t0 + 0.5, canon)])
+    m = store.get(url)
+    assert m.canonical == canon and (m.fetches, m.status) == (1, 200)
+    # a self-referencing canonical, in any spelling, is not recorded
+    assert store.canonical_entry(url, t0, "http://H1.example/a.html?ref=feed#top") is None
+    # a 304 keeps it, an error keeps it; a new body clears it until parsed
+    store.write([store.entry(fetch(url, b"", status=304, at=t0 + 1))])
+    store.write([store.entry(fetch(url, b"oops", status=500, at=t0 + 2))])
+    assert store.get(url).canonical == canon
+    store.write([store.entry(fetch(url, b"B", at=t0 + 3))])
+    m = store.get(url)
+    assert m.canonical == "" and (m.fetches, m.changes) == (4, 1)
+    # the parse of an older fetch, late, does not set it on the newer one
+    store.write([store.canonical_entry(url, t0 + 2.5, canon)])
+    assert store.get(url).canonical == ""
+    store.write([store.canonical_entry(url, t0 + 3.5, "http://h1.example/b.html")])
+    assert store.get(url).canonical == "http://h1.example/b.html"
+
+
 def _page(i, n_links=5):
     return ([{"url": f"http://h{(i + k) % 7}.example/p{i + k}.html", "anchor": f"a{i} {k}"}
              for k in range(n_links)])
@@ -103,6 +130,41 @@ def test_link_store_working_set_segments_and_export(r, tmp_path):
     assert sum(u["crawled"] for u in urls) == 45 == counts["pages"]
     assert ids[node_id("http://h9.example/new.html")]["url"] == "http://h9.example/new.html"
     assert ids[node_id(src)]["host"] == "h0.example"
+
+
+def test_nofollow_marks_in_the_working_set_segments_and_export(r, tmp_path):
+    """A link the crawler did not follow for nofollow is stored, marked, in
+    Redis and in segments, and exported with nofollow true; a copy's
+    fingerprint and the marks travel together; segments written before
+    links carried marks export them as followed."""
+    store = LinkStore(r, Keyspace.open(r, "nofollow", 1), tmp_path / "segments", segment_pages=4)
+    marked = set()
+    for i in range(10):
+        src = f"http://h1.example/p{i}.html"
+        links = _page(i, 11)  # more than a byte of marks
+        for k in range(len(links)):
+            if (i + k) % 3 == 0:
+                links[k]["nofollow"] = True
+                marked.add((node_id(src), node_id(links[k]["url"])))
+        value, _ = encode_page(src, 1000.0 + i, links, "http://h1.example/orig.html" if i == 2 else None)
+        page = decode_page(value)
+        assert page.nofollow().tolist() == [bool(x.get("nofollow")) for x in links]
+        assert page.duplicate_of == (node_id("http://h1.example/orig.html") if i == 2 else None)
+        store.append([(0, value)])
+    plain, _ = encode_page("http://h1.example/plain.html", 1.0, _page(3))
+    assert decode_page(plain).marks == b"" and len(msgpack.unpackb(plain)) == 4  # nothing added
+    assert store.compact(0) == 4 and store.compact(0) == 4
+    export_graph(store, tmp_path / "out")
+    edges = pq.read_table(tmp_path / "out" / "edges.parquet").to_pylist()
+    assert len(edges) == 110
+    assert {(e["src"], e["dst"]) for e in edges if e["nofollow"]} == marked
+    # a segment of an earlier version, without the column
+    first = store.segments(0)[0]["files"]["edges"]
+    pq.write_table(pq.read_table(first).drop_columns(["nofollow"]), first)
+    export_graph(store, tmp_path / "out2")
+    edges = pq.read_table(tmp_path / "out2" / "edges.parquet").to_pylist()
+    older = {node_id(f"http://h1.example/p{i}.html") for i in range(4)}
+    assert {(e["src"], e["dst"]) for e in edges if e["nofollow"]} == {m for m in marked if m[0] not in older}
 
 
 def test_compaction_waits_for_the_lock_holder(r, tmp_path):

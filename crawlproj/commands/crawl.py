@@ -1,14 +1,16 @@
 """`scrapy crawl`, with crawlproj's problems reported in one line.
 
 The same command as Scrapy's; before the engine starts it checks what a user
-most often gets wrong (a misspelt crawlproj setting, a seeds argument without
-a usable URL, a scope or prioritizer that does not exist, an unreachable or
+most often gets wrong (a misspelt setting, a seeds argument without a usable
+URL, a scope or prioritizer that does not exist, a URL filter pattern that
+does not compile or a filter file that is not there, an unreachable or
 unwritable Redis, a crawl of the same CRAWL_ID started with other settings)
 and answers with one clear line and exit status 2 instead of a traceback.
 A crawl that then stops on a failure it cannot crawl through exits with the
 status of its class (crawlproj.errors.EXIT_STATUS: Redis lost the crawl's
 state 3, refuses its writes 4, did not answer for REDIS_OUTAGE_LIMIT 5, a
-store cannot write 6), any other error with 1, each with one last line.
+store cannot write 6, no seed's host resolves 7: crawlproj/dns.py), any
+other error with 1, each with one last line.
 
 A close that has begun (a failure, the end of the crawl) finishes on
 Ctrl-C: Scrapy's graceful stop would wait only for the downloads under way
@@ -152,18 +154,21 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.due.urlseen import DueConfig
         from crawlproj.frontier.frontier import join
         from crawlproj.frontier.recrawl import check_settings as check_recrawl
+        from crawlproj.frontier.urlfilter import URLFilter
         from crawlproj.monitor.heartbeat import monitor_interval
+        from crawlproj.monitor.history import rings
         from crawlproj.prioritizers import prioritizer_class
         from crawlproj.scope import scope_mode
         from crawlproj.search.realtime import Session
         from crawlproj.seeds import read_seeds
 
         settings = self.settings
-        check_settings(settings)  # the settings module, -s, Scrapyd's job settings
         spiders = self.crawler_process.spider_loader.list()
         if spider not in spiders:
             raise CrawlprojError(f"no spider {spider!r} in this project; its spiders: "
                                  f"{', '.join(sorted(spiders))}")
+        # the settings module, -s, Scrapyd's job settings; the spider may read its own
+        check_settings(settings, self.crawler_process.spider_loader.load(spider))
         seeds = spargs.get("seeds")
         seed_urls = read_seeds(seeds)[0] if seeds and seeds.strip() else []
         if "query" in spargs or "max_pages" in spargs:
@@ -182,8 +187,10 @@ class Command(ScrapyCrawlCommand):
         if hasattr(prioritizer, "check_settings"):  # its own settings (similarity's query)
             prioritizer.check_settings(settings)
         check_recrawl(settings)
+        URLFilter.from_settings(settings)  # every pattern compiles, the file reads
         DueConfig.from_settings(settings)
         monitor_interval(settings)
+        rings(settings)
         AllowList.from_settings(settings)
         if settings.getwithbase("DOWNLOADER_MIDDLEWARES").get(
                 "middlewares.addressguard.AddressGuardMiddleware") is not None:

@@ -92,6 +92,7 @@ class Command(ScrapyCommand):
 
     def rebuild(self):
         from crawlproj.redisconn import get_redis
+        from crawlproj.robotsmeta import obeyed_agents
         from crawlproj.search.index import PageIndex, index_dir
         from crawlproj.search.indexer import Indexer, IndexerLock
         from crawlproj.search.rebuild import rebuild
@@ -110,7 +111,7 @@ class Command(ScrapyCommand):
                                   damping=s.getfloat("PAGERANK_DAMPING"))
                 t = time.monotonic()
                 files, docs = rebuild(indexer, warc_dir(s), s.getint("INDEX_BATCH"),
-                                      progress=lambda n: lock.hold())
+                                      progress=lambda n: lock.hold(), agents=obeyed_agents(s))
                 print(f"index rebuilt from {files} WARC files: {index.num_docs():,} pages "
                       f"({docs:,} fetches) in {time.monotonic() - t:.1f} s, {index.directory}")
             finally:

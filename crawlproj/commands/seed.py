@@ -17,6 +17,7 @@ from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.frontier.urlfilter import URLFilter
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.redisconn import get_redis
 from crawlproj.seeds import read_seeds
@@ -48,6 +49,7 @@ class Command(ScrapyCommand):
         try:
             check_settings(self.settings)  # the settings module, -s, CRAWLPROJ_ variables
             urls, problems = read_seeds(args[0])
+            url_filter = URLFilter.from_settings(self.settings)
             crawler = Crawler(WebSpider, self.settings)
             prioritizer = load_prioritizer(self.settings.get("FRONTIER_PRIORITIZER"), crawler)
             # it adds URLs as a worker does: to a crawl of its settings, or a new one
@@ -62,7 +64,8 @@ class Command(ScrapyCommand):
         for url in urls:
             try:
                 p, entry = admit(frontier, prioritizer, Request(url, meta={"depth": 0}), None,
-                                 self.settings.getint("FRONTIER_MAX_URL_LENGTH"))
+                                 self.settings.getint("FRONTIER_MAX_URL_LENGTH"),
+                                 urlfilter=url_filter)
             except Refused as exc:
                 print(f"skipped {url}: {exc.message}", file=sys.stderr)
                 continue

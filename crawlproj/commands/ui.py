@@ -1,6 +1,7 @@
 """`scrapy ui`: the web app: the search page at / and GET /api/search, the
 crawl's dashboard at /dashboard with GET /api/status and POST /api/control,
-and /metrics for Prometheus.
+its hosts at /hosts and /host?name= (GET /api/hosts, /api/host), and
+/metrics for Prometheus.
 
 It reads the index of CRAWL_ID under CRAWL_DATA_DIR/index (INDEX_DIR) while
 the crawl's indexer writes it, and the crawl's status from its Redis (read
@@ -47,6 +48,7 @@ class Command(ScrapyCommand):
         from crawlproj.search.searcher import Ranking
         from crawlproj.ui.app import App
         from crawlproj.ui.dashboard import StatusService, add_dashboard, check_token, is_loopback
+        from crawlproj.ui.hosts import add_hosts
         from crawlproj.ui.metrics import add_metrics
         from crawlproj.ui.search import SearchService, add_search
 
@@ -68,6 +70,7 @@ class Command(ScrapyCommand):
             add_search(app, SearchService(index_dir(s), Ranking.from_settings(s)))
             status = StatusService(s, s.get("CRAWL_ID"), token, is_loopback(bind))
             add_dashboard(app, status)
+            add_hosts(app, status)
             add_metrics(app, status)
             try:
                 listening = reactor.listenTCP(port, Site(app), interface=bind)

@@ -3,9 +3,11 @@
 Mercator §3 (step 6) runs every extracted URL through a URL filter before the DUE. Here
 the frontier refuses what no worker could ever fetch, with a reason that goes
 to the log and to the stats (frontier/refused/<reason>), and the crawl goes on;
-then the trap guard's URL rules (crawlproj/traps) refuse what looks like a
-crawler trap (trapguard/refused/<rule>). Links, seeds, redirect targets and
-retries all enter here, so each rule is decided in this one place.
+then the user's URL filters (urlfilter.py) refuse what the crawl is not to
+have (urlfilter/refused/<rule>), and the trap guard's URL rules
+(crawlproj/traps) what looks like a crawler trap (trapguard/refused/<rule>).
+Links, seeds, redirect targets, sitemap URLs and retries all enter here, so
+each rule is decided in this one place.
 """
 
 from __future__ import annotations
@@ -58,12 +60,21 @@ class Trap(Refused):
     stat = "trapguard/refused"
 
 
-def admit(frontier, prioritizer, request, spider, max_length: int, guard=None):
+class Filtered(Refused):
+    """A URL the user's URL filters refuse (urlfilter.py)."""
+
+    stat = "urlfilter/refused"
+
+
+def admit(frontier, prioritizer, request, spider, max_length: int, guard=None, urlfilter=None):
     """(partition, enqueue entry) for request, or raise Refused. ``guard``:
-    the trap guard's URL rules (crawlproj.traps.TrapGuard), or None."""
+    the trap guard's URL rules (crawlproj.traps.TrapGuard), or None;
+    ``urlfilter``: the user's URL filters (urlfilter.URLFilter), or None."""
     bad = refusal(request.url, max_length)
     if bad is not None:
         raise Refused(*bad)
+    if urlfilter is not None and (out := urlfilter.refusal(request.url)) is not None:
+        raise Filtered(*out)
     if guard is not None and (trap := guard.refusal(request.url)) is not None:
         raise Trap(*trap)
     try:
@@ -82,5 +93,6 @@ def admit(frontier, prioritizer, request, spider, max_length: int, guard=None):
     first = prioritizer.first_score(request) if hasattr(prioritizer, "first_score") else None
     entry = frontier.entry(host, request.url, score, codec.encode(request, spider, host),
                            force=request.dont_filter, fp=fp, bump=bump,
-                           first=first if first is None or math.isfinite(first) else None)
+                           first=first if first is None or math.isfinite(first) else None,
+                           best=getattr(prioritizer, "BEST_LINK", False))
     return frontier.partition_of(host), entry

@@ -171,6 +171,7 @@ class Result:
     rready: int = 0      # hosts with a recrawl due, politeness allowing
     leased_recrawl: int = 0  # of the leases of this answer, recrawls
     budget_waits: int = 0    # 1: ready hosts waited for the recrawl budget
+    backed_off: int = 0      # hosts with failures in a row (errors, 429/503)
     lost: list = field(default_factory=list)  # tokens whose renewal found no lease
 
 
@@ -226,15 +227,20 @@ class Frontier:
     # -- building entries -------------------------------------------------
 
     def entry(self, host: str, url: str, score: float, payload: bytes, force: bool = False,
-              fp: int | None = None, bump: float = 0.0, first: float | None = None):
+              fp: int | None = None, bump: float = 0.0, first: float | None = None,
+              best: bool = False):
         """An enqueue entry; bump is added to the URL's score if it is already
-        queued (a prioritizer that counts links to a URL, see prioritizers);
-        first replaces the score if the URL is its host's first in the crawl."""
+        queued (a prioritizer that counts links to a URL, see prioritizers),
+        or with best the URL takes score if that is lower than its own (a
+        prioritizer whose estimate of a URL is the best any link to it
+        gives); first replaces the score if the URL is its host's first in
+        the crawl."""
         if fp is None:
             fp = self.due.fingerprint(url)  # canonical URL, crawl's settings
         # fp as text: Lua reads msgpack integers as doubles (53 bits)
         return (host, str(fp), self.due.aux(fp), repr(float(score)), payload,
-                "1" if force else "0", repr(float(bump)) if bump else "0",
+                "1" if force else "0",
+                "<" + repr(float(score)) if best else repr(float(bump)) if bump else "0",
                 "" if first is None else repr(float(first)))
 
     # -- the round trip ---------------------------------------------------

@@ -34,12 +34,13 @@ from twisted.internet import task, threads
 
 from crawlproj import internals
 from crawlproj.frontier import codec
-from crawlproj.frontier.admission import RecentURLs, Refused, Trap, admit
+from crawlproj.frontier.admission import Filtered, RecentURLs, Refused, Trap, admit
 from crawlproj.frontier.frontier import Frontier, Host
 from crawlproj.frontier.leases import FETCHING, LeaseBook
 from crawlproj.frontier.politeness import Politeness, retry_after
 from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.frontier.sync import FrontierSync
+from crawlproj.frontier.urlfilter import URLFilter
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
 from crawlproj.recrawl.record import HELD, STORED
@@ -75,6 +76,7 @@ class FrontierScheduler:
         self.politeness = Politeness.from_settings(s)
         self.max_url_length = s.getint("FRONTIER_MAX_URL_LENGTH")
         self.trap_guard = TrapGuard.from_settings(s)
+        self.url_filter = URLFilter.from_settings(s)  # None: no filter set
         self.book = LeaseBook()
         # the stores' writes of each page, which its lease waits for
         self.writes = PendingWrites.of(crawler)
@@ -88,7 +90,8 @@ class FrontierScheduler:
         # The URLs this worker sent lately, for middlewares/recentlinks.py;
         # none when duplicates must arrive (a prioritizer that bumps).
         size = s.getint("DUE_CACHE_SIZE")
-        bumps = getattr(type(prioritizer), "bump", Prioritizer.bump) is not Prioritizer.bump
+        bumps = getattr(type(prioritizer), "bump", Prioritizer.bump) is not Prioritizer.bump \
+            or getattr(prioritizer, "BEST_LINK", False)
         self.sent = RecentURLs(size) if size > 0 and not bumps else None
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         # At most CONCURRENT_REQUESTS transfers at a time, counted from the
@@ -162,7 +165,11 @@ class FrontierScheduler:
     def enqueue_request(self, request) -> bool:
         try:
             p, entry = admit(self.frontier, self.prioritizer, request, self.spider,
-                             self.max_url_length, self.trap_guard)
+                             self.max_url_length, self.trap_guard, self.url_filter)
+        except Filtered as exc:
+            self.url_filter.log(exc.reason, request.url, exc.message)
+            self.stats.inc_value(f"{exc.stat}/{exc.reason}")
+            return False
         except Trap as exc:
             self.trap_guard.log(host_of(request.url), exc.reason, request.url, exc.message)
             self.stats.inc_value(f"{exc.stat}/{exc.reason}")

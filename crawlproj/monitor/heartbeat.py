@@ -9,6 +9,10 @@ round trip of its own while the worker crawls, and an idle worker still sends
 at most one a second. Growth is measured from the last answered heartbeat: a
 heartbeat lost with a failed sync is counted in the next one, never twice.
 
+The same call keeps the crawl's history (history.py): a sample of the
+crawl's counters, the frontier as this worker's last syncs saw it, and its
+own pages, in one field of each ring of MONITOR_HISTORY.
+
 A worker whose heartbeat is older than GONE_AFTER intervals is gone (killed,
 cut off): its leases go back to their queues when they expire, at most
 FRONTIER_LEASE_TTL after its last heartbeat (crawlproj/monitor/status.py says
@@ -31,6 +35,7 @@ from twisted.internet import task, threads
 from crawlproj import internals
 from crawlproj.errors import CrawlprojError
 from crawlproj.keyspace import Keyspace
+from crawlproj.monitor import history
 from crawlproj.redisconn import get_redis, lua_script
 from crawlproj.stores.common import crawllog_dir, worker_id
 from crawlproj.stores.crawllog import log_path
@@ -65,8 +70,10 @@ def counters(stats: dict) -> dict[str, int]:
 
 
 class Heartbeat:
-    def __init__(self, crawler, redis, keyspace: Keyspace, interval: float, lease_ttl: float):
+    def __init__(self, crawler, redis, keyspace: Keyspace, interval: float, lease_ttl: float,
+                 rings: list[tuple[int, int]] = ()):
         self.crawler = crawler
+        self.rings = list(rings)
         self.stats = crawler.stats
         self.redis = redis
         self.keyspace = keyspace
@@ -90,7 +97,7 @@ class Heartbeat:
         if interval == 0:
             raise NotConfigured
         beat = cls(crawler, get_redis(s), Keyspace(s.get("CRAWL_ID"), 1), interval,
-                   s.getfloat("FRONTIER_LEASE_TTL"))
+                   s.getfloat("FRONTIER_LEASE_TTL"), history.rings(s))
         if s.getbool("CRAWLLOG_ENABLED"):
             beat._log = str(crawllog_dir(s))
         crawler.signals.connect(beat.opened, signals.spider_opened)
@@ -124,6 +131,16 @@ class Heartbeat:
                 "ranker_last_run": self._when("ranker/last_run"),
                 "index_last_batch": self._when("index/last_batch")}
 
+    def _gauges(self) -> dict[str, int]:
+        """The frontier as this worker's last syncs saw it, summed over the
+        partitions (each as of its last answer)."""
+        results = getattr(getattr(self._scheduler(), "sync", None), "results", None) or {}
+        rs = list(results.values())
+        return {"queued": sum(r.queued for r in rs), "ready": sum(r.ready for r in rs),
+                "waiting": sum(r.heap for r in rs), "leased": sum(r.leases for r in rs),
+                "pending": sum(r.pending for r in rs),
+                "backed_off": sum(r.backed_off for r in rs)} if rs else {}
+
     def _when(self, name: str) -> str:
         value = self.stats.get_value(name)
         return value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else ""
@@ -145,7 +162,9 @@ class Heartbeat:
                  if v != self._acked.get(k, 0)]
         record = self._record()
         forget_ms = int((GONE_AFTER * self.interval + self.lease_ttl) * 1000)
-        args = [self.worker, forget_ms, len(record)]
+        past = history.spec(self.rings, int(GONE_AFTER * self.interval * 1000),
+                            self._gauges()) if self.rings else ""
+        args = [self.worker, forget_ms, past, len(record)]
         for k, v in record.items():
             args += (k, v)
         for k, v in grown:

@@ -2,11 +2,13 @@
 what `scrapy crawlctl status`, the dashboard, /api/status and /metrics show.
 
 Rates: "now" is the sum of the live workers' rates over their last heartbeat
-interval; "average" is the crawl's totals over the time since its first
-worker's first heartbeat that is still on record (else since the crawl's
-record was created). Mercator §4's figures (outcome, content types, sizes)
-come from the figures/ counters (figures.py); pages per host from the
-frontier's per-host lease counts (the trap guard's page budget, hostpages).
+interval; "average" is the crawl's totals over the time it has run (its
+history's run time: stretches with no worker left out, and nothing after its
+last worker closed). The history (history.py) is what the dashboard draws;
+the ETA (eta.py) is read from its recent samples and the busiest hosts.
+Mercator §4's figures (outcome, content types, sizes) come from the
+figures/ counters (figures.py); pages per host from the frontier's
+per-host lease counts (the trap guard's page budget, hostpages).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import os
 
 from crawlproj.frontier.frontier import Frontier
 from crawlproj.keyspace import Keyspace
-from crawlproj.monitor import control
+from crawlproj.monitor import control, eta, history, hosts
+from crawlproj.monitor.figures import ERROR_KINDS
 from crawlproj.monitor.heartbeat import GONE_AFTER
 from crawlproj.stores.report import OUTCOMES, SIZE_BINS
 
@@ -25,6 +28,10 @@ QUEUE_SAMPLE = 1000
 # Pages per host is drawn from at most this many hosts' counts.
 HOSTS_SAMPLE = 100_000
 LOG_TAIL = 20
+# The hosts of the longest queues sampled whose pace bounds the ETA (eta.py).
+ETA_HOSTS = 20
+# Of those, the dashboard names this many.
+HOLDING = 5
 
 
 def _decode(h: dict) -> dict[str, str]:
@@ -88,30 +95,42 @@ def _frontier(redis, keyspace: Keyspace, now_ms: int) -> dict:
         pipe.hlen(keyspace.fails(p))
         pipe.zrange(keyspace.ready(p), 0, QUEUE_SAMPLE // 2 - 1)
         pipe.zrange(keyspace.heap(p), 0, QUEUE_SAMPLE // 2 - 1)
+        pipe.zrange(keyspace.leases(p), 0, QUEUE_SAMPLE // 2 - 1)
     replies = pipe.execute()
     heap = due = ready = leased = pending = backed_off = 0
-    sample = []
+    sample, leased_sample = [], []
     for p in range(keyspace.partitions):
-        h, d, r, lz, pe, f, ready_hosts, heap_hosts = replies[8 * p:8 * p + 8]
+        h, d, r, lz, pe, f, ready_hosts, heap_hosts, leased_hosts = replies[9 * p:9 * p + 9]
         heap, due, ready, leased = heap + h, due + d, ready + r, leased + lz
         pending, backed_off = pending + pe, backed_off + f
         sample += [(p, x) for x in ready_hosts + heap_hosts]
+        # a leased host keeps the rest of its queue: a one-site crawl's one
+        # host is leased nearly all the time
+        leased_sample += [(p, x) for x in leased_hosts]
     deepest = 0
-    if sample:
-        pipe = redis.pipeline(transaction=False)
-        for p, host in sample:
-            pipe.zcard(keyspace.queue(p, host.decode()))
-        deepest = max(pipe.execute())
-    queued = counts.get("queued", 0)
     with_queue = heap + ready
+    lengths = []
+    if sample or leased_sample:
+        pipe = redis.pipeline(transaction=False)
+        for p, host in sample + leased_sample:
+            pipe.zcard(keyspace.queue(p, host.decode()))
+        lengths = pipe.execute()
+        deepest = max(lengths)
+        if leased_sample:
+            # the leased hosts with a queue, of those read, in proportion
+            queues = sum(1 for n in lengths[len(sample):] if n)
+            with_queue += round(leased * queues / len(leased_sample))
+    queued = counts.get("queued", 0)
     return {
         "queued": queued, "hosts_ready": ready + due, "hosts_waiting": heap - due,
         "hosts_leased": leased, "hosts_backed_off": backed_off, "pages_pending": pending,
-        "deepest_queue": deepest, "deepest_of_hosts": len(sample),
+        "deepest_queue": deepest, "deepest_of_hosts": len(sample) + len(leased_sample),
         "average_queue": round(queued / with_queue, 2) if with_queue else 0.0,
         "enqueued": counts.get("enqueued", 0), "duplicates": counts.get("duplicates", 0),
         "leased": counts.get("leased", 0), "expired_leases": counts.get("expired", 0),
         "live_leases": counts.get("live_leases", 0),
+        "_sampled": sorted(((n, p, h.decode()) for n, (p, h) in
+                            zip(lengths, sample + leased_sample) if n), reverse=True),
     }
 
 
@@ -168,9 +187,29 @@ def _log_tail(workers: list[dict], n: int = LOG_TAIL) -> list[str]:
     return sorted(lines)[-n:]
 
 
-def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True) -> dict:
+def _run_s(times: dict, workers: list[dict], live: list[dict], record: dict,
+           now_ms: int) -> float:
+    """The time the crawl has run (seconds): the history's run time, gaps
+    with no worker left out, and the time since its last heartbeat while
+    workers are live. A crawl with no history: from its first worker's start
+    to now, or to its last heartbeat once no worker is live."""
+    if times["run_ms"]:
+        extra = now_ms - times["last_ms"] if live else 0
+        return max(0.001, (times["run_ms"] + max(0, extra)) / 1000.0)
+    starts = [w["since_ms"] for w in workers]
+    began = min(starts) if starts else int(float(record.get("created", now_ms / 1000)) * 1000)
+    ended = now_ms if live or not workers else max(w["last_heartbeat_ms"] for w in workers)
+    return max(0.001, (ended - began) / 1000.0)
+
+
+def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True,
+                 history_span: float | None = None, history_since: int = 0,
+                 with_history: bool = True) -> dict:
     """The crawl's status; pages_per_host=False leaves that figure empty
-    (it reads every host's count: a caller refreshing often caches it)."""
+    (it reads every host's count: a caller refreshing often caches it).
+    Its history (history.py) covers the last history_span seconds (None:
+    the whole crawl) from history_since (server ms) on; with_history=False
+    leaves it out (the ETA still reads the recent samples it needs)."""
     t = redis.time()
     now_ms = int(t[0]) * 1000 + int(t[1]) // 1000
     totals = {k: int(v) for k, v in _decode(redis.hgetall(keyspace.totals)).items()}
@@ -188,25 +227,46 @@ def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True) -> dict
         state = "running" if live else "idle"
     figures = _figures(totals)
     frontier = _frontier(redis, keyspace, now_ms)
-    starts = [w["since_ms"] for w in workers]
-    began = min(starts) if starts else int(float(record.get("created", now_ms / 1000)) * 1000)
-    elapsed = max(0.001, (now_ms - began) / 1000.0)
+    sampled = frontier.pop("_sampled")
+    times = history.times(redis, keyspace)
+    run_s = _run_s(times, workers, live, record, now_ms)
     pages_now = sum(w["pages_s"] for w in live)
     fetched = figures["attempts"]
-    return {
+    left = frontier["queued"] + frontier["live_leases"]
+    past = history.read(redis, keyspace, now_ms, history_span, history_since, times) \
+        if with_history else None
+    recent = past if past is not None and history_since == 0 and history_span is None \
+        else history.read(redis, keyspace, now_ms, eta.WINDOW_MAX_S, now_ms - int(
+            eta.WINDOW_MAX_S * 1000), times)
+    busiest = hosts.rows(redis, keyspace, [(p, h, n) for n, p, h in sampled[:ETA_HOSTS]])
+    if state in ("running", "paused", "stopping") or left == 0:
+        bound = eta.host_bound(busiest, now_ms) if left else None
+        ends = eta.estimate(left, eta.drain(recent["samples"], run_s), bound, pages_now)
+    else:
+        ends = {"eta_s": None, "lower_bound": False, "basis": f"the crawl is {state}"}
+    out = {
         "crawl_id": keyspace.crawl_id, "partitions": keyspace.partitions, "now_ms": now_ms,
         "state": state, "control": ctl,
         "rates": {"pages_s_now": round(pages_now, 3),
                   "mb_s_now": round(sum(w["bytes_s"] for w in live) / 1e6, 4),
-                  "pages_s_avg": round(fetched / elapsed, 3),
-                  "mb_s_avg": round(figures["document_bytes"] / 1e6 / elapsed, 4)},
+                  "pages_s_avg": round(fetched / run_s, 3),
+                  "mb_s_avg": round(figures["document_bytes"] / 1e6 / run_s, 4),
+                  "run_s": round(run_s, 1)},
         "fetched": fetched, "queued": frontier["queued"],
-        "discovered": fetched + frontier["queued"] + frontier["live_leases"],
-        "eta_s": round(frontier["queued"] / pages_now) if pages_now > 0 else None,
+        "discovered": fetched + left,
+        "eta_s": ends["eta_s"], "eta": ends,
         "frontier": frontier,
+        # the hosts whose queues take longest at their own pace (eta.py)
+        "holding": eta.holding(busiest, now_ms, HOLDING),
         "workers": workers,
         "politeness": {"hosts_crawl_delay": totals.get("robotstxt/crawl_delay", 0),
-                       "hosts_backed_off": frontier["hosts_backed_off"]},
+                       "hosts_backed_off": frontier["hosts_backed_off"],
+                       # what pages asked of the crawler and it obeyed (crawlproj/robotsmeta.py)
+                       "pages_noindex": totals.get("robotsmeta/pages/noindex", 0),
+                       "pages_nofollow": totals.get("robotsmeta/pages/nofollow", 0),
+                       "pages_noarchive": totals.get("robotsmeta/pages/noarchive", 0),
+                       "links_nofollow": totals.get("robotsmeta/links/nofollow", 0)},
+        "errors": {kind: totals.get(f"figures/errors/{kind}", 0) for kind in ERROR_KINDS},
         "figures": {**figures, "pages_per_host":
                     _pages_per_host(redis, keyspace) if pages_per_host else []},
         "ranker": {"runs": totals.get("ranker/runs", 0), "rescored": totals.get("ranker/rescored", 0),
@@ -223,3 +283,6 @@ def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True) -> dict
         "totals": totals,
         "log_tail": _log_tail(workers),
     }
+    if past is not None:
+        out["history"] = past
+    return out

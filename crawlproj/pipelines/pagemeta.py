@@ -7,7 +7,8 @@ the stores' group commit (one EVALSHA per partition per batch, see
 stores/pagemeta.py, in the round trip of the other stores' writes:
 crawlproj/stores/commit.py).
 The response goes on at once; the URL's lease waits for the write
-(crawlproj/stores/pending.py).
+(crawlproj/stores/pending.py). A parsed page that names another URL as its
+canonical one (item["canonical"]) adds it to its metadata, in the same way.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class PageMetaPipeline:
         self.store: PageMetaStore | None = None
         self.batch: StoreCommit | None = None
         self.writes = PendingWrites.of(crawler)
-        # from the signal alone: no process_item, so items skip it in Scrapy's chain
+        # fetches from the signal, canonical URLs from the items
         crawler.signals.connect(self._recorded, exchange_recorded)
 
     @classmethod
@@ -56,6 +57,16 @@ class PageMetaPipeline:
             return
         self.crawler.stats.inc_value("stores/pagemeta/fetches")
         self.writes.hold(exchange.url, self.batch.add_confirmed(STORE, self.store.entry(exchange)))
+
+    def process_item(self, item, spider=None):
+        canonical = item.get("canonical") if hasattr(item, "get") else None
+        if canonical and self.batch is not None:
+            url = item.get("final_url") or item.get("url")
+            entry = self.store.canonical_entry(url, item.get("fetch_time") or 0.0, canonical)
+            if entry is not None:
+                self.crawler.stats.inc_value("stores/pagemeta/canonicals")
+                self.writes.hold(url, self.batch.add_confirmed(STORE, entry))
+        return item
 
     async def close_spider(self, spider=None):
         if self.batch is not None:

@@ -7,7 +7,9 @@ Which record a response becomes is decided when it is known: a 2xx page is
 held until its item comes through the pipelines, so that a page the
 content-seen test marked as a duplicate (item["duplicate_of"], Mercator §3
 step 4) is written as a ``revisit`` record (WARC 1.1 §6.7.2, profile
-identical-payload-digest) instead of a second copy; every other response
+identical-payload-digest) instead of a second copy, and a page that said
+noarchive (item["robots"]) gets the mark that keeps it out of replay
+(crawlproj/stores/warc.py, ROBOTS_MARK); every other response
 (redirects, errors, robots.txt) is written as it arrives. A held response
 whose item never comes (the spider failed, or another spider) is written as
 a plain response after WARC_PENDING_TIMEOUT seconds, or at close.
@@ -222,6 +224,8 @@ class WarcPipeline:
         exchange = self._take(item.get("final_url")) if hasattr(item, "get") else None
         if exchange is None:
             return item
+        if "noarchive" in (item.get("robots") or ()):
+            exchange.noarchive = True  # kept, marked, out of the CDXJ index
         target = duplicate_target(item.get("duplicate_of"))
         revisit = _dated(exchange, target)
         if target is not None and revisit is None:

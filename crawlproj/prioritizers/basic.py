@@ -9,6 +9,11 @@ import time
 class Prioritizer:
     """Base class: score(request) -> float, lower = served sooner."""
 
+    #: True: a further link to a URL still queued gives it that link's
+    #: score when lower than its own (the URL's estimate is the best any of
+    #: its links gives), instead of bump()
+    BEST_LINK = False
+
     @classmethod
     def from_crawler(cls, crawler):
         return cls()

@@ -23,6 +23,12 @@ is the inner product of the query with the link's words weighted by IDF
 the idf factors"). The counts behind it are crawl-wide, in one Redis hash
 (:attr:`crawlproj.keyspace.Keyspace.similarity_df`): every worker scores
 with the same estimate, whatever share of the pages it fetched.
+
+A URL's place is the best any of its links has given it so far (BEST_LINK:
+the frontier keeps the lower score of a queued URL's links): a URL first
+found under an anchor that says nothing, a hub page's link to it, moves up
+when another page links it with the query in its anchor. The queued request
+stays the first link's (its depth, Referer and distance to a hot page).
 """
 
 from __future__ import annotations
@@ -39,7 +45,11 @@ from crawlproj.signals import page_parsed
 
 logger = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w+")
+# A word is a run of letters and digits, as the crawl's index cuts text
+# (tantivy's default tokenizer; crawlproj/search/searcher.py): an identifier
+# such as mod_deflate or ssl_howto is two words, in an anchor, a URL or a
+# page, as the real-time session's own query on the index reads them.
+_WORD = re.compile(r"[^\W_]+")
 
 # Longest query, in characters and in distinct words: a query is a few words
 # (the WebCrawler's averaged 1.5); a page of text is no query, and every word
@@ -52,10 +62,21 @@ MAX_QUERY_TERMS = 32
 # an anchor's when they are words at all.
 ANCHOR_WEIGHT, AROUND_WEIGHT, URL_WEIGHT = 1.0, 0.5, 1.0
 
-# Scores: class x CLASS + (IS'_CAP - IS') x UNIT + discovery time (seconds,
-# < 1e10), so a class outranks any IS', and IS' any time.
-CLASS, UNIT, IS_CAP = 1e13, 1e10, 99.0
+# Scores: class x CLASS + (IS'_CAP - IS') x UNIT + discovery stamp, so a
+# class outranks any IS', and IS' any stamp. The stamp counts seconds from
+# EPOCH (under UNIT for the next 30 years), so that a score keeps it to
+# STAMP_STEP: a double resolves 61 us below 3e11, where time.time() itself
+# in a score of 2e13 resolved 4 ms, and a page's links, scored within a few
+# milliseconds, tied and were served in the order of their fingerprints
+# instead of the order they were found in (Cho Fig. 4's queues are FIFO).
+CLASS, UNIT, IS_CAP = 1e11, 1e9, 99.0
 HOT, NEAR, REST = 0, 1, 2
+EPOCH = 1.7e9  # 2023-11-14, seconds since 1970
+# Each stamp a worker gives is at least this much after its last one: a
+# page's links keep the order they were found in within the score's
+# resolution, and the stamps run at most a page's links x STAMP_STEP ahead
+# of the clock.
+STAMP_STEP = 1e-4
 
 
 class SimilarityQueryError(ValueError):
@@ -63,7 +84,7 @@ class SimilarityQueryError(ValueError):
 
 
 def words(text: str) -> list[str]:
-    """Lower-case word tokens (letters, digits, underscore; any script)."""
+    """Lower-case words: runs of letters and digits (any script)."""
     return _WORD.findall(text.lower()) if text else []
 
 
@@ -125,6 +146,12 @@ PAGES_FIELD = "\0pages"
 class SimilarityOrder(Prioritizer):
     """FRONTIER_PRIORITIZER = "similarity": hot queue first, then by IS'."""
 
+    # A URL is as good as the best link to it found so far: Cho's hot queue
+    # holds the URLs "seen in an anchor mentioning" the query, whichever of
+    # their links that was, and a URL first found far from a hot page may be
+    # found again near one (Cho §7, Figs. 4-5).
+    BEST_LINK = True
+
     def __init__(self, query, hot_hops: int = 3, hot_count: int = 5,
                  frequencies: DocumentFrequencies | None = None):
         self.terms = query_terms(query)
@@ -132,6 +159,7 @@ class SimilarityOrder(Prioritizer):
         self.hot_hops = hot_hops
         self.hot_count = hot_count
         self.frequencies = frequencies or DocumentFrequencies(self.terms)
+        self._stamp = 0.0
 
     @classmethod
     def check_settings(cls, settings) -> list[str]:
@@ -203,4 +231,11 @@ class SimilarityOrder(Prioritizer):
             cls = NEAR
         else:
             cls = REST
-        return cls * CLASS + (IS_CAP - min(sim, IS_CAP)) * UNIT + time.time()
+        return cls * CLASS + (IS_CAP - min(sim, IS_CAP)) * UNIT + self.stamp()
+
+    def stamp(self) -> float:
+        """When the link was found, in seconds from EPOCH: the clock, but at
+        least STAMP_STEP after this worker's last stamp, so that links found
+        one after the other keep that order in their scores."""
+        self._stamp = max(time.time() - EPOCH, self._stamp + STAMP_STEP)
+        return self._stamp

@@ -26,6 +26,7 @@ import uuid
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from crawlproj.errors import CrawlprojError
@@ -114,12 +115,19 @@ class Ranker:
                                  "(DUE_FINGERPRINT_BITS = 64): the link store's node ids")
 
     def gather(self):
-        """(src, dst) int64 fingerprints of every link stored so far, and
-        {fingerprint: host} when links are counted across hosts only."""
+        """(src, dst) int64 fingerprints of every link stored so far that the
+        crawl follows (a nofollow link gives its target no credit, as the
+        backlink and OPIC orders, which count followed links, give none;
+        crawlproj/robotsmeta.py), and {fingerprint: host} when links are
+        counted across hosts only."""
         src, dst, hosts = [], [], {} if self.cross_host_only else None
         for p in range(self.frontier.partitions):
             for seg in self.links.segments(p):
-                t = pq.read_table(seg["files"]["edges"], columns=["src", "dst"])
+                path = seg["files"]["edges"]
+                marked = "nofollow" in pq.read_schema(path).names
+                t = pq.read_table(path, columns=["src", "dst", "nofollow"] if marked else ["src", "dst"])
+                if marked:
+                    t = t.filter(pc.invert(t["nofollow"]))
                 src.append(t["src"].to_numpy())
                 dst.append(t["dst"].to_numpy())
                 if hosts is not None:
@@ -128,6 +136,8 @@ class Ranker:
                         hosts.setdefault(fp, host_of(url))
             for page in self.links.working_set(p, with_text=hosts is not None):
                 d = np.frombuffer(page.dsts, dtype=np.int64)
+                if page.marks:
+                    d = d[~page.nofollow()]
                 src.append(np.full(len(d), page.src, dtype=np.int64))
                 dst.append(d)
                 if hosts is not None:

@@ -186,6 +186,16 @@ class AnchorStore:
         db.executemany("INSERT OR IGNORE INTO stale(id) SELECT id FROM docs WHERE id = ?",
                        [(t,) for t in changed])
 
+    def drop(self, keys: list[str]) -> None:
+        """keys are indexed no more: their links are taken back, and they are
+        forgotten (a document for them is new again)."""
+        if not keys:
+            return
+        self.record([(key, 0.0, {}, False) for key in keys])
+        ids = [(signed64(id64(key)),) for key in keys]
+        self.db.executemany("DELETE FROM docs WHERE id = ?", ids)
+        self.db.executemany("DELETE FROM stale WHERE id = ?", ids)
+
     def merge(self) -> None:
         """Move the recent links into `anchors`, in its own order (part of the
         indexer's transaction: a crash undoes it with the batch)."""

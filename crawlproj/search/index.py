@@ -27,7 +27,7 @@ import tantivy
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.search.anchors import AnchorStore
-from crawlproj.search.document import Document
+from crawlproj.search.document import Document, document_key
 from crawlproj.search.ids import id64
 from crawlproj.stores.common import data_dir, private_dir, safe_name
 
@@ -116,6 +116,10 @@ class PageIndex:
         d.add_unsigned("host_id", id64(host))
         self.writer.add_document(d)
 
+    def delete(self, key: str) -> None:
+        """Remove the document of key (a noindex page), uncommitted."""
+        self.writer.delete_documents_by_term("key", key)
+
     def stored(self, keys: list[str]) -> dict[str, Document]:
         """The documents of keys as the index has them (outlinks not kept)."""
         if not keys:
@@ -125,8 +129,12 @@ class PageIndex:
         out = {}
         for _, addr in searcher.search(query, len(keys)).hits:
             d = searcher.doc(addr)
-            out[d["key"][0]] = Document(url=d["url"][0], title=d["title"][0] if d["title"] else "",
-                                        text=d["text"][0] if d["text"] else "", fetched_at=d["fetched_at"][0])
+            key, url = d["key"][0], d["url"][0]
+            # a copy of a canonical page: its document keeps the key it has
+            canonical = key if key != document_key(url) else ""
+            out[key] = Document(url=url, title=d["title"][0] if d["title"] else "",
+                                text=d["text"][0] if d["text"] else "", fetched_at=d["fetched_at"][0],
+                                canonical=canonical)
         return out
 
     def commit(self) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from crawlproj.ranker.loop import RankerLock
 from crawlproj.search.anchors import link_texts
-from crawlproj.search.document import Document
+from crawlproj.search.document import Document, document_key
 from crawlproj.search.handover import HandOver
 from crawlproj.search.index import PageIndex
 
@@ -36,6 +36,11 @@ logger = logging.getLogger(__name__)
 # A query within this many seconds makes the index "searched" (the stamp's
 # mtime, crawlproj/search/index.py): every tick commits.
 SEARCHED_WINDOW = 30.0
+
+
+def _rank(doc: Document, key: str) -> tuple[bool, float]:
+    """Which of two pages holds a key: the key's own page, then the latest."""
+    return doc.own_key == key, doc.fetched_at
 
 
 class IndexerLock(RankerLock):
@@ -67,7 +72,9 @@ class Indexer:
         self.uncommitted = 0
         self._since = 0.0
         self._head: bytes | None = None   # ... the first of them
-        self._written: set[str] = set()  # ... their keys
+        # ... their keys, and what was written under each (the index's
+        # searcher sees the last commit only)
+        self._written: dict[str, Document] = {}
         # Stale pages written again per batch, as a share of the pages the batch
         # brings (of a full batch when it brings none): new pages first (they
         # are not searchable at all yet), and a small batch, which is what keeps
@@ -87,25 +94,44 @@ class Indexer:
         return done
 
     def put(self, docs: list[Document]) -> tuple[int, int]:
-        """Write documents (the latest fetch of each key wins), then the stale
-        pages' new anchor text, uncommitted. Returns (written, refreshed)."""
-        latest: dict[str, Document] = {}
+        """Write documents, then the stale pages' new anchor text,
+        uncommitted. Returns (written, refreshed).
+
+        The latest fetch of each page counts. A key's document is the page
+        that is its own canonical URL if there is one, else the latest page
+        that names it (RFC 6596: the canonical page is the one to show; the
+        others are its copies). A noindex page's document is a removal of
+        its own key (and of the canonical URL's, if it stood for it there);
+        its fetch time and links are recorded like any page's, so that an
+        older fetch handed over late does not bring it back."""
+        pages: dict[str, Document] = {}
         for doc in docs:
-            key = doc.key
-            seen = latest.get(key)
+            own = doc.own_key
+            seen = pages.get(own)
             if seen is None or doc.fetched_at >= seen.fetched_at:
+                pages[own] = doc
+        latest: dict[str, Document] = {}
+        for own, doc in pages.items():
+            key = own if doc.noindex else doc.key
+            seen = latest.get(key)
+            if seen is None or _rank(doc, key) >= _rank(seen, key):
                 latest[key] = doc
         anchors = self.index.anchors
-        before = anchors.fetched_at(list(latest))
-        fresh = {key: doc for key, doc in latest.items()
-                 if key not in before or doc.fetched_at >= before[key]}
+        before = anchors.fetched_at(list(latest) + [d.key for d in latest.values() if d.noindex])
+        fresh = self._fresh(latest, before)
         links = {key: link_texts(doc.outlinks) for key, doc in fresh.items()}
         # the batch's anchor text as it will be once its links are recorded
         # (links between its pages count): tantivy's thread indexes the pages
         # while this one writes the links
-        texts = anchors.anchor_texts(list(fresh), pending=links)
+        texts = anchors.anchor_texts([k for k, d in fresh.items() if not d.noindex], pending=links)
         for key, doc in fresh.items():
-            self.index.put(doc, texts.get(key, ""), new=key not in before)
+            if doc.noindex:
+                if key in before:
+                    self.index.delete(key)
+            else:
+                self.index.put(doc, texts.get(key, ""), new=key not in before)
+        self._unrepresent([d for d in fresh.values() if d.noindex and d.key != d.own_key],
+                          before, latest)
         anchors.record([(key, doc.fetched_at, links[key], key not in before) for key, doc in fresh.items()])
         anchors.forget(list(fresh))
         budget = self.refresh if not docs else min(self.refresh, max(1, int(len(docs) * self.refresh_share)))
@@ -121,6 +147,56 @@ class Indexer:
         self._written.update(fresh)
         self._unranked += len(fresh)
         return len(fresh), refreshed
+
+    def _fresh(self, latest: dict[str, Document], before: dict[str, float]) -> dict[str, Document]:
+        """The documents of latest that replace what the index has: newer
+        ones, and a canonical page over a copy whatever their times. The
+        stored document is read where that decides (a copy newer than what
+        is stored, a canonical page older): seldom, pages with canonical
+        links apart."""
+        fresh, ask = {}, []
+        for key, doc in latest.items():
+            t = before.get(key)
+            if t is None:
+                fresh[key] = doc
+            elif (doc.fetched_at >= t) != (doc.own_key == key):
+                ask.append(key)
+            elif doc.fetched_at >= t:
+                fresh[key] = doc
+        if ask:
+            stored = self._stored(ask)
+            for key in ask:
+                doc, old = latest[key], stored.get(key)
+                mine = doc.own_key == key
+                # no document, but a fetch time: its own page said noindex
+                theirs = old is None or document_key(old.url) == key
+                if (mine and not theirs) or (mine == theirs and doc.fetched_at >= before[key]):
+                    fresh[key] = doc
+        return fresh
+
+    def _stored(self, keys: list[str]) -> dict[str, Document]:
+        """What the index holds for keys, written since the last commit or
+        before it."""
+        out = self.index.stored([k for k in keys if k not in self._written])
+        out.update((k, self._written[k]) for k in keys if k in self._written)
+        return out
+
+    def _unrepresent(self, gone: list[Document], before: dict[str, float],
+                     latest: dict[str, Document]) -> None:
+        """noindex pages that name another canonical URL: that URL's document,
+        where it is theirs (they were its latest copy), goes too."""
+        keys = [d.key for d in gone if d.key in before and d.key not in latest]
+        if not keys:
+            return
+        stored = self._stored(keys)
+        dropped = []
+        for doc in gone:
+            old = stored.get(doc.key)
+            if old is not None and document_key(old.url) == doc.own_key:
+                self.index.delete(doc.key)
+                dropped.append(doc.key)
+        # no page stands for the URL now: the next that names it may
+        self.index.anchors.drop(dropped)
 
     def commit(self) -> int:
         """Commit; trim what the commit holds off the hand-over list. Returns

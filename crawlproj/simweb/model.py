@@ -74,6 +74,7 @@ S_ROBOTS, S_DELAY, S_LATENCY, S_CHANGE, S_PHASE, S_TEXT, S_BINARY = range(8, 15)
 S_RATE, S_GAP, S_ETAG, S_LM, S_RELINK = range(15, 20)
 S_TOPIC, S_TOPIC_LINK, S_TOPIC_TEXT, S_AROUND = range(20, 24)
 S_SITEMAP = 24
+S_BUSY = 25
 # Where a host with a sitemap (the generate option ``sitemaps``) keeps it.
 SITEMAP_PATH = "/sitemap.xml"
 
@@ -182,6 +183,7 @@ REASONS = {
     200: "OK", 304: "Not Modified", 301: "Moved Permanently", 302: "Found", 400: "Bad Request",
     404: "Not Found", 405: "Method Not Allowed", 431: "Request Header Fields Too Large",
     500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
+    503: "Service Unavailable",
 }
 
 # Page kinds (what a node answers).
@@ -303,6 +305,9 @@ class SimWeb:
         self._disallow = bytearray(1 if _unit(seed, h, S_ROBOTS) < rf else 0 for h in range(n))
         sf = float(o.get("sitemaps", 0.0))
         self._sitemap = bytearray(1 if _unit(seed, h, S_SITEMAP) < sf else 0 for h in range(n))
+        bf = float(o.get("busy_fraction", 0.0))
+        self._busy_requests = int(o.get("busy_requests", 0)) if bf > 0 else 0
+        self._busy = bytearray(1 if _unit(seed, h, S_BUSY) < bf else 0 for h in range(n))
         self._robots_cache: dict[int, bytes | None] = {}
         self._title_cache: dict[int, str] = {}
 
@@ -454,6 +459,13 @@ class SimWeb:
         """The Crawl-delay in the host's robots.txt (seconds), or None."""
         h = self.host_id(host)
         return None if h is None else (self._delay[h] or None)
+
+    def busy(self, host: str) -> int:
+        """How many of its first page requests the host answers with 503
+        Service Unavailable (no Retry-After): 0 for most (the options
+        busy_fraction, busy_requests). The server counts them (server.py)."""
+        h = self.host_id(host)
+        return self._busy_requests if h is not None and self._busy[h] else 0
 
     def robots_txt(self, host: str) -> str | None:
         """The host's robots.txt text, or None when it answers 404."""
@@ -813,6 +825,9 @@ _GENERATE_OPTIONS: list[tuple[str, Any, str]] = [
                       "(with <lastmod> on a web with change processes)"),
     ("crawl_delay_fraction", 0.05, "hosts whose robots.txt has a Crawl-delay"),
     ("crawl_delay", 0.5, "that Crawl-delay, seconds"),
+    ("busy_fraction", 0.0, "hosts that answer 503 Service Unavailable to their first "
+                           "busy_requests page requests"),
+    ("busy_requests", 2, "with busy_fraction: how many"),
     ("latency_ms", 0, "per-host response delay: a number, or [lo, hi] drawn per host"),
     ("p404", 0.01, "fraction of links that point to missing pages"),
     ("p500", 0.005, "fraction of pages that answer 500"),

@@ -133,6 +133,7 @@ STREAM_EVERY = 0.2
 STREAM_CHUNK = 64 * 1024
 
 _KEEP = b"Connection: keep-alive\r\n\r\n"
+_BUSY = b"busy: come back later\n"
 _CLOSE = b"Connection: close\r\n\r\n"
 
 
@@ -158,6 +159,7 @@ class SimWebProxy:
         self._ids = itertools.count(1)
         self.conns: set[_Conn] = set()
         self.requests = 0
+        self.busy_served: dict[str, int] = {}  # host -> 503s answered (SimWeb.busy)
         self._server: asyncio.AbstractServer | None = None
         self._flusher: asyncio.Task | None = None
 
@@ -196,6 +198,14 @@ class SimWebProxy:
         page's head is completed with Date, ETag and Last-Modified, and the
         answer is 304 when the request's validators match; stream says how a
         trap host's response is sent (Response.stream), None at once."""
+        if path != "/robots.txt" and self.web.busy(host):
+            # a busy host: its first page requests are answered 503, counted here
+            # (the model answers a request alike whenever it comes)
+            n = self.busy_served.get(host, 0)
+            if n < self.web.busy(host):
+                self.busy_served[host] = n + 1
+                h = self.web.host_id(host)
+                return 503, _head(503, TEXT, len(_BUSY), None), _BUSY, self.web._latency[h], None, None
         e = self._entry(host, path, now)
         val = e[5]
         if val is None:

@@ -28,6 +28,7 @@ from crawlproj.extract import (
     mime_type,
 )
 from crawlproj.items import PageItem
+from crawlproj.robotsmeta import NOTHING, ROBOTS, Directives, obeyed_agents, with_head
 from crawlproj.scope import Scope, ScopeError, scope_mode
 from crawlproj.seeds import check_seed, read_seeds
 from crawlproj.signals import page_parsed
@@ -108,6 +109,10 @@ class WebSpider(scrapy.Spider):
         self._scope_arg = scope_mode(scope, "scope") if scope else None
         self.scope: Scope  # from_crawler: this argument, or CRAWL_SCOPE
         self.text_max_chars: int  # from_crawler: PAGE_TEXT_MAX_CHARS
+        # from_crawler, with ROBOTS_META_OBEY: the names robots directives
+        # reach this crawler by (X-Robots-Tag), and with "robots" (meta tags)
+        self.robots_agents: frozenset[str] | None = None
+        self.robots_names: frozenset[str] | None = None
 
     @classmethod
     def update_settings(cls, settings):
@@ -118,7 +123,7 @@ class WebSpider(scrapy.Spider):
         super().update_settings(settings)
         apply_table(settings)
         apply_environment(settings)
-        check_settings(settings)
+        check_settings(settings, cls)
 
     @classmethod
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any):
@@ -134,6 +139,9 @@ class WebSpider(scrapy.Spider):
         mode = spider._scope_arg or scope_mode(settings.get("CRAWL_SCOPE"), "CRAWL_SCOPE")
         spider.scope = Scope(mode, spider.seed_urls)
         spider.text_max_chars = settings.getint("PAGE_TEXT_MAX_CHARS")
+        spider.robots_agents = obeyed_agents(settings)
+        if spider.robots_agents is not None:
+            spider.robots_names = spider.robots_agents | {ROBOTS}
         return spider
 
     # ------------------------------------------------------------------
@@ -184,9 +192,12 @@ class WebSpider(scrapy.Spider):
             yield item
             return
         if not is_html(response):
-            # Images, PDFs, JSON, ...: recorded, never parsed.
+            # Images, PDFs, JSON, ...: recorded, never parsed; what their
+            # X-Robots-Tag says is obeyed (noarchive: their WARC record)
             stats.inc_value("web/pages/other")
-            yield self._item(response, Extracted())
+            robots, _, _ = with_head(self._header(response), response.url, self.robots_agents)
+            self._count(robots)
+            yield self._item(response, Extracted(), robots)
             return
         encoding = response.encoding if isinstance(response, TextResponse) else None
         extracted = extract_page(
@@ -195,33 +206,74 @@ class WebSpider(scrapy.Spider):
             encoding,
             content_type=response.headers.get(b"Content-Type"),
             max_text_chars=self.text_max_chars,
+            robots_names=self.robots_names,
         )
         stats.inc_value("web/pages/html")
         if extracted.links_dropped:
             stats.inc_value("web/links/capped", extracted.links_dropped)
-        yield self._item(response, extracted)
+        # what the response head adds to the page's own tags (most pages
+        # send none of these headers: three lookups)
+        robots, canonical, refresh = with_head(
+            self._header(response), response.url, self.robots_agents,
+            extracted.robots, extracted.canonical, extracted.refresh)
+        item = self._item(response, extracted, robots, canonical, refresh)
+        yield item
+        self._count(robots)
         if not 200 <= response.status < 300:
             return
+        if canonical is not None and canonical != response.url:
+            stats.inc_value("robotsmeta/pages/canonical")
         # before the links are yielded: a prioritizer may mark the page (hot)
         self.crawler.signals.send_catch_log(page_parsed, response=response,
                                             title=extracted.title, text=extracted.text)
-        followed = 0
+        followed = unfollowed = 0
         around = extracted.around
-        for url, anchor in extracted.links:
-            if self.scope.allows(response.url, url):
-                try:
-                    # the link context takes it off (middlewares/linkcontext.py)
-                    request = Request(url, callback=self.parse,
-                                      meta={"link_text": (anchor, around.get(url, ""))})
-                except ValueError:  # not expected: extract_page checked the URL
-                    continue
-                followed += 1
+        nofollow = extracted.nofollow
+        if not robots.nofollow:
+            for url, anchor in extracted.links:
+                if nofollow and url in nofollow:
+                    unfollowed += 1
+                elif self.scope.allows(response.url, url):
+                    try:
+                        # the link context takes it off (middlewares/linkcontext.py)
+                        request = Request(url, callback=self.parse,
+                                          meta={"link_text": (anchor, around.get(url, ""))})
+                    except ValueError:  # not expected: extract_page checked the URL
+                        continue
+                    followed += 1
+                    yield request
+        else:
+            unfollowed = len(extracted.links)
+        if refresh is not None:
+            # A refresh is the page sending its visitors on, as a redirect
+            # does (Google reads a refresh as one): its target is followed
+            # whatever the scope and nofollow say, as RedirectMiddleware
+            # follows a redirect, and its links then obey the scope.
+            try:
+                request = Request(refresh, callback=self.parse)
+            except ValueError:  # not expected: refresh_url checked the URL
+                request = None
+            if request is not None:
+                stats.inc_value("web/refresh/followed")
                 yield request
         stats.inc_value("web/links/followed", followed)
-        if len(extracted.links) > followed:
-            stats.inc_value("web/links/out_of_scope", len(extracted.links) - followed)
+        if unfollowed:
+            stats.inc_value("robotsmeta/links/nofollow", unfollowed)
+        if len(extracted.links) > followed + unfollowed:
+            stats.inc_value("web/links/out_of_scope", len(extracted.links) - followed - unfollowed)
 
-    def _item(self, response: Response, extracted: Extracted) -> PageItem:
+    @staticmethod
+    def _header(response: Response):
+        """name -> the response's values of that header (crawlproj.robotsmeta.with_head)."""
+        return lambda name: response.headers.getlist(name)
+
+    def _count(self, robots: Directives) -> None:
+        if robots:
+            for name in robots.names():
+                self.crawler.stats.inc_value(f"robotsmeta/pages/{name}")
+
+    def _item(self, response: Response, extracted: Extracted, robots: Directives = NOTHING,
+              canonical: str | None = None, refresh: str | None = None) -> PageItem:
         try:
             meta = response.meta
         except AttributeError:  # a Response built without a Request (tests)
@@ -236,6 +288,16 @@ class WebSpider(scrapy.Spider):
         download_time = meta.get("crawlproj_download_time")
         if download_time is None:
             download_time = meta.get("download_latency")
+        if robots.nofollow:
+            outlinks = [{"url": u, "anchor": a, "nofollow": True} for u, a in extracted.links]
+        elif extracted.nofollow:
+            marked = extracted.nofollow
+            outlinks = [{"url": u, "anchor": a, "nofollow": True} if u in marked
+                        else {"url": u, "anchor": a} for u, a in extracted.links]
+        else:
+            outlinks = [{"url": u, "anchor": a} for u, a in extracted.links]
+        if refresh is not None and not any(o["url"] == refresh for o in outlinks):
+            outlinks.append({"url": refresh, "anchor": ""})
         return PageItem(
             url=url,
             final_url=response.url,
@@ -247,6 +309,8 @@ class WebSpider(scrapy.Spider):
             depth=meta.get("depth", 0),
             title=extracted.title,
             text=extracted.text,
-            outlinks=[{"url": u, "anchor": a} for u, a in extracted.links],
+            outlinks=outlinks,
             duplicate_of=None,
+            robots=robots.names() if robots else [],
+            canonical=canonical,
         )

@@ -28,46 +28,12 @@ import surt as surt_package
 _CHUNK = 1 << 20
 
 
-# The plain URLs most of a crawl fetches, keyed here without the surt
-# package's hundred Python calls (48.7 µs a URL against 3-4): http or https,
-# a host of letters, digits, dots and hyphens (no port, no user, no label that
-# is all digits or hex, which the package reads as an IP address), a path of
-# letters, digits and ._~/- (no escape, no empty, '.' or '..' segment), no
-# query and no fragment. Their key is what the package makes of them: the
-# host lower-cased, a leading www, www2... label dropped, the labels reversed
-# and joined by commas, ')' and the path lower-cased, a trailing '/' dropped
-# but for the root. Every other URL goes to the package; the two agree on
-# every URL of the tests' corpora (tests/test_warc.py).
-_PLAIN = re.compile(r"https?://([A-Za-z0-9.-]+)(/[A-Za-z0-9._~/-]*)?\Z")
-_ODD_PATH = re.compile(r"//|/\.\.?(?:/|\Z)")
-_ODD_LABEL = re.compile(r"(?:^|\.)(?:[0-9]+|0[xX][0-9A-Fa-f]*)?(?:\.|$)")
-_WWW = re.compile(r"www[0-9]*\.")
-
-
-def _plain_key(url: str) -> str | None:
-    m = _PLAIN.match(url)
-    if m is None:
-        return None
-    host, path = m.group(1).lower(), m.group(2) or "/"
-    if _ODD_LABEL.search(host) or _ODD_PATH.search(path):
-        return None
-    www = _WWW.match(host)
-    if www is not None:
-        host = host[www.end():]
-    if len(path) > 1 and path.endswith("/"):
-        path = path[:-1]
-    return ",".join(reversed(host.split("."))) + ")" + path.lower()
-
-
 def urlkey(url: str) -> str:
     """The index key of a URL: its SURT (Sort-friendly URI Reordering
     Transform) after the Internet Archive's canonicalisation, computed by the
     ``surt`` package, as pywb and the Wayback Machine key their indexes, so
     that a replay tool looking a URL up in this index finds it (a ``urn:``
     that is no URL is its own key, as in pywb)."""
-    key = _plain_key(url)
-    if key is not None:
-        return key
     try:
         return surt_package.surt(url)
     except Exception:
@@ -165,12 +131,14 @@ def _http_head(block: bytes) -> tuple[str, str | None]:
 
 
 def fields(headers: dict[str, str], block: bytes) -> dict[str, str]:
-    """The JSON fields of a response or revisit record's index line, as pywb's
-    indexer writes them: the MIME type as the Content-Type has it up to the
-    first ';' or space (``unk`` without one, ``warc/revisit`` for a revisit),
-    the HTTP status of a response (none for a revisit), the payload digest
-    as bare base32 (pywb finds a revisit's original by this string), and no
-    field whose value is empty or '-'."""
+    """The JSON fields of a response or revisit record's index line, as
+    cdxj-indexer (webrecorder's, which pywb's tools use) writes them: the MIME
+    type as the Content-Type has it up to the first ';' or space (``unk``
+    without one, ``warc/revisit`` for a revisit), the HTTP status of the
+    record's HTTP head (a revisit's too: a 304's revisit says 304, where
+    pywb's older ``wb-manager add`` left it out), the payload digest as bare
+    base32 (pywb finds a revisit's original by this string), and no field
+    whose value is empty or '-'."""
     revisit = headers.get("warc-type") == "revisit"
     status, ctype = _http_head(block)
     out = {"url": headers.get("warc-target-uri", "")}
@@ -178,8 +146,7 @@ def fields(headers: dict[str, str], block: bytes) -> dict[str, str]:
         out["mime"] = "warc/revisit"
     else:
         out["mime"] = re.split("[; ]", ctype, maxsplit=1)[0] if ctype else "unk"
-    if not revisit:
-        out["status"] = status
+    out["status"] = status
     digest = headers.get("warc-payload-digest") or ""
     if digest.startswith("sha1:"):
         digest = digest[len("sha1:"):]
@@ -211,9 +178,10 @@ def make_line(url: str, date: str, values: dict[str, str], length: int, offset: 
 
 def line_for(member: Member, filename: str) -> str | None:
     """The CDXJ line of a response or revisit record, None for other types
-    (pywb's index leaves out request and warcinfo records)."""
+    (pywb's index leaves out request and warcinfo records) and for the
+    record of a page that said noarchive (crawlproj/stores/warc.py, ROBOTS_MARK)."""
     headers, block = parse_record(member.record)
-    if headers.get("warc-type") not in _INDEXED:
+    if headers.get("warc-type") not in _INDEXED or "noarchive" in headers.get("crawlproj-robots", ""):
         return None
     return make_line(headers.get("warc-target-uri", ""), headers.get("warc-date", ""),
                      fields(headers, block), member.length, member.offset, filename)

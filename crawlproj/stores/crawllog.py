@@ -6,7 +6,8 @@
 Fields, in Heritrix's order (Heritrix 3 wiki, "Logs"): log time (ISO 8601 UTC,
 ms); fetch status (HTTP status, or a negative Heritrix code, FetchStatusCodes:
 -1 DNS failure, -2 connection failed, -3 connection lost, -4 timeout, -5
-other error, -6 DNS prerequisite failed, -9998 excluded by robots.txt, -5002
+other error, -6 DNS prerequisite failed (the URL's host is known not to
+resolve: never sent), -9998 excluded by robots.txt, -5002
 refused by a middleware); body size in bytes, '-' when no response came;
 URL; discovery path (L link hop, M found in a sitemap, R redirect, P
 prerequisite i.e. robots.txt and DNS, '-' seed); via (referrer or redirecting URL; for robots.txt, the URL
@@ -42,6 +43,7 @@ from pathlib import Path
 from crawlproj.stores.common import private_dir, safe_name, utc_second
 from crawlproj.stores.exchange import (
     S_BLOCKED_BY_CUSTOM_PROCESSOR,
+    S_DOMAIN_PREREQUISITE_FAILURE,
     S_ROBOTS_PRECLUDED,
     S_UNFETCHABLE_URI,
     Exchange,
@@ -71,7 +73,9 @@ def _field(value: str | None) -> str:
 
 
 # Attempts that never went to the network: Heritrix has no fetch time for them.
-_UNFETCHED = (S_ROBOTS_PRECLUDED, S_BLOCKED_BY_CUSTOM_PROCESSOR, S_UNFETCHABLE_URI)
+# -6: a host known not to resolve (crawlproj/dns.py), its URL never sent.
+_UNFETCHED = (S_ROBOTS_PRECLUDED, S_BLOCKED_BY_CUSTOM_PROCESSOR, S_UNFETCHABLE_URI,
+              S_DOMAIN_PREREQUISITE_FAILURE)
 
 
 def format_line(att: Exchange | FailedAttempt, logged: float) -> str:

@@ -1,6 +1,8 @@
 """Export the crawl's link graph as Parquet: an edge list and a URL table.
 
-    OUT/edges.parquet   src int64, dst int64, anchor string   one row per link
+    OUT/edges.parquet   src int64, dst int64, anchor string, nofollow bool
+                        one row per link; nofollow: the crawler did not
+                        follow it because it, or its page, said nofollow
     OUT/urls.parquet    id int64, url string, host string, crawled bool,
                         duplicate_of int64 (null unless a copy)
                         (host: the frontier's politeness key, crawlproj.urls.host_of)
@@ -60,7 +62,7 @@ def collect(store: LinkStore, chunk_pages: int = 20000) -> tuple[pa.Table, pa.Ta
                     f"link segment {missing[0]} (written on host {seg.get('host')}) is not "
                     f"readable here: run export-graph where CRAWL_DATA_DIR holds it, or put "
                     f"the links/ directory on shared storage")
-            edges.append(pq.read_table(files["edges"]))
+            edges.append(_with_nofollow(pq.read_table(files["edges"])))
             urls.append(pq.read_table(files["urls"]))
             pages.append(_with_duplicates(pq.read_table(files["pages"])))
         batch = []
@@ -87,6 +89,13 @@ def _with_duplicates(pages: pa.Table) -> pa.Table:
     return pages.append_column("duplicate_of", pa.nulls(pages.num_rows, pa.int64()))
 
 
+def _with_nofollow(edges: pa.Table) -> pa.Table:
+    """An edges table of a segment written before links carried nofollow marks."""
+    if "nofollow" in edges.column_names:
+        return edges
+    return edges.append_column("nofollow", pa.array([False] * edges.num_rows, pa.bool_()))
+
+
 def latest_duplicates(pages: pa.Table) -> pa.Table:
     """(id, duplicate_of) of each page as its latest fetch found it."""
     latest = pages.group_by("src").aggregate([("fetch_ms", "max")]) \
@@ -101,7 +110,7 @@ def latest_edges(edges: pa.Table, pages: pa.Table) -> pa.Table:
     latest = pages.group_by("src").aggregate([("fetch_ms", "max")]) \
         .rename_columns(["src", "fetch_ms"])
     kept = edges.join(latest, keys=["src", "fetch_ms"], join_type="inner")
-    return kept.select(["src", "dst", "anchor"])
+    return kept.select(["src", "dst", "anchor", "nofollow"])
 
 
 def export_graph(store: LinkStore, out: str | os.PathLike) -> dict:

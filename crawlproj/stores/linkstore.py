@@ -13,7 +13,10 @@ descriptors (msgpack); Keyspace.links_lock, the compaction lock (SET NX PX).
 A page element is msgpack ``[src_fp, fetch_ms, dst_fps, text]``, and a
 fifth element, the original's fingerprint, for a page the content-seen test
 found to be a copy of another (Mercator §3 step 4; its links are not
-extracted, so it has none): dst_fps
+extracted, so it has none), and a sixth (the fifth then nil if need be), the
+nofollow marks, for a page with links the crawler did not follow because
+they, or the page, said nofollow (crawlproj/robotsmeta.py): a bitmap, bit i
+of byte i // 8 (least significant first) set for link i. dst_fps
 the targets' fingerprints packed as little-endian int64 (8 bytes an edge,
 read by the ranker without decompressing anything), text the
 zlib-compressed msgpack ``[src_url, [dst_url, ...], [anchor, ...]]``
@@ -49,6 +52,7 @@ from pathlib import Path
 
 import mmh3
 import msgpack
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from isal import isal_zlib
@@ -63,7 +67,7 @@ logger = logging.getLogger(__name__)
 COMMIT_LUA = lua_script("crawlproj.stores", "linkcommit.lua")
 
 EDGE_SCHEMA = pa.schema([("src", pa.int64()), ("dst", pa.int64()), ("anchor", pa.string()),
-                         ("fetch_ms", pa.int64())])
+                         ("fetch_ms", pa.int64()), ("nofollow", pa.bool_())])
 URL_SCHEMA = pa.schema([("id", pa.int64()), ("url", pa.string())])
 
 # ISA-L's compression level of a page's text (0-3), compressed on the reactor
@@ -95,14 +99,35 @@ class Page:
     urls: list[str]
     anchors: list[str]
     duplicate_of: int | None = None   # the node whose content this page repeats
+    marks: bytes = b""                # nofollow bitmap (see the module's docstring)
+
+    def nofollow(self) -> np.ndarray:
+        """One bool per link: True where the crawler did not follow it for nofollow."""
+        if not self.marks:
+            return np.zeros(len(self.dsts), bool)
+        bits = np.unpackbits(np.frombuffer(self.marks, np.uint8), bitorder="little")
+        return bits[:len(self.dsts)].astype(bool)
+
+
+def nofollow_marks(links: list[dict]) -> bytes:
+    """The nofollow bitmap of a page's links (b"" when none is marked)."""
+    marked = [i for i, link in enumerate(links) if link.get("nofollow")]
+    if not marked:
+        return b""
+    bits = bytearray((len(links) + 7) // 8)
+    for i in marked:
+        bits[i >> 3] |= 1 << (i & 7)
+    return bytes(bits)
 
 
 def encode_page(src_url: str, fetch_time: float, links: list[dict],
                 duplicate_of: str | None = None) -> tuple[bytes, int]:
     """(list element, number of edges) for one parsed page; duplicate_of: the
-    URL the content-seen test found this page's content under first."""
+    URL the content-seen test found this page's content under first; a link
+    with "nofollow": True is marked."""
     urls = [link["url"] for link in links]
     anchors = [link.get("anchor") or "" for link in links]
+    marks = nofollow_marks(links)
     dsts = array("q", (node_id(u) for u in urls))
     if dsts.itemsize != 8:  # pragma: no cover - every CPython platform has 8-byte q
         raise RuntimeError("int64 array expected")
@@ -110,13 +135,15 @@ def encode_page(src_url: str, fetch_time: float, links: list[dict],
         dsts.byteswap()
     text = isal_zlib.compress(msgpack.packb([src_url, urls, anchors]), TEXT_LEVEL)
     fields = [node_id(src_url), int(fetch_time * 1000), dsts.tobytes(), text]
-    if duplicate_of:
-        fields.append(node_id(duplicate_of))
+    if duplicate_of or marks:
+        fields.append(node_id(duplicate_of) if duplicate_of else None)
+    if marks:
+        fields.append(marks)
     return msgpack.packb(fields, use_bin_type=True), len(urls)
 
 
 def decode_page(value: bytes, with_text: bool = True) -> Page:
-    src, fetch_ms, raw, text, *original = msgpack.unpackb(value, raw=False)
+    src, fetch_ms, raw, text, *rest = msgpack.unpackb(value, raw=False)
     dsts = array("q")
     dsts.frombytes(raw)
     if os.sys.byteorder != "little":  # pragma: no cover
@@ -125,12 +152,14 @@ def decode_page(value: bytes, with_text: bool = True) -> Page:
         src_url, urls, anchors = msgpack.unpackb(zlib.decompress(text), raw=False)
     else:
         src_url, urls, anchors = "", [], []
-    return Page(src, fetch_ms, dsts, src_url, urls, anchors, original[0] if original else None)
+    return Page(src, fetch_ms, dsts, src_url, urls, anchors, rest[0] if rest else None,
+                rest[1] if len(rest) > 1 else b"")
 
 
 def pages_to_tables(pages: list[Page]) -> tuple[pa.Table, pa.Table]:
     """(edges, urls) Arrow tables of decoded pages."""
     src, dst, anchor, fetch = [], [], [], []
+    nofollow = [np.zeros(0, bool)]
     url_ids: dict[int, str] = {}
     for page in pages:
         url_ids.setdefault(page.src, page.src_url)
@@ -139,10 +168,12 @@ def pages_to_tables(pages: list[Page]) -> tuple[pa.Table, pa.Table]:
         dst.extend(page.dsts)
         anchor.extend(page.anchors)
         fetch.extend([page.fetch_ms] * n)
+        nofollow.append(page.nofollow())
         for fp, url in zip(page.dsts, page.urls):
             url_ids.setdefault(fp, url)
     edges = pa.table([pa.array(src, pa.int64()), pa.array(dst, pa.int64()),
-                      pa.array(anchor, pa.string()), pa.array(fetch, pa.int64())],
+                      pa.array(anchor, pa.string()), pa.array(fetch, pa.int64()),
+                      pa.array(np.concatenate(nofollow), pa.bool_())],
                      schema=EDGE_SCHEMA)
     urls = pa.table([pa.array(list(url_ids), pa.int64()), pa.array(list(url_ids.values()), pa.string())],
                     schema=URL_SCHEMA)

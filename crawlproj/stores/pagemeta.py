@@ -5,7 +5,10 @@ Per URL fingerprint (the DUE's 64-bit mmh3 of the canonical URL, Mercator
 content digest (8 bytes of the body's SHA-1, the WARC payload digest), how
 many fetches, and at how many of them the content had changed. This is the
 input of the recrawl model [WebFountain §4-5], which also keeps the page's
-change-rate class in one byte of it (``rate_bucket``, kept by this store).
+change-rate class in one byte of it (``rate_bucket``, kept by this store),
+and, for a page whose latest 2xx body names another URL as its canonical one
+(``<link rel="canonical">`` or a Link header, RFC 6596; crawlproj/robotsmeta.py),
+that URL (``canonical``), written once the page is parsed.
 
 Layout: hashes Keyspace.pagemeta(p, b) (crawlproj.keyspace), p the partition
 of the URL's host (so the metadata of a host lives with its back queue on one
@@ -34,7 +37,7 @@ from crawlproj.urls import host_of
 
 PAGEMETA_LUA = lua_script("crawlproj.stores", "pagemeta.lua")
 FIELDS = ("first_fetch", "last_fetch", "status", "content_type", "length", "digest",
-          "fetches", "changes", "rate_bucket")
+          "fetches", "changes", "rate_bucket", "canonical")
 
 
 def bucket_of(fp: int, buckets: int) -> int:
@@ -59,12 +62,14 @@ class PageMeta:
     fetches: int
     changes: int
     rate_bucket: int
+    canonical: str = ""     # the other URL the page names as canonical ('' for none)
 
     @classmethod
     def decode(cls, fp: int, value: bytes) -> PageMeta:
         f = msgpack.unpackb(value, raw=True)
         return cls(fp, f[0] / 1000.0, f[1] / 1000.0, int(f[2]), f[3].decode("latin-1"),
-                   int(f[4]), f[5].hex(), int(f[6]), int(f[7]), int(f[8]))
+                   int(f[4]), f[5].hex(), int(f[6]), int(f[7]), int(f[8]),
+                   f[9].decode("utf-8", "replace") if len(f) > 9 else "")
 
 
 class PageMetaStore:
@@ -93,6 +98,16 @@ class PageMetaStore:
         return p, [fp_bytes(fp), bucket_of(fp, self.buckets), int(ex.started * 1000), ex.status,
                    ex.content_type, len(ex.body), ex.digest64 if content else b"",
                    "1" if content else "0"]
+
+    def canonical_entry(self, url: str, fetch_time: float, canonical: str) -> tuple[int, list] | None:
+        """(partition, script args) recording the canonical URL a page fetched
+        from url names; None when it names itself (the same canonical form)."""
+        fp = url_fingerprint(url)
+        if url_fingerprint(canonical) == fp:
+            return None
+        p = self.keyspace.partition_of(host_of(url))
+        return p, [fp_bytes(fp), bucket_of(fp, self.buckets), int(fetch_time * 1000), "", "", "",
+                   canonical, "c"]
 
     def write(self, entries: list[tuple[int, list]]) -> int:
         """Apply fetches, one script call per partition in one pipeline; returns

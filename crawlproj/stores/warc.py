@@ -38,6 +38,7 @@ import hashlib
 import io
 import logging
 import os
+import re
 import shutil
 import socket
 import time
@@ -71,10 +72,17 @@ REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-dig
 # record whose HTTP response head was not received as such but rebuilt from
 # Scrapy's parsed response (docs/stores.md).
 HEAD_REBUILT = "Crawlproj-HTTP-Head"
+# An extension field on the record of a page that said noarchive (robots meta
+# tag or X-Robots-Tag; crawlproj/robotsmeta.py). The crawl keeps the capture,
+# as a search engine keeps what it indexes (Google's noarchive asks only that
+# no cached copy be shown), but gives it no CDXJ line: replay (pywb, the
+# Wayback Machine) serves what the index lists, and the access policies of
+# web archives (the Oakland Archive Policy, 2002) act at replay, not capture.
+ROBOTS_MARK = "Crawlproj-Robots"
+NOARCHIVE = "noarchive"
 # a 304 to a conditional GET (WARC 1.1 §6.7.2): the server said the page is unchanged
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
-_URL_NAMESPACE = uuid.NAMESPACE_URL.bytes  # of the record ids' name-based UUIDs (RFC 4122 §4.3)
 
 HTTP_RESPONSE = "application/http; msgtype=response"
 HTTP_REQUEST = "application/http; msgtype=request"
@@ -134,20 +142,9 @@ def _index_fields(rec_type: str, url: str, payload_digest: str | None, head: byt
     return fields(headers, head)
 
 
-def _urn(raw: bytes, version: int) -> str:
-    """'<urn:uuid:...>' of the UUID whose first 16 bytes of raw carry the
-    version and RFC 4122's variant (what the uuid module makes through its
-    UUID class: 13.4 µs for a name-based id against 4.9 here)."""
-    b = bytearray(raw[:16])
-    b[6] = (b[6] & 0x0F) | (version << 4)
-    b[8] = (b[8] & 0x3F) | 0x80
-    x = b.hex()
-    return f"<urn:uuid:{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}>"
-
-
 def _random_id() -> str:
     """The WARC-Record-ID of a record nothing refers to by name (RFC 4122 §4.4)."""
-    return _urn(os.urandom(16), 4)
+    return f"<urn:uuid:{uuid.uuid4()}>"
 
 
 class WarcFile:
@@ -291,7 +288,7 @@ class WarcWriter:
         date and the URL, so that a revisit written by any worker names the
         record holding its payload (WARC-Refers-To) from the capture's URL
         and time alone, without asking the worker that wrote it."""
-        return _urn(hashlib.sha1(_URL_NAMESPACE + f"{self.crawl_id} {date} {url}".encode()).digest(), 5)
+        return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{self.crawl_id} {date} {url}')}>"
 
     def records(self, ex: Exchange, revisit_of: dict | None = None) -> tuple[Record, Record]:
         """The (response or revisit, request) records of one exchange;
@@ -333,9 +330,13 @@ class WarcWriter:
             headers.append(("WARC-IP-Address", ex.ip))
         if ex.head_rebuilt:
             headers.append((HEAD_REBUILT, "rebuilt"))
+        index = None
+        if ex.noarchive:
+            headers.append((ROBOTS_MARK, NOARCHIVE))
+        else:
+            index = (line_key(ex.url, date), _index_fields(rec_type, ex.url, payload, head))
         headers.append(("WARC-Block-Digest", sha1_digest(*parts)))
-        resp = Record(rec_type, headers, HTTP_RESPONSE, parts,
-                      (line_key(ex.url, date), _index_fields(rec_type, ex.url, payload, head)))
+        resp = Record(rec_type, headers, HTTP_RESPONSE, parts, index)
         req = Record("request", [("WARC-Record-ID", _random_id()), ("WARC-Date", date),
                                  ("WARC-Target-URI", ex.url), ("WARC-Concurrent-To", rec_id),
                                  ("WARC-Block-Digest", sha1_digest(ex.request_head))],
@@ -465,11 +466,35 @@ def recover(storage: Storage) -> list[tuple[str, str]]:
     return done
 
 
-def build_index(storage: LocalStorage, rebuild: bool = False) -> tuple[int, int]:
-    """Write the missing per-file ``.cdxj`` indexes (all with rebuild); returns
-    (files indexed, lines)."""
+# A file's name as WarcWriter._new_name makes it: the crawl's safe name, the
+# 17-digit UTC time, the serial, pid~host~random. The crawl is what comes
+# before the first "-<17 digits>-<serial>-": crawl ids may hold "-" too.
+_FILE_NAME = re.compile(r"(?P<crawl>.+?)-\d{17}-\d+-.")
+
+
+def crawl_of(name: str) -> str | None:
+    """The crawl (its file-name-safe form) a WARC or CDXJ file of this store
+    belongs to, or None for a file named otherwise."""
+    m = _FILE_NAME.match(name)
+    return m.group("crawl") if m else None
+
+
+def crawl_names(storage: LocalStorage, crawl_id: str | None, suffix: str) -> list[str]:
+    """The names of storage's files with suffix of crawl crawl_id (every
+    file when crawl_id is None)."""
+    names = storage.names(suffix)
+    if crawl_id is None:
+        return names
+    crawl = safe_name(crawl_id)
+    return [n for n in names if crawl_of(n) == crawl]
+
+
+def build_index(storage: LocalStorage, rebuild: bool = False,
+                crawl_id: str | None = None) -> tuple[int, int]:
+    """Write the missing per-file ``.cdxj`` indexes (all with rebuild) of the
+    WARC files of crawl_id (None: of every crawl); returns (files indexed, lines)."""
     files = lines = 0
-    for name in storage.names(WARC_SUFFIX):
+    for name in crawl_names(storage, crawl_id, WARC_SUFFIX):
         target = storage.root / (name[: -len(WARC_SUFFIX)] + CDXJ_SUFFIX)
         if target.exists() and not rebuild:
             continue
@@ -483,10 +508,14 @@ def build_index(storage: LocalStorage, rebuild: bool = False) -> tuple[int, int]
     return files, lines
 
 
-def merge_indexes(storage: LocalStorage, out: Path) -> int:
-    """One sorted CDXJ of every file's index (a k-way merge: each is sorted)."""
+def merge_indexes(storage: LocalStorage, out: Path, crawl_id: str | None = None) -> int:
+    """One sorted CDXJ of the indexes of crawl_id's WARC files (None: of every
+    WARC file's); a k-way merge: each is sorted. An index is a file's when it
+    lies beside it (NAME.cdxj, NAME.warc.gz): merged indexes are not merged again."""
     import heapq
-    names = [n for n in storage.names(CDXJ_SUFFIX) if (storage.root / n) != out]
+    warcs = set(storage.names(WARC_SUFFIX))
+    names = [n for n in crawl_names(storage, crawl_id, CDXJ_SUFFIX)
+             if n[: -len(CDXJ_SUFFIX)] + WARC_SUFFIX in warcs and (storage.root / n) != out]
     handles = [open(storage.root / n, encoding="utf-8") for n in names]
     n = 0
     tmp = out.with_name(out.name + OPEN_SUFFIX)

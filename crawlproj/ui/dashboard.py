@@ -1,9 +1,15 @@
 """The dashboard routes: /dashboard, GET /api/status, POST /api/control.
 
     GET  /dashboard[?crawl=ID]      the page; its script (static/dashboard.js)
-                                    reads /api/status every 2 s and redraws
-    GET  /api/status[?crawl=ID]     crawlproj/monitor/status.py's document
-         -> 404 {"error"} for a crawl id that names no crawl,
+                                    reads /api/status every 2 s and redraws,
+                                    its charts from the crawl's history
+    GET  /api/status[?crawl=ID][&span=S][&since=MS]
+                                    crawlproj/monitor/status.py's document,
+                                    with the crawl's history of the last S
+                                    seconds (default: the whole crawl), its
+                                    samples newer than server time MS
+         -> 400 {"error"} for a span or since that is not a number,
+            404 {"error"} for a crawl id that names no crawl,
             503 {"error", "redis": "unreachable"} while Redis cannot be read
     POST /api/control               {"crawl": ID, "action": "pause"|"resume"|"stop"}
          -> 200 {"crawl", "action", "at_ms"}; 400 for a bad body; 401 without
@@ -31,7 +37,7 @@ from twisted.web import resource, server
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.keyspace import Keyspace, NoSuchCrawl
-from crawlproj.monitor import control
+from crawlproj.monitor import control, hosts
 from crawlproj.monitor.status import crawl_status
 from crawlproj.redisconn import get_redis
 from crawlproj.ui.app import send_json, template
@@ -40,6 +46,9 @@ CSP = (b"default-src 'none'; script-src 'self'; connect-src 'self'; "
        b"style-src 'self' 'unsafe-inline'; img-src 'self'; form-action 'none'; "
        b"frame-ancestors 'none'; base-uri 'none'")
 STATIC = {"dashboard.js": b"text/javascript; charset=utf-8",
+          "charts.js": b"text/javascript; charset=utf-8",
+          "hosts.js": b"text/javascript; charset=utf-8",
+          "host.js": b"text/javascript; charset=utf-8",
           "dashboard.css": b"text/css; charset=utf-8",
           "favicon.svg": b"image/svg+xml"}
 # Pages per host reads every host's count: once in this many seconds per crawl.
@@ -85,14 +94,15 @@ class StatusService:
             self._failed()
             raise
 
-    def status(self, crawl_id: str) -> dict:
+    def status(self, crawl_id: str, span: float | None = None, since: int = 0) -> dict:
         """In a thread. NoSuchCrawl, or CrawlprojError/redis errors when unreachable."""
         try:
             redis = self.redis()
             keyspace = Keyspace.found(redis, crawl_id)
             cached = self._per_host.get(crawl_id)
             fresh = cached is None or time.monotonic() - cached[0] > PAGES_PER_HOST_EVERY
-            s = crawl_status(redis, keyspace, pages_per_host=fresh)
+            s = crawl_status(redis, keyspace, pages_per_host=fresh, history_span=span,
+                             history_since=since)
         except NoSuchCrawl:
             raise
         except Exception:
@@ -104,6 +114,26 @@ class StatusService:
             s["figures"]["pages_per_host"] = cached[1]
         s["access"] = {"control": self.control_allowed(), "token_required": self.token_required()}
         return s
+
+    def hosts(self, crawl_id: str, sort: str, search: str, n: int, offset: int) -> dict:
+        """crawlproj/monitor/hosts.py's list, in a thread (errors as status())."""
+        return self._with(crawl_id, lambda redis, ks: hosts.hosts(
+            redis, ks, self.settings, sort, search, n, offset))
+
+    def host(self, crawl_id: str, name: str) -> dict:
+        """One host's story (hosts.host), in a thread: NoSuchHost, BadHostName too."""
+        return self._with(crawl_id, lambda redis, ks: hosts.host(
+            redis, ks, name, self.settings, hosts.log_dirs(redis, ks, self.settings)))
+
+    def _with(self, crawl_id: str, work):
+        try:
+            redis = self.redis()
+            return work(redis, Keyspace.found(redis, crawl_id))
+        except (NoSuchCrawl, hosts.NoSuchHost, hosts.BadRequest):
+            raise
+        except Exception:
+            self._failed()
+            raise
 
     def control(self, crawl_id: str, action: str) -> int:
         try:
@@ -136,15 +166,18 @@ def _crawl(request, service: StatusService) -> str:
 
 def _answer(request, work, *args):
     """Run work(*args) off the reactor thread and answer with its document:
-    404 for a crawl id that names no crawl, 503 while Redis cannot be read."""
+    404 for a crawl id that names no crawl or a host it does not know, 400
+    for a bad argument, 503 while Redis cannot be read."""
     def done(body):
         request.write(send_json(request, 200, body))
         request.finish()
 
     def failed(failure):
         exc = failure.value
-        if isinstance(exc, NoSuchCrawl):
+        if isinstance(exc, (NoSuchCrawl, hosts.NoSuchHost)):
             request.write(send_json(request, 404, {"error": str(exc)}))
+        elif isinstance(exc, hosts.BadRequest):
+            request.write(send_json(request, 400, {"error": str(exc)}))
         else:
             request.write(send_json(request, 503, {"error": f"Redis unreachable: {exc}",
                                                    "redis": "unreachable"}))
@@ -152,6 +185,26 @@ def _answer(request, work, *args):
 
     threads.deferToThread(work, *args).addCallbacks(done, failed)
     return server.NOT_DONE_YET
+
+
+def arg(request, name: str) -> str:
+    """A query argument as text ('' when absent)."""
+    values = request.args.get(name.encode())
+    return values[0].decode("utf-8", "replace") if values else ""
+
+
+def number(request, name: str, default, kind=float, least=0):
+    """A query argument as a number of at least `least`; ValueError names it."""
+    text = arg(request, name)
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, not {text[:40]!r}") from None
+    if not value >= least or value == float("inf"):
+        raise ValueError(f"{name} must be {least} or more, not {text[:40]!r}")
+    return value
 
 
 class ApiStatus(resource.Resource):
@@ -162,7 +215,12 @@ class ApiStatus(resource.Resource):
         self.service = service
 
     def render_GET(self, request):
-        return _answer(request, self.service.status, _crawl(request, self.service))
+        try:
+            span = number(request, "span", None, float, 1)
+            since = number(request, "since", 0, int)
+        except ValueError as exc:
+            return send_json(request, 400, {"error": str(exc)})
+        return _answer(request, self.service.status, _crawl(request, self.service), span, since)
 
 
 class ApiControl(resource.Resource):
@@ -201,12 +259,14 @@ class ApiControl(resource.Resource):
                                          "at_ms": self.service.control(crawl_id, action)})
 
 
-class DashboardPage(resource.Resource):
+class Page(resource.Resource):
+    """A page of the app: a template whose script (this app's only) does the rest."""
+
     isLeaf = True
 
-    def __init__(self, service: StatusService):
+    def __init__(self, name: str):
         super().__init__()
-        self.page = template("dashboard.html").encode()
+        self.page = template(name).encode()
 
     def render_GET(self, request):
         request.setHeader(b"content-type", b"text/html; charset=utf-8")
@@ -240,7 +300,7 @@ class StaticFile(resource.Resource):
 
 
 def add_dashboard(app, service: StatusService) -> None:
-    app.route("dashboard", DashboardPage(service))
+    app.route("dashboard", Page("dashboard.html"))
     app.route("api/status", ApiStatus(service))
     app.route("api/control", ApiControl(service))
     app.route("static", Static())

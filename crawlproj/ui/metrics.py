@@ -31,6 +31,11 @@ COUNTERS = (  # name, help, figure path in the status
     ("crawlproj_leases", "Leases handed out by the frontier", ("frontier", "leased")),
     ("crawlproj_leases_expired", "Leases that expired and went back to their queues",
      ("frontier", "expired_leases")),
+    ("crawlproj_pages_noindex", "Pages that said noindex (robots meta tag or X-Robots-Tag)",
+     ("politeness", "pages_noindex")),
+    ("crawlproj_pages_nofollow", "Pages that said nofollow", ("politeness", "pages_nofollow")),
+    ("crawlproj_links_nofollow", "Links not followed for nofollow (their rel, or their page)",
+     ("politeness", "links_nofollow")),
 )
 GAUGES = (
     ("crawlproj_queued_urls", "URLs queued in the frontier", ("queued",)),
@@ -47,6 +52,8 @@ GAUGES = (
      ("rates", "mb_s_now")),
     ("crawlproj_hosts_crawl_delay", "Hosts whose robots.txt sets a Crawl-delay",
      ("politeness", "hosts_crawl_delay")),
+    ("crawlproj_run_seconds", "Time the crawl has run (gaps with no worker left out)",
+     ("rates", "run_s")),
 )
 HOST_STATES = ("ready", "waiting", "leased", "backed_off")
 CRAWL_STATES = ("running", "paused", "stopping", "stopped", "idle")
@@ -69,7 +76,8 @@ class CrawlCollector:
         up = GaugeMetricFamily("crawlproj_redis_up", "1 if the crawl's Redis answered this scrape")
         try:
             redis = self.redis_of()
-            statuses = [crawl_status(redis, Keyspace.found(redis, c), pages_per_host=False)
+            statuses = [crawl_status(redis, Keyspace.found(redis, c), pages_per_host=False,
+                                     with_history=False)
                         for c in Keyspace.crawl_ids(redis)]
         except Exception:
             up.add_metric([], 0)
@@ -77,6 +85,14 @@ class CrawlCollector:
             return
         up.add_metric([], 1)
         yield up
+        memory = redis.info("memory")
+        for name, doc, field in (
+                ("crawlproj_redis_used_memory_bytes", "Memory the crawls' Redis uses", "used_memory"),
+                ("crawlproj_redis_maxmemory_bytes", "The Redis server's maxmemory (0: no limit)",
+                 "maxmemory")):
+            m = GaugeMetricFamily(name, doc)
+            m.add_metric([], int(memory.get(field, 0)))
+            yield m
         for name, doc, path in COUNTERS:
             m = CounterMetricFamily(name, doc, labels=["crawl_id"])
             for s in statuses:
@@ -104,6 +120,19 @@ class CrawlCollector:
         beat = GaugeMetricFamily("crawlproj_worker_heartbeat_age_seconds",
                                  "Seconds since a worker's last heartbeat",
                                  labels=["crawl_id", "worker"])
+        errors = CounterMetricFamily("crawlproj_errors", "Download attempts that failed, by "
+                                     "kind: dns, tcp, timeout, 4xx, 5xx, robots (excluded)",
+                                     labels=["crawl_id", "kind"])
+        eta = GaugeMetricFamily("crawlproj_eta_seconds", "Seconds until the crawl ends, as "
+                                "estimated (absent when there is no estimate)",
+                                labels=["crawl_id"])
+        for s in statuses:
+            for kind, n in s["errors"].items():
+                errors.add_metric([s["crawl_id"], kind], n)
+            if s["eta"]["eta_s"] is not None:
+                eta.add_metric([s["crawl_id"]], s["eta"]["eta_s"])
+        yield errors
+        yield eta
         for s in statuses:
             c, f = s["crawl_id"], s["figures"]
             for status, n in f["statuses"].items():

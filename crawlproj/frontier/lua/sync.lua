@@ -52,7 +52,8 @@
 --            host, fingerprint, aux, score, payload, force, bump, first
 --            aux: what the DUE's seen test needs besides the fingerprint
 --            bump: added to the score of this URL if it is already queued
---            (a duplicate link to it); '0' = leave it
+--            (a duplicate link to it); '<' and a score: that score instead
+--            when lower than the queued one; '0' = leave it
 --            first: the score instead, if this is the first URL of a host the
 --            crawl never saw (WebCrawler's host-first order); '' = no such rule
 --   release: a count, then host, token, host_fate, url_fate, delay_ms,
@@ -84,7 +85,8 @@
 --   recrawl queues), rready, leased_recrawl, budget_waits, paused, stopped
 --   (the server ms of the crawl's pause and stop, 0 = none: `scrapy crawlctl`,
 --   crawlproj/monitor/control.py, writes them in every partition's control
---   hash, this script's only view of the crawl-wide flag); lost the tokens of
+--   hash, this script's only view of the crawl-wide flag), backed_off (hosts
+--   with failures in a row, the heartbeat's history); lost the tokens of
 --   renewals that found no lease: they expired and went back to their queues,
 --   the worker must not fetch them (a fencing answer, docs/frontier.md).
 -- A token names one lease for the crawl's life: a counter, and the server's
@@ -96,6 +98,7 @@ local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .
 local IDLE, FAILS, STATS = P .. 'idle', P .. 'fails', P .. 'stats'
 local PENDING, PEND = P .. 'pending', P .. 'pend'
 local RREADY, RBUCKETS, BUDGET = P .. 'rready', P .. 'rbuckets', P .. 'budget'
+local HOSTREC = P .. 'hs'
 -- leases over which the share of never-crawled URLs is held (halved past it)
 local SHARE_WINDOW = 100
 
@@ -250,6 +253,25 @@ local function unlease(host, delay_ms)
   end
 end
 
+-- The host's record for the operator (crawlproj/monitor/hosts.py): how its
+-- downloads ended and why it waits, as Heritrix's hosts report keeps per host.
+-- {ok, fail, busy, first_ms, last_ms, last_fate, delay_ms, block_ms, wait_ms,
+--  backoffs, backoff_at_ms, backoff_ms, backoff_fate}: download ends by fate;
+-- the first and the last; the last one's fate, politeness delay (the
+-- worker's: Crawl-delay included), backoff block and Retry-After (-1: none);
+-- the backoffs so far, and the last one's start, length and fate.
+local function note(host, fate, polite, block, wait)
+  local old = redis.call('HGET', HOSTREC, host)
+  local r = old and cmsgpack.unpack(old) or {0, 0, 0, now, now, '', 0, 0, -1, 0, 0, 0, ''}
+  if fate == 'ok' then r[1] = r[1] + 1 elseif fate == 'fail' then r[2] = r[2] + 1
+  elseif fate == 'busy' then r[3] = r[3] + 1 end
+  r[5], r[6], r[7], r[8], r[9] = now, fate, polite, block, wait
+  if block > 0 then
+    r[10], r[11], r[12], r[13] = r[10] + 1, now, block, fate
+  end
+  redis.call('HSET', HOSTREC, host, cmsgpack.pack(r))
+end
+
 -- 1. enqueue: the DUE test-and-set, then the host's back queue. New URLs are
 --    gathered per host and written with one ZADD and one HSET per host: most
 --    of a page's new links share its host, and each command is a call here
@@ -323,7 +345,23 @@ for e = 1, #E, 8 do
     end
   else
     dups = dups + 1
-    if bump ~= '0' then
+    if string.byte(bump) == 60 then
+      -- '<' score: the URL takes this score if lower than its own (the best
+      -- of its links), never a higher one
+      local v = tonumber(string.sub(bump, 2))
+      if at then
+        local m = members[host]
+        if v < m[at] then
+          m[at] = v
+          bumped = bumped + 1
+          best = v
+        end
+      elseif redis.call('ZADD', queue(host), 'XX', 'LT', 'CH', v, fp) == 1 then
+        -- XX: only a URL still queued moves; one being fetched or done does not
+        bumped = bumped + 1
+        best = v
+      end
+    elseif bump ~= '0' then
       if at then
         local m = members[host]
         m[at] = m[at] + tonumber(bump)
@@ -409,11 +447,11 @@ for _ = 1, n do
   if host_fate ~= '' and not mine then
     found = false  -- our lease had expired; whoever holds it now keeps it
   elseif host_fate ~= '' then
+    local polite, block = delay, 0
     if host_fate == 'ok' then
       redis.call('HDEL', FAILS, host)
     elseif host_fate == 'fail' or host_fate == 'busy' then
       local fails = redis.call('HINCRBY', FAILS, host, 1)
-      local block = 0
       if host_fate == 'busy' and wait >= 0 then
         block = wait
       elseif host_fate == 'busy' or fails >= backoff_after then
@@ -424,6 +462,7 @@ for _ = 1, n do
       if block > delay then delay = block end
     end
     unlease(host, delay)
+    note(host, host_fate, polite, block, wait)
   end
   if not found then stale = stale + 1 end
 end
@@ -615,4 +654,5 @@ return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale'
                    'leases', redis.call('ZCARD', LEASES), 'queued', queued,
                    'pending', redis.call('ZCARD', PENDING), 'scheduled', scheduled,
                    'rready', redis.call('ZCARD', RREADY), 'leased_recrawl', leased_recrawl,
-                   'budget_waits', budget_waits, 'paused', paused, 'stopped', stopped}, lost}
+                   'budget_waits', budget_waits, 'paused', paused, 'stopped', stopped,
+                   'backed_off', redis.call('HLEN', FAILS)}, lost}

@@ -3,12 +3,16 @@
 -- KEYS[1]  the partition prefix  cp:{<crawl>/<p>}:   (all keys touched share its hash tag)
 -- ARGV     n, then n times: fp (8 bytes), bucket, t_ms, status, ctype, length, digest (8 bytes
 --          or ''), content (1 = a 2xx body whose digest counts for change detection)
+--          or, for a parsed page's canonical URL: fp, bucket, t_ms, '', '', '', the URL, 'c'
 --
 -- Hash  <prefix>pm:<bucket>  field fp -> cmsgpack array
---   {first_ms, last_ms, status, ctype, length, digest, fetches, changes, rate_bucket}
+--   {first_ms, last_ms, status, ctype, length, digest, fetches, changes, rate_bucket
+--    [, canonical]}
 -- rate_bucket is WebFountain's one-byte change-rate class; the recrawl model sets it,
 -- this script keeps it.  A change is counted when a 2xx body's digest differs from
 -- the last 2xx body's digest [WebFountain §4: change detection by checksum].
+-- canonical: the other URL the page's latest 2xx body names as its canonical one
+-- (RFC 6596), set once the page is parsed, cleared by its next 2xx body.
 -- One script call per partition per batch: the read-modify-write is atomic, so two
 -- workers fetching one URL at once both count.
 local P = KEYS[1]
@@ -23,7 +27,16 @@ for _ = 1, n do
   local key = P .. 'pm:' .. bucket
   local old = redis.call('HGET', key, fp)
   local rec
-  if not old then
+  if content == 'c' then
+    -- a fetch's record comes first (the record middleware, then the spider)
+    if old then
+      rec = cmsgpack.unpack(old)
+      if t >= rec[2] then
+        rec[10] = digest
+        redis.call('HSET', key, fp, cmsgpack.pack(rec))
+      end
+    end
+  elseif not old then
     if content ~= '1' then digest = '' end
     rec = {t, t, status, ctype, len, digest, 1, 0, 0}
     created = created + 1
@@ -39,9 +52,12 @@ for _ = 1, n do
     if content == '1' then
       if rec[6] ~= '' and rec[6] ~= digest then rec[8] = rec[8] + 1 end
       rec[6] = digest
+      if t >= rec[2] then rec[10] = nil end
     end
     rec[7] = rec[7] + 1
   end
-  redis.call('HSET', key, fp, cmsgpack.pack(rec))
+  if content ~= 'c' then
+    redis.call('HSET', key, fp, cmsgpack.pack(rec))
+  end
 end
 return created
