@@ -3,7 +3,10 @@ simulated web, freshness measured from the web's request log alone.
 
     .venv/bin/python bench/recrawl_bench.py [--pages 500 --hosts 50 --day-seconds 2
         --per-page-day 0.2,0.1 --days 30 | --fetches-per-page 12 --dists loguniform,gamma
-        --policies uniform,adaptive,optimal,webfountain1,webfountain2,webfountain3]
+        --policies uniform,adaptive,optimal,webfountain,webfountain1,webfountain2]
+
+"webfountain" runs RECRAWL_WEBFOUNTAIN_STRATEGY's default, "webfountainN"
+strategy N.
     .venv/bin/python bench/recrawl_bench.py --budget-check     (1 and 2 workers)
     .venv/bin/python bench/recrawl_bench.py --sitemaps --policies optimal
         [--variants none,lastmod --sitemap-refresh 2]
@@ -73,16 +76,19 @@ CLASSES = (0, 0.008, 0.03, 0.1, 0.37, 1.45, 5.2, 22, 96.01)
 
 def run_policy(sw, redis_url: str, tmp: Path, crawl_id: str, policy: str, budget: float,
                scale: float, seconds: float, workers: int = 1, extra: dict | None = None) -> dict:
-    strategy = "1"
+    # "webfountain" alone runs RECRAWL_WEBFOUNTAIN_STRATEGY's default,
+    # "webfountainN" strategy N
+    strategy = {}
     if policy.startswith("webfountain"):
-        policy, strategy = "webfountain", policy[len("webfountain"):] or "1"
+        policy, n = "webfountain", policy[len("webfountain"):]
+        strategy = {"RECRAWL_WEBFOUNTAIN_STRATEGY": n} if n else {}
     env = sw.env()
     env.update(REDIS_URL=redis_url, CRAWL_ID=crawl_id, CRAWL_DATA_DIR=str(tmp / "data"),
                PYTHONUNBUFFERED="1")
     settings = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": 16, "CRAWL_SCOPE": "any",
                 "DEPTH_LIMIT": 0, "FRONTIER_DELAY_FACTOR": 2, "RETRY_TIMES": 0,
-                "RECRAWL_ENABLED": True, "RECRAWL_POLICY": policy,
-                "RECRAWL_WEBFOUNTAIN_STRATEGY": strategy, "RECRAWL_BUDGET": budget,
+                "RECRAWL_ENABLED": True, "RECRAWL_POLICY": policy, **strategy,
+                "RECRAWL_BUDGET": budget,
                 "RECRAWL_TIME_SCALE": scale,
                 "INDEX_ENABLED": False, "LINKSTORE_ENABLED": False, "WARC_ENABLED": False,
                 **(extra or {})}

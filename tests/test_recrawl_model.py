@@ -655,3 +655,67 @@ def test_a_page_fetched_once_waits_for_a_turn_over_every_page_known():
     assert start.interval(buckets.UNKNOWN) == pytest.approx(2000 / 2.0)
     start.set_plan({buckets.UNKNOWN: 1900}, 100)     # late in it: the plan's own share
     assert start.interval(buckets.UNKNOWN) == pytest.approx(1900 / (0.8 * 2.0))
+
+
+def test_a_page_changed_at_every_visit_is_planned_above_its_point_estimate():
+    """A page changed at each of n visits I apart, no Last-Modified, is only
+    known to change faster than its visits: the bias-reduced estimate
+    log(2n + 1) / I puts it where the optimal plan gives about the most of
+    any page, and the plan uses its rate's posterior median instead, several
+    times higher. A page never seen changed is planned lower the longer it
+    stays unchanged."""
+    from crawlproj.frontier.recrawl import live_bucket
+
+    every = RecrawlState()
+    for v in range(6):
+        every = update(every, Observation(1e9 + v * DAY, v > 0))
+    assert every.changes == every.fetches == 5
+    assert buckets.rate_of(live_bucket(every)) > 3 * every.rate
+    planned = []
+    never = RecrawlState()
+    for v in range(31):
+        never = update(never, Observation(1e9 + v * DAY, False))
+        if v in (2, 30):
+            planned.append(buckets.rate_of(live_bucket(never)) * DAY)
+    assert planned[1] < planned[0] / 2 and planned[1] < 1 / 30
+
+
+def test_a_last_modified_within_one_step_of_the_servers_dates_is_not_a_contradiction():
+    """A server dating its pages by a clock that runs slower than the crawl's
+    (a second of it is 0.2 simulated days at a 5 s day) gives a change made
+    just after a fetch the same Last-Modified second as the fetch: within
+    that step it neither contradicts the content nor confirms a change, and
+    the page's Last-Modified stays usable; a full step before, it
+    contradicts."""
+    step = 17280.0
+    t = 1.7e9
+    first = update(RecrawlState(), Observation(t, True, t - DAY, resolution=step))
+    within = update(first, Observation(t + DAY, True, t - 0.5 * step, resolution=step))
+    assert within.lm_usable
+    before = update(first, Observation(t + DAY, True, t - 1.5 * step, resolution=step))
+    assert not before.lm_usable
+    moved = update(first, Observation(t + DAY, False, t + 0.5 * step, resolution=step))
+    assert moved.lm_usable
+
+
+def test_a_bucket_empty_at_the_last_plan_is_planned_like_its_nearest_neighbour():
+    """A page whose estimate moved into a bucket that had no page when the
+    plan was made gets the interval of the nearest bucket the plan has, not
+    the unknown bucket's uniform one: the plan is smooth in the rate, and a
+    page planned at the uniform interval beside fast neighbours would be
+    starved of nothing and given too much, or the reverse."""
+    from types import SimpleNamespace
+
+    from crawlproj.frontier.recrawl import Recrawl
+
+    rc = Recrawl(SimpleNamespace(new_share=0.2), "optimal", 2000 * 0.2 / DAY,
+                 max_interval=1e9)
+    slow, fast = buckets.bucket_of(0.01 / DAY), buckets.bucket_of(0.5 / DAY)
+    rc.set_plan({slow: 1000, fast: 1000}, 0)
+    assert rc.interval(slow + 2) == rc.interval(slow)
+    assert rc.interval(fast - 2) == rc.interval(fast)
+    assert rc.interval(fast - 2) != rc.interval(buckets.UNKNOWN)
+    too_fast = buckets.bucket_of(50 / DAY)
+    rc.set_plan({slow: 1000, fast: 1000, too_fast: 10}, 0)
+    assert rc.starved(too_fast) and rc.starved(too_fast + 3)
+    assert not rc.starved(fast + 1)
