@@ -17,6 +17,8 @@ link graph, download times, errors, sitemaps.
     .venv/bin/python bench/recrawl_sim.py [--dists loguniform,gamma --pages 2000
         --per-page-day 0.1,0.2,0.5 --days 96 --seeds 1,2,3 --lm 1.0
         --policies uniform,optimal,oracle -s RECRAWL_NEW_SHARE=0.5 ...]
+    .venv/bin/python bench/recrawl_sim.py --bias
+    .venv/bin/python bench/recrawl_sim.py --closed-form [--dists ... --pages ... --per-page-day ...]
 
 Per web, budget and seed: time-averaged freshness over the run's second
 half (the pages fetched before it, as bench/recrawl_bench.py measures the
@@ -43,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from crawlproj.frontier import recrawl as frontier_recrawl  # noqa: E402
 from crawlproj.recrawl import buckets  # noqa: E402
 from crawlproj.recrawl.freshness import freshness as closed_form  # noqa: E402
-from crawlproj.recrawl.policies import optimal, uniform  # noqa: E402
+from crawlproj.recrawl.policies import optimal, plan, uniform  # noqa: E402
 from crawlproj.recrawl.population import Population  # noqa: E402
 from crawlproj.recrawl.state import Observation, RecrawlState, update  # noqa: E402
 
@@ -253,6 +255,26 @@ def bias(lm: bool, visits=(2, 5, 10, 30), ratios=(0.2, 1.0, 5.0, 20.0), pages: i
     return rows
 
 
+def closed_forms(dist: str, pages: int, per_page_day: float, seed: int,
+                 settings: dict | None = None) -> dict:
+    """Each policy's plan for the web's true rates, as a steady crawl:
+    mean freshness from the closed form, no estimate, no loop (webfountain's
+    crawls per cycle turned into rates as the live crawl turns them)."""
+    s = settings_table(settings or {})
+    lam = rates_of(dist, pages, np.random.default_rng(seed)) / DAY
+    pop = Population.from_rates(lam)
+    budget = per_page_day * pages / DAY
+    out = {}
+    for p in ("uniform", "optimal", "webfountain"):
+        got = plan(p, pop, budget, strategy=int(s.RECRAWL_WEBFOUNTAIN_STRATEGY),
+                   period=s.RECRAWL_WEBFOUNTAIN_PERIOD, periods=int(s.RECRAWL_WEBFOUNTAIN_PERIODS),
+                   weighted=False)
+        out[p] = got.mean_freshness()
+        if p == "webfountain":
+            out["webfountain_uncrawled"] = float(pop.pages[~(got.frequency > 0)].sum() / pop.total)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -277,7 +299,24 @@ def main() -> None:
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--bias", action="store_true",
                     help="only the estimator's bias by visits, with and without Last-Modified")
+    ap.add_argument("--closed-form", action="store_true",
+                    help="only each policy's plan for the true rates, its closed-form freshness")
     a = ap.parse_args()
+    overrides = {k: float(v) for k, v in (x.split("=", 1) for x in a.s)}
+    webs = [(dist, n, b) for dist in a.dists.split(",") for n in map(int, a.pages.split(","))
+            for b in map(float, a.per_page_day.split(","))]
+    seeds = [int(x) for x in a.seeds.split(",")]
+    if a.closed_form:
+        print("| web | pages | budget/page/day | seed | uniform | optimal | webfountain "
+              "| webfountain's share of optimal's lead | pages webfountain leaves uncrawled |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for (dist, n, b), sd in ((w, sd) for w in webs for sd in seeds):
+            c = closed_forms(dist, n, b, sd, overrides)
+            lead = (c["webfountain"] - c["uniform"]) / (c["optimal"] - c["uniform"])
+            print(f"| {dist} | {n} | {b:g} | {sd} | {c['uniform']:.4f} | "
+                  f"{c['optimal']:.4f} | {c['webfountain']:.4f} | {lead:.0%} | "
+                  f"{c['webfountain_uncrawled']:.0%} |", flush=True)
+        return
     if a.bias:
         print("| Last-Modified | rate x interval | visits | estimate / true: median (10-90 %) |")
         print("|---|---|---|---|")
@@ -286,41 +325,37 @@ def main() -> None:
                 print(f"| {'yes' if lm else 'no'} | {r['rate_x_interval']:g} | {r['visits']} | "
                       f"{r['median']:.2f} ({r['p10']:.2f}-{r['p90']:.2f}) |")
         return
-    overrides = {k: float(v) for k, v in (x.split("=", 1) for x in a.s)}
     rows = []
     print("| web | pages | budget/page/day | days | seeds | policy | freshness (mean, min-max) "
           "| oracle | share of the oracle's lead over uniform | first pass, days |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for dist in a.dists.split(","):
-        for n in (int(x) for x in a.pages.split(",")):
-            for b in (float(x) for x in a.per_page_day.split(",")):
-                for d in (float(x) for x in a.days.split(",")):
-                    got: dict[str, list[dict]] = {}
-                    for p in a.policies.split(","):
-                        for sd in (int(x) for x in a.seeds.split(",")):
-                            r = run(dist, n, b, d, p, sd, a.lm, a.day_seconds, overrides,
-                                    a.server_clock, not a.no_clock_ratio, a.boost)
-                            got.setdefault(p, []).append(r)
-                            rows.append(r)
-                    uni = got.get("uniform")
-                    for p, rs in got.items():
-                        f = np.array([r["freshness"] for r in rs])
-                        o = np.array([r["oracle"] for r in rs])
-                        lead = ""
-                        if uni and p != "uniform":
-                            u = np.array([r["freshness"] for r in uni])
-                            lead = f"{np.mean((f - u) / (o - u)):.0%} " \
-                                   f"({', '.join(f'{x:.0%}' for x in (f - u) / (o - u))})"
-                        fp = np.mean([r["first_pass_days"] for r in rs])
-                        print(f"| {dist} | {n} | {b:g} | {d:g} | {a.seeds} | {p} | "
-                              f"{f.mean():.4f} ({f.min():.4f}-{f.max():.4f}) | {o.mean():.4f} | "
-                              f"{lead} | {fp:.1f} |", flush=True)
-                        if a.classes:
-                            r = rs[0]
-                            print("    " + " | ".join(
-                                f"{c['lo']:g}-{c['hi']:g}: {c['fetches_per_day']:.3f} "
-                                f"({c['oracle_per_day']:.3f}) est/true {c['estimate_over_true']:.2g}"
-                                for c in r["classes"]), flush=True)
+    for (dist, n, b), d in ((w, d) for w in webs for d in map(float, a.days.split(","))):
+        got: dict[str, list[dict]] = {}
+        for p in a.policies.split(","):
+            for sd in seeds:
+                r = run(dist, n, b, d, p, sd, a.lm, a.day_seconds, overrides,
+                        a.server_clock, not a.no_clock_ratio, a.boost)
+                got.setdefault(p, []).append(r)
+                rows.append(r)
+        uni = got.get("uniform")
+        for p, rs in got.items():
+            f = np.array([r["freshness"] for r in rs])
+            o = np.array([r["oracle"] for r in rs])
+            lead = ""
+            if uni and p != "uniform":
+                u = np.array([r["freshness"] for r in uni])
+                lead = f"{np.mean((f - u) / (o - u)):.0%} " \
+                       f"({', '.join(f'{x:.0%}' for x in (f - u) / (o - u))})"
+            fp = np.mean([r["first_pass_days"] for r in rs])
+            print(f"| {dist} | {n} | {b:g} | {d:g} | {a.seeds} | {p} | "
+                  f"{f.mean():.4f} ({f.min():.4f}-{f.max():.4f}) | {o.mean():.4f} | "
+                  f"{lead} | {fp:.1f} |", flush=True)
+            if a.classes:
+                r = rs[0]
+                print("    " + " | ".join(
+                    f"{c['lo']:g}-{c['hi']:g}: {c['fetches_per_day']:.3f} "
+                    f"({c['oracle_per_day']:.3f}) est/true {c['estimate_over_true']:.2g}"
+                    for c in r["classes"]), flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
 

@@ -82,8 +82,9 @@ logger = logging.getLogger(__name__)
 BOOST_START = 1.25
 # At most this: a boost divides every interval alike, and past a few it makes
 # every page overdue, which is a uniform crawl whatever the plan
-# (bench/recrawl_loop_model.py, the plan on the true rates, log-uniform web,
-# 40 days: boost 1 0.5137, 4 0.4981, 16 0.4744; uniform 0.4672). A crawl the
+# (bench/recrawl_sim.py --policies uniform,oracle --boost B, the plan on the
+# true rates, log-uniform web, 500 pages, 100 days, seeds 1-3: boost 1
+# 0.5054, 16 0.4761; uniform 0.4577-0.4592). A crawl the
 # schedule cannot make spend its budget (politeness, a slow worker) spends
 # less rather than lose its plan.
 MAX_BOOST = 4.0
@@ -378,15 +379,22 @@ class Recrawl:
             # is still fetched every RECRAWL_MAX_INTERVAL): the plan is made
             # again for the budget less that, so that its clamped intervals
             # spend the budget, not more (webfountain, slow to solve: once).
+            # A bucket the plan gives nothing: optimal's change too fast for
+            # the budget and wait RECRAWL_MAX_INTERVAL; webfountain's are left
+            # out of this cycle only (the model plans one cycle of its
+            # periods, and its per-bucket solution is all or nothing), and
+            # are due again when the next cycle could take them.
+            wf = self.policy == "webfountain"
+            idle = self.period * self.periods if wf else math.inf
             aim = budget
-            for _ in range(1 if self.policy == "webfountain" else 4):
+            for _ in range(1 if wf else 4):
                 try:
                     p = plan(self.policy, pop, max(aim, 1e-12), new_share=0.0,
                              strategy=self.strategy, period=self.period, periods=self.periods)
                 except (PolicyError, ValueError) as exc:
                     logger.warning("recrawl plan failed (%s): uniform intervals meanwhile", exc)
                     p = plan("uniform", pop, max(aim, 1e-12))
-                clamped = np.array([self._clamp(1.0 / f if f > 0 else math.inf)
+                clamped = np.array([self._clamp(1.0 / f if f > 0 else idle)
                                     for f in p.frequency])
                 spend = float((pages / clamped).sum())
                 if abs(spend - budget) <= 0.01 * budget:
@@ -394,7 +402,8 @@ class Recrawl:
                 aim *= budget / spend
             for k, interval in zip(known, clamped):
                 intervals[k] = float(interval)
-            self._starved = frozenset(k for k, f in zip(known, p.frequency) if not f > 0)
+            self._starved = frozenset() if wf else frozenset(
+                k for k, f in zip(known, p.frequency) if not f > 0)
             if self.policy == "webfountain" and p.new_rate > 0 and new:
                 self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
         self._interval = intervals
