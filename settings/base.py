@@ -245,8 +245,10 @@ RECRAWL_CHANGE = "digest"
 # 2 the last period only, 3 mostly the last), the length of a period in
 # seconds and the periods in a crawler cycle (T; the paper: 14). Strategy 3 by
 # default: a continuous crawl keeps its plan, and 1 leaves the slowest buckets
-# uncrawled for good (2000 pages at 0.2 fetches per page per day, replayed:
-# strategy 1 -102 % of the oracle's lead over uniform, 3 +36 %; docs/recrawl.md).
+# uncrawled for good (its plan for the true rates, 2000 pages at 0.1, 0.2 and
+# 0.5 fetches per page per day, seed 1: -152 %, -229 %, -361 % of the
+# oracle's lead over uniform on log-uniform rates, 3: +85 %, +51 %, -33 %;
+# bench/recrawl_sim.py --closed-form, docs/recrawl.md).
 RECRAWL_WEBFOUNTAIN_STRATEGY = 3
 RECRAWL_WEBFOUNTAIN_PERIOD = 86400.0
 RECRAWL_WEBFOUNTAIN_PERIODS = 14
