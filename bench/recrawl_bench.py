@@ -3,7 +3,10 @@ simulated web, freshness measured from the web's request log alone.
 
     .venv/bin/python bench/recrawl_bench.py [--pages 500 --hosts 50 --day-seconds 2
         --per-page-day 0.2,0.1 --days 30 | --fetches-per-page 12 --dists loguniform,gamma
-        --policies uniform,adaptive,optimal,webfountain1,webfountain2,webfountain3]
+        --policies uniform,adaptive,optimal,webfountain,webfountain1,webfountain2]
+
+"webfountain" runs RECRAWL_WEBFOUNTAIN_STRATEGY's default, "webfountainN"
+strategy N.
     .venv/bin/python bench/recrawl_bench.py --budget-check     (1 and 2 workers)
     .venv/bin/python bench/recrawl_bench.py --sitemaps --policies optimal
         [--variants none,lastmod --sitemap-refresh 2]
@@ -51,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crawlproj.embedded import free_port, spawn_server  # noqa: E402
+from crawlproj.recrawl import buckets  # noqa: E402
 from crawlproj.recrawl.freshness import freshness as closed_form  # noqa: E402
 from crawlproj.recrawl.policies import optimal, uniform  # noqa: E402
 from crawlproj.recrawl.population import Population  # noqa: E402
@@ -66,25 +70,26 @@ VARIANTS = {"none": {"SITEMAP_ENABLED": False},
             "lastmod": {"SITEMAP_ENABLED": True, "SITEMAP_LASTMOD": True}}
 
 
+# true change rates per simulated day: the classes of the fetch table
+CLASSES = (0, 0.008, 0.03, 0.1, 0.37, 1.45, 5.2, 22, 96.01)
+
+
 def run_policy(sw, redis_url: str, tmp: Path, crawl_id: str, policy: str, budget: float,
                scale: float, seconds: float, workers: int = 1, extra: dict | None = None) -> dict:
-    strategy = "1"
+    # "webfountain" alone runs RECRAWL_WEBFOUNTAIN_STRATEGY's default,
+    # "webfountainN" strategy N
+    strategy = {}
     if policy.startswith("webfountain"):
-        policy, strategy = "webfountain", policy[len("webfountain"):] or "1"
+        policy, n = "webfountain", policy[len("webfountain"):]
+        strategy = {"RECRAWL_WEBFOUNTAIN_STRATEGY": n} if n else {}
     env = sw.env()
     env.update(REDIS_URL=redis_url, CRAWL_ID=crawl_id, CRAWL_DATA_DIR=str(tmp / "data"),
                PYTHONUNBUFFERED="1")
     settings = {"LOG_LEVEL": "INFO", "CONCURRENT_REQUESTS": 16, "CRAWL_SCOPE": "any",
                 "DEPTH_LIMIT": 0, "FRONTIER_DELAY_FACTOR": 2, "RETRY_TIMES": 0,
-                "RECRAWL_ENABLED": True, "RECRAWL_POLICY": policy,
-                # the first pass over in the first quarter of the run
-                "RECRAWL_NEW_SHARE": 0.5,
-                "RECRAWL_WEBFOUNTAIN_STRATEGY": strategy,
-                # the model's period: a simulated day, 14 of them a cycle
-                "RECRAWL_WEBFOUNTAIN_PERIOD": 86400, "RECRAWL_BUDGET": budget,
-                "RECRAWL_TIME_SCALE": scale, "RECRAWL_PLAN_INTERVAL": 2,
-                # a page the plan gives nothing is still seen every 30 days
-                "RECRAWL_MAX_INTERVAL": 30 * 86400,
+                "RECRAWL_ENABLED": True, "RECRAWL_POLICY": policy, **strategy,
+                "RECRAWL_BUDGET": budget,
+                "RECRAWL_TIME_SCALE": scale,
                 "INDEX_ENABLED": False, "LINKSTORE_ENABLED": False, "WARC_ENABLED": False,
                 **(extra or {})}
     procs = []
@@ -149,6 +154,27 @@ def measure(sw, records, started: float, stopped: float, budget: float) -> dict:
     f_uni = uniform(pop, per_sim_second)
     oracle = float((pop.pages * closed_form(pop.rate, f_opt)).sum() / pop.total)
     uni = float((pop.pages * closed_form(pop.rate, f_uni)).sum() / pop.total)
+    # where the fetches of the window went, per true change rate, against the
+    # oracle's allocation of the same spend (fetches per page per simulated day)
+    days = web.clock.day(stopped) - web.clock.day(window_start)
+    got: dict[str, int] = {}
+    for r in in_window:
+        u = checks.url_of(r)
+        if u in html_urls and r["status"] in (200, 304):
+            got[u] = got.get(u, 0) + 1
+    rate_of = np.array([web.true_rate(v) for v in html])
+    # the oracle per page: its bucket's frequency
+    oracle_f = dict(zip(pop.bucket, f_opt))
+    per_page_oracle = np.array([oracle_f[k] for k in buckets.buckets_of(lam)]) * 86400.0
+    classes = []
+    for lo, hi in zip(CLASSES, CLASSES[1:]):
+        m = (rate_of >= lo) & (rate_of < hi)
+        if not m.any():
+            continue
+        live = np.array([got.get(web.url(v), 0) for v, on in zip(html, m) if on]) / days
+        classes.append({"lo": lo, "hi": hi, "pages": int(m.sum()),
+                        "fetches_per_day": float(live.mean()),
+                        "oracle_per_day": float(per_page_oracle[m].mean())})
     fetches_html = sum(1 for r in pages if checks.url_of(r) in html_urls)
     sitemaps = sum(1 for r in in_window if r["path"] == SITEMAP_PATH)
     return {"freshness": rep.total.freshness, "age_days": rep.total.age,
@@ -158,7 +184,41 @@ def measure(sw, records, started: float, stopped: float, budget: float) -> dict:
             "spent_per_s": spent, "spent_ratio": spent / budget,
             "not_modified": sum(1 for r in pages if r["status"] == 304),
             "conditional_saved": 1 - sent / whole if whole else float("nan"),
-            "oracle": oracle, "uniform_closed_form": uni}
+            "oracle": oracle, "uniform_closed_form": uni, "classes": classes}
+
+
+def states(sw, redis_url: str, crawl_id: str) -> list[dict]:
+    """Per true-rate class, the estimator's state of the crawl's scheduled
+    pages at the end: median of the scheduled bucket's rate over the true
+    rate, pages whose
+    Last-Modified was found unusable, visits and changes seen."""
+    import redis as redis_lib
+
+    from crawlproj.frontier.recrawl import scheduled_bucket, scheduled_states
+    from crawlproj.keyspace import Keyspace
+    from crawlproj.recrawl.state import LM_UNUSABLE
+    r = redis_lib.Redis.from_url(redis_url)
+    web = sw.web
+    node_of = {web.url(v): v for v in range(web.n_nodes) if web.is_html(v)}
+    rows = []
+    for url, st in scheduled_states(r, Keyspace.found(r, crawl_id)):
+        v = node_of.get(url)
+        if v is not None:
+            rows.append((web.true_rate(v), st))
+    out = []
+    for lo, hi in zip(CLASSES, CLASSES[1:]):
+        sel = [(t, st) for t, st in rows if lo <= t < hi]
+        if not sel:
+            continue
+        ratio = [buckets.rate_of(scheduled_bucket(st)) * 86400 / t for t, st in sel
+                 if t > 0 and scheduled_bucket(st) != buckets.UNKNOWN]
+        out.append({"lo": lo, "hi": hi, "pages": len(sel),
+                    "estimate_over_true_median": float(np.median(ratio)) if ratio else None,
+                    "never_changed": sum(1 for _, st in sel if st.changes == 0) / len(sel),
+                    "lm_unusable": sum(1 for _, st in sel if st.flags & LM_UNUSABLE) / len(sel),
+                    "visits": float(np.mean([st.fetches for _, st in sel])),
+                    "changes": float(np.mean([st.changes for _, st in sel]))})
+    return out
 
 
 def main() -> None:
@@ -183,6 +243,14 @@ def main() -> None:
     ap.add_argument("--sitemap-refresh", type=float, default=2.0,
                     help="with --sitemaps: simulated days between two fetches of a sitemap")
     ap.add_argument("--json", help="write the rows here too")
+    ap.add_argument("-s", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for every worker (otherwise every recrawl setting but the "
+                         "clock and the budget is the default)")
+    ap.add_argument("--http-clock", default="simulated", choices=("simulated", "wall"),
+                    help="what the web's Date and Last-Modified count (simweb's http_clock)")
+    ap.add_argument("--seeds", default="5", help="web seeds (change processes), comma-separated")
+    ap.add_argument("--states", action="store_true",
+                    help="also the estimator's state per true-rate class at the end")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="recrawl-bench-"))
     port = free_port()
@@ -194,16 +262,19 @@ def main() -> None:
     try:
         for per_page_day in (float(x) for x in a.per_page_day.split(",")):
             days = a.days if a.fetches_per_page is None else a.fetches_per_page / per_page_day
-            for dist in a.dists.split(","):
-                spec = {"seed": 5, "hosts": a.hosts, "pages": a.pages, "page_bytes": 2000,
+            for dist, seed in ((d, int(x)) for d in a.dists.split(",")
+                               for x in a.seeds.split(",")):
+                spec = {"seed": seed, "hosts": a.hosts, "pages": a.pages, "page_bytes": 2000,
                         "latency_ms": [1, 3], "change_dist": DISTS[dist],
-                        "day_seconds": a.day_seconds, "sitemaps": 1.0 if a.sitemaps else 0.0}
+                        "day_seconds": a.day_seconds, "sitemaps": 1.0 if a.sitemaps else 0.0,
+                        "http_clock": a.http_clock}
                 runs = [("uniform", 1, "-"), ("uniform", 2, "-")] if a.budget_check else \
                     [(p, 1, v) for p in a.policies.split(",")
                      for v in (a.variants.split(",") if a.sitemaps else ["-"])]
                 for policy, workers, variant in runs:
-                    extra = dict(VARIANTS.get(variant, {}), SITEMAP_REFRESH=a.sitemap_refresh * 86400)
-                    name = f"{dist}-{per_page_day:g}-{policy}-{workers}-{variant}"
+                    extra = dict(VARIANTS.get(variant, {}), SITEMAP_REFRESH=a.sitemap_refresh * 86400,
+                                 **dict(x.split("=", 1) for x in a.settings))
+                    name = f"{dist}-{seed}-{per_page_day:g}-{policy}-{workers}-{variant}"
                     with SimWebServer(spec, log_path=str(tmp / f"{name}.jsonl")) as sw:
                         (tmp / "seeds.txt").write_text("\n".join(sw.web.seeds(5)) + "\n")
                         budget = per_page_day * a.pages / a.day_seconds
@@ -211,10 +282,15 @@ def main() -> None:
                         t = run_policy(sw, redis_url, tmp, name, policy, budget, scale,
                                        days * a.day_seconds, workers, extra)
                         records = sw.settle_log()
-                        row = {"dist": dist, "per_page_day": per_page_day, "days": days,
+                        row = {"dist": dist, "seed": seed, "per_page_day": per_page_day,
+                               "days": days, "pages": a.pages, "hosts": a.hosts,
+                               "day_seconds": a.day_seconds, "http_clock": a.http_clock,
+                               "settings": a.settings,
                                "policy": policy, "workers": workers, "variant": variant,
                                "budget": budget,
                                **measure(sw, records, t["started"], t["stopped"], budget)}
+                        if a.states:
+                            row["states"] = states(sw, redis_url, name)
                         rows.append(row)
                         print(json.dumps(row), flush=True)
     finally:
@@ -224,15 +300,23 @@ def main() -> None:
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     print()
-    print("| web | budget/page/day | days | policy | workers | sitemaps | freshness | oracle "
+    print("| web | seed | budget/page/day | days | policy | workers | sitemaps | freshness | oracle "
           "| uniform (closed form) | fetches/page | spent / budget | 304s | conditional GET saved |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['dist']} | {r['per_page_day']:g} | {r['days']:g} | {r['policy']} | "
+        print(f"| {r['dist']} | {r['seed']} | {r['per_page_day']:g} | {r['days']:g} | {r['policy']} | "
               f"{r['workers']} | {r['variant']} ({r['sitemap_share']:.1%} of fetches) | "
               f"{r['freshness']:.4f} | "
               f"{r['oracle']:.4f} | {r['uniform_closed_form']:.4f} | {r['fetches_per_page']:.1f} | "
               f"{r['spent_ratio']:.3f} | {r['not_modified']} | {r['conditional_saved']:.1%} |")
+    print()
+    print("fetches per page per simulated day by true change rate (oracle's in brackets):")
+    for r in rows:
+        cells = " | ".join(f"{c['lo']:g}-{c['hi']:g}: {c['fetches_per_day']:.3f} "
+                           f"({c['oracle_per_day']:.3f})" for c in r["classes"])
+        print(f"{r['dist']} {r['seed']} {r['per_page_day']:g} {r['policy']}: {cells}")
+        for c in r.get("states", []):
+            print(f"    state {c['lo']:g}-{c['hi']:g}: {c}")
 
 
 if __name__ == "__main__":

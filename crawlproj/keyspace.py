@@ -375,7 +375,8 @@ class Keyspace:
     recrawl_ready = _key("rready", "Hosts with a recrawl due, politeness allowing, by due time.")
     rate_buckets = _key("rbuckets", "Pages in the recrawl schedule per change-rate bucket: "
                                     "bucket -> count.")
-    budget = _key("budget", "The recrawl budget's token bucket: t (tokens), at (ms).")
+    budget = _key("budget", "The recrawl budget's token bucket: t (tokens), at (ms); the "
+                            "recent leases of never-crawled URLs and recrawls: sn, so.")
     recrawl_queues_pattern = _pattern("d:")
 
     # -- the DUE (due/lua/seen.lua) ---------------------------------------------

@@ -243,8 +243,10 @@ RECRAWL_NEW_SHARE = 0.2
 RECRAWL_CHANGE = "digest"
 # webfountain: the objective strategy of §5.1 (1 equal weights on every period,
 # 2 the last period only, 3 mostly the last), the length of a period in
-# seconds and the periods in a crawler cycle (T; the paper: 14).
-RECRAWL_WEBFOUNTAIN_STRATEGY = 1
+# seconds and the periods in a crawler cycle (T; the paper: 14). Strategy 3 by
+# default: 1 leaves the slowest buckets uncrawled for good, below uniform
+# (docs/recrawl.md, "The live loop replayed offline").
+RECRAWL_WEBFOUNTAIN_STRATEGY = 3
 RECRAWL_WEBFOUNTAIN_PERIOD = 86400.0
 RECRAWL_WEBFOUNTAIN_PERIODS = 14
 

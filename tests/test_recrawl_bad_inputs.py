@@ -11,6 +11,7 @@ small server on loopback (let through by ADDRESS_GUARD_ALLOW).
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -25,6 +26,7 @@ import pytest
 import redis
 
 from crawlproj.frontier import codec
+from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.keyspace import Keyspace
 from crawlproj.stores.warc import NOT_MODIFIED_PROFILE
 from crawlproj.urls import host_of
@@ -275,5 +277,102 @@ def test_last_modified_on_another_calendar_is_read_as_the_pages_age():
         scheduled = recrawl.after(request, recrawl=record is not None)
         record = codec.decode(scheduled.payload, host="www.example.org").meta[STORED]
     state = RecrawlState.unpack(record[0])
-    assert state.lm_usable and state.lm_changes == 11
+    assert state.lm_usable and state.lm_changes == 12     # 11 changes and the first age
     assert 10 < state.rate * day < 40
+
+
+def _fetched_daily(recrawl, wall0: float, server_dates, ages, versions):
+    """A page fetched once a simulated day through Recrawl.after; server_dates(i):
+    the server's Date (Unix seconds) at fetch i, ages[i]: the page's age then
+    in the server's seconds, versions[i]: its version. Its state after the
+    last fetch."""
+    from email.utils import formatdate
+
+    from scrapy import Request
+
+    from crawlproj.recrawl.record import HELD, OBSERVED, STORED, Fetch
+    from crawlproj.recrawl.state import RecrawlState
+
+    record, url, day = None, "http://www.example.org/p", 86400.0
+    for i in range(len(ages)):
+        date = server_dates(i)
+        fetch = Fetch(200, f'"v{versions[i]}"', formatdate(date - ages[i], usegmt=True),
+                      formatdate(date, usegmt=True), bytes([versions[i] % 256]) * 8,
+                      wall0 + i * day / recrawl.scale)
+        request = Request(url, meta={HELD: record, OBSERVED: fetch})
+        scheduled = recrawl.after(request, recrawl=record is not None)
+        record = codec.decode(scheduled.payload, host="www.example.org").meta[STORED]
+    return RecrawlState.unpack(record[0])
+
+
+def test_last_modified_by_the_machines_clock_under_a_fast_crawl_clock():
+    """A web that dates its pages by the machine's clock while the crawl's
+    clock runs RECRAWL_TIME_SCALE times as fast: the ages Date - Last-Modified
+    are wall seconds, and taken as crawl seconds they made every page seen
+    changed at each visit look 17,280 times faster than it is (the optimal
+    plan then gave such pages nothing). The server's Date against the crawl
+    clock tells its seconds from the crawl's: a page changing twice a day,
+    fetched daily, comes out near 2 a day on either kind of web."""
+    import numpy as np
+
+    scale, day, wall0 = 17280.0, 86400.0, 1.79e9 + 0.37
+    rng = np.random.default_rng(5)
+    changes = np.cumsum(rng.exponential(day / 2, 400)) - day      # Poisson, 2 a day
+    fetches = np.arange(60) * day
+    last = [changes[changes <= t].max() for t in fetches]
+    versions = [int((changes <= t).sum()) for t in fetches]
+    wall = _fetched_daily(Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1.0, scale=scale),
+                          wall0, lambda i: math.floor(wall0 + i * day / scale),
+                          [math.floor(wall0 + t / scale) - math.floor(wall0 + c / scale)
+                           for t, c in zip(fetches, last)], versions)
+    simulated = _fetched_daily(Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1.0,
+                                       scale=scale),
+                               wall0, lambda i: 978307200.0 + i * day,
+                               [round(t - c) for t, c in zip(fetches, last)], versions)
+    for state in (wall, simulated):
+        assert state.lm_usable and state.fetches == 59 and state.lm_changes > 45
+        assert 1.5 < state.rate * day < 2.7, state.rate * day
+
+
+def test_the_first_fetchs_last_modified_dates_a_page_never_seen_changed():
+    """A page last modified 300 days before its first fetch, then unchanged
+    at three daily visits: its Last-Modified says it changes about once in
+    300 days, and the plan puts it there, not at the few days it was watched
+    (which put it near 0.1 a day)."""
+    from crawlproj.frontier.recrawl import live_bucket
+    from crawlproj.recrawl import buckets
+
+    day = 86400.0
+    state = _fetched_daily(Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1.0),
+                           1.79e9, lambda i: 1.79e9 + i * day,
+                           [300 * day + i * day for i in range(4)], [0] * 4)
+    assert state.lm_usable and (state.lm_changes, state.changes, state.fetches) == (1, 0, 3)
+    assert 1 / 600 < state.rate * day < 1 / 250
+    assert buckets.rate_of(live_bucket(state)) * day < 1 / 150
+
+
+def test_a_page_is_not_starved_on_a_few_dated_changes():
+    """Two changes in a day of dated exposure put a page changing daily
+    above the cut-off of a plan at 0.2 fetches per page per day on
+    Gamma-distributed rates; given nothing, it would never be fetched again
+    to correct that. Its rate's lower 10 % quantile is below the cut-off, so
+    it is planned there; a page with 30 changes in 7.5 days is starved."""
+    from crawlproj.frontier.recrawl import live_bucket
+    from crawlproj.recrawl import buckets
+    from crawlproj.recrawl.state import RecrawlState
+
+    day = 86400.0
+    rates = __import__("numpy").random.default_rng(2).gamma(0.8, 0.25, 2000) / day
+    recrawl = Recrawl(SimpleNamespace(new_share=0.0), "optimal", 0.2 * 2000 / day)
+    counts: dict[int, int] = {}
+    for k in buckets.buckets_of(rates):
+        counts[int(k)] = counts.get(int(k), 0) + 1
+    recrawl.set_plan(counts, 0)
+    few = RecrawlState(fetches=2, changes=2, lm_changes=2, last_fetch=1e9,
+                       t_changed=10 * day, lm_exposure=1.0 * day)
+    many = RecrawlState(fetches=30, changes=30, lm_changes=30, last_fetch=1e9,
+                        t_changed=150 * day, lm_exposure=7.5 * day)
+    assert recrawl.starved(live_bucket(few)) and recrawl.starved(live_bucket(many))
+    assert not recrawl.starved(recrawl.bucket_for(few))
+    assert recrawl.bucket_for(few) < live_bucket(few)
+    assert recrawl.starved(recrawl.bucket_for(many))

@@ -9,6 +9,7 @@ from the web's own request log.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -16,15 +17,17 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 import redis
 
 from crawlproj.frontier import codec
-from crawlproj.frontier.recrawl import live_bucket
+from crawlproj.frontier.recrawl import Recrawl, scheduled_bucket, scheduled_states
 from crawlproj.keyspace import Keyspace
-from crawlproj.recrawl.record import STORED
-from crawlproj.recrawl.state import RecrawlState
+from crawlproj.recrawl.buckets import DAY, rate_of
+from crawlproj.recrawl.record import STORED, pack_payload
+from crawlproj.recrawl.state import LM_UNUSABLE, SCHEDULED, RecrawlState
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import ROOT, Workers, stat, wait_for
@@ -159,7 +162,7 @@ def scheduled_buckets(r, crawl_id: str) -> Counter:
             host = key.decode().rsplit("d:", 1)[1]
             for fp in r.zrange(key, 0, -1):
                 request = codec.decode(r.hget(ks.payloads(p, host), fp), host=host)
-                out[live_bucket(RecrawlState.unpack(request.meta[STORED][0]))] += 1
+                out[scheduled_bucket(RecrawlState.unpack(request.meta[STORED][0]))] += 1
     return out
 
 
@@ -192,6 +195,28 @@ def test_recrawl_plan_shows_the_plan_in_force_of_a_live_crawl(redis_url, tmp_pat
     rates = [b["rate"] for b in doc["buckets"]]
     assert rates == sorted(rates) and max(per_page) > 2 * min(per_page)
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    # the observed changes per bucket are those the web served: per page,
+    # the versions of its first fetches, as many as its state has seen
+    versions: dict[str, list[int]] = {}
+    for rec in sorted(pages_of(sw.settle_log()), key=lambda x: x["t0"]):
+        if rec["status"] in (200, 304) and rec.get("v") is not None:
+            versions.setdefault(checks.url_of(rec), []).append(rec["v"])
+    served: Counter = Counter()
+    visits: Counter = Counter()
+    for url, st in scheduled_states(r, Keyspace.found(r, "rcplan")):
+        if url not in versions:     # not an HTML page (an image): it never changes
+            assert st.changes == 0
+            visits[scheduled_bucket(st)] += st.fetches
+            continue
+        v = versions[url][:st.fetches + 1]
+        assert len(v) == st.fetches + 1
+        served[scheduled_bucket(st)] += sum(a != b for a, b in zip(v, v[1:]))
+        visits[scheduled_bucket(st)] += st.fetches
+    observed = {o["bucket"]: o for o in doc["observed"]}
+    assert {k: o["changed_visits"] for k, o in observed.items() if o["changed_visits"]} \
+        == {k: n for k, n in served.items() if n}
+    assert {k: o["visits"] for k, o in observed.items()} == dict(visits)
+    assert sum(served.values()) > 50 and sum(visits.values()) > sum(served.values())
     text = recrawl_plan(redis_url, "--crawl-id", "rcplan")
     assert text.returncode == 0 and text.stdout.startswith("crawl rcplan: policy optimal")
 
@@ -212,3 +237,59 @@ def test_recrawl_plan_of_no_live_crawl_is_one_line_and_exit_status_2(redis_url, 
     out = recrawl_plan(down, "--crawl-id", "rcplan")
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("crawlproj: ")
+
+
+def test_recrawl_plan_shows_each_buckets_estimate_against_the_observed_changes(redis_url):
+    """Per scheduled bucket: the visits that saw a change against those the
+    bucket's rate expects at each page's mean interval, and the changes
+    dated by Last-Modified per day they were watched, from every page's own
+    state in Redis."""
+    r = redis.Redis.from_url(redis_url)
+    ks = Keyspace.open(r, "rcobs")
+    k1, k2 = 120, 40
+    pages = {  # path -> state
+        "/a": RecrawlState(flags=SCHEDULED, bucket=k1, fetches=4, changes=2, lm_changes=3,
+                           last_fetch=1e9, t_changed=2 * DAY, t_unchanged=2 * DAY,
+                           lm_exposure=1.5 * DAY),
+        "/b": RecrawlState(flags=SCHEDULED, bucket=k1, fetches=6, changes=6, lm_changes=0,
+                           last_fetch=1e9, t_changed=3 * DAY, lm_exposure=0.5 * DAY),
+        "/c": RecrawlState(flags=SCHEDULED | LM_UNUSABLE, bucket=k2, fetches=3, changes=0,
+                           lm_changes=2, last_fetch=1e9, t_unchanged=30 * DAY,
+                           lm_exposure=9 * DAY),
+        "/d": RecrawlState(last_fetch=1e9),               # fetched once: no estimate yet
+    }
+    host = "www.example.org"
+    p = ks.partition_of(host)
+    for i, (path, st) in enumerate(pages.items()):
+        fp = f"fp{i}".encode()
+        r.zadd(ks.recrawl_queue(p, host), {fp: 1e12})
+        r.hset(ks.payloads(p, host), fp, pack_payload(path, False, 1, [st.pack(), "", 0,
+                                                                        b"d" * 8]))
+        r.hincrby(ks.rate_buckets(p), scheduled_bucket(st), 1)
+    r.hset(ks.recrawl_terms, mapping=Recrawl(SimpleNamespace(new_share=0.2, redis=r,
+                                                              keyspace=ks),
+                                             "optimal", 2.0).terms())
+    out = recrawl_plan(redis_url, "--crawl-id", "rcobs", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = {row["bucket"]: row for row in json.loads(out.stdout)["observed"]}
+    assert set(rows) == {0, k2, k1}
+    a = rows[k1]
+    assert (a["pages"], a["visits"], a["changed_visits"]) == (2, 10, 8)
+    # /a: 4 visits a day apart; /b: 6 half a day apart
+    lam = rate_of(k1) * DAY
+    assert a["expected_changed_visits"] == pytest.approx(
+        4 * -math.expm1(-lam) + 6 * -math.expm1(-lam / 2))
+    assert a["estimated_changes_per_day"] == pytest.approx(lam)
+    assert (a["dated_changes"], a["dated_days"]) == (3, pytest.approx(2.0))
+    assert a["dated_changes_per_day"] == pytest.approx(1.5)
+    c = rows[k2]       # Last-Modified found unusable: no dated changes count
+    assert (c["pages"], c["visits"], c["changed_visits"], c["dated_changes"]) == (1, 3, 0, 0)
+    assert c["expected_changed_visits"] == pytest.approx(3 * -math.expm1(-rate_of(k2) * 10 * DAY))
+    assert c["dated_changes_per_day"] is None
+    assert rows[0]["pages"] == 1 and rows[0]["expected_changed_visits"] is None
+    text = recrawl_plan(redis_url, "--crawl-id", "rcobs")
+    assert text.returncode == 0, text.stderr
+    table = text.stdout.split("the estimate against the pages' observed changes")[1].splitlines()
+    assert [line.split()[:5] for line in table[2:]] == [
+        ["0", "1", "-", "0", "0"], [str(k2), "1", f"{rate_of(k2) * DAY:.4g}", "3", "0"],
+        [str(k1), "2", f"{lam:.4g}", "10", "8"]]

@@ -4,6 +4,7 @@ its validators and 304s, and the freshness measurement
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import math
 import socket
@@ -223,6 +224,30 @@ def test_untrustworthy_last_modified_hosts():
 # ---------------------------------------------------------------------------
 # Over HTTP: validators, 304, the version in the log
 # ---------------------------------------------------------------------------
+def test_a_web_dated_by_the_machines_clock():
+    """http_clock "wall": Date and Last-Modified are the machine's clock at
+    the moment, however fast simulated days run, and If-Modified-Since is
+    judged on that clock."""
+    spec = {"seed": 6, "hosts": 10, "pages": 60, "change_dist": "fixed:0.01",
+            "day_seconds": 2.0, "http_clock": "wall"}
+    with SimWebServer(spec) as sw:
+        web = sw.web
+        u = next(f"http://{h}/" for h in web.hosts if web.lm_mode(h) == "true")
+        node = web.node_of(u)
+        st, h, _ = sw.fetch(u)
+        v = web.version(node)
+        assert st == 200
+        assert ChangeClock.parse_http_date(h["date"]) == pytest.approx(time.time(), abs=5)
+        assert ChangeClock.parse_http_date(h["last-modified"]) == math.floor(
+            web.clock.wall(web.changed(node, v)))
+        lm = ChangeClock.parse_http_date(h["last-modified"])
+        assert sw.fetch(u, headers={"If-Modified-Since": h["last-modified"]})[0] == 304
+        earlier = email.utils.formatdate(lm - 1, usegmt=True)
+        assert sw.fetch(u, headers={"If-Modified-Since": earlier})[0] == 200
+    with pytest.raises(ValueError, match="http_clock"):
+        ChangeClock(0.0, 2.0, "sundial")
+
+
 def test_conditional_get_and_the_logged_version():
     # a real-time clock (a simulated day is a day) so no page changes during
     # the test, except that day 0 lies 40 days back

@@ -284,8 +284,9 @@ def test_a_lastmod_past_the_last_fetch_is_a_change_dated_by_it():
     tail, https, depth, record = unpack_payload(new)
     state = RecrawlState.unpack(record[0])
     assert (tail, depth, record[1], record[2]) == ("/news", 1, '"e1"', 900)
-    assert (state.fetches, state.changes, state.lm_changes) == (1, 1, 1)
-    assert state.last_fetch == 5000.0 and state.lm_exposure == pytest.approx(2000.0)
+    # the reported change, and the first fetch's Last-Modified (its age, 100 s)
+    assert (state.fetches, state.changes, state.lm_changes) == (1, 1, 2)
+    assert state.last_fetch == 5000.0 and state.lm_exposure == pytest.approx(2100.0)
     assert state.flags & REPORTED and record[3] == b"\x07" * 8
     assert old_bucket == 0 and new_bucket > 0
 
@@ -420,3 +421,22 @@ def test_the_crawl_log_and_scrapy_report_tell_urls_from_sitemaps():
                                      line(200, "http://a.test/q", "LL")])
     assert (report.sitemap_attempts, report.sitemap_documents) == (2, 1)
     assert "URLs from sitemaps (discovery path M): 2 attempts, 1 documents" in report.text()
+
+
+def test_a_lastmods_age_counts_the_clock_the_pages_server_dates_by():
+    """A page whose server was found dating by the wall clock while the
+    crawl clock runs RECRAWL_TIME_SCALE times as fast (state flag
+    WALL_DATES): its lastmod's age at the sitemap's Date is that many crawl
+    seconds; otherwise the server's seconds are the crawl's."""
+    from crawlproj.recrawl.state import WALL_DATES
+
+    recrawl = Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1.0, scale=17280.0)
+    feed = LastmodFeed(None, recrawl)
+    state = update(RecrawlState(), Observation(1000.0, True, 900.0))
+    calendar = pack_payload("/a", False, 0, [state.pack(), "", 900, b"\x07" * 8])
+    from dataclasses import replace
+    wall = pack_payload("/a", False, 0, [replace(state, flags=state.flags | WALL_DATES).pack(),
+                                         "", 900, b"\x07" * 8])
+    assert feed.on_crawl_clock(calendar, 5.0, 1e6) == 1e6 - 5.0
+    assert feed.on_crawl_clock(wall, 5.0, 1e6) == 1e6 - 5.0 * 17280.0
+

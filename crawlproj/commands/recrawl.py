@@ -2,7 +2,10 @@
 
 Per change-rate bucket: pages, estimated change rate, planned fetches per day,
 expected freshness and obsolete pages, under RECRAWL_POLICY within
-RECRAWL_BUDGET fetches per second (crawlproj/recrawl, docs/recrawl.md). The
+RECRAWL_BUDGET fetches per second (crawlproj/recrawl, docs/recrawl.md); for a
+live crawl also the estimate against the pages' observed changes: the visits
+that saw a change against those the bucket's rate expects, and the changes
+dated by Last-Modified or a sitemap per day observed. The
 population is a live crawl's (--crawl-id: its recrawl schedule's pages per
 bucket in Redis, planned on the terms its workers last recorded, as they
 apply it), a JSON file's (--population) or generated (--simulate
@@ -19,7 +22,7 @@ from scrapy.commands import ScrapyCommand
 
 from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
-from crawlproj.recrawl.buckets import DAY
+from crawlproj.recrawl.buckets import DAY, rate_of
 from crawlproj.recrawl.policies import POLICIES, Plan, PolicyError, plan
 from crawlproj.recrawl.population import DISTRIBUTIONS, Population, PopulationError, simulate
 from crawlproj.recrawl.webfountain import STRATEGIES
@@ -31,10 +34,11 @@ class _UsageError(Exception):
 
 def live_plan(settings, crawl_id: str):
     """(Plan or None, pages not yet estimated, their per-page frequency,
-    Recrawl) of a running crawl, from Redis; CrawlprojError in one line."""
+    Recrawl, the estimate against the observed changes per bucket) of a
+    running crawl, from Redis; CrawlprojError in one line."""
     from types import SimpleNamespace
 
-    from crawlproj.frontier.recrawl import Recrawl
+    from crawlproj.frontier.recrawl import Recrawl, observed_by_bucket, scheduled_states
     from crawlproj.keyspace import Keyspace
     from crawlproj.redisconn import get_redis
 
@@ -47,7 +51,37 @@ def live_plan(settings, crawl_id: str):
                              "with RECRAWL_ENABLED")
     recrawl = Recrawl.from_terms(terms, SimpleNamespace(redis=redis, keyspace=keyspace,
                                                         new_share=0.0))
-    return (*recrawl.plan_in_force(), recrawl)
+    observed = observed_by_bucket(scheduled_states(redis, keyspace))
+    return (*recrawl.plan_in_force(), recrawl, observed_json(observed))
+
+
+def observed_json(observed: dict[int, dict[str, float]]) -> list[dict]:
+    rows = []
+    for k in sorted(observed):
+        o = observed[k]
+        rows.append({"bucket": k, "pages": o["pages"],
+                     "estimated_changes_per_day": rate_of(k) * DAY if k else None,
+                     "visits": o["visits"], "changed_visits": o["changed"],
+                     "expected_changed_visits": o["expected"] if k else None,
+                     "dated_changes": o["dated"], "dated_days": o["dated_time"] / DAY,
+                     "dated_changes_per_day": (o["dated"] / o["dated_time"] * DAY
+                                               if o["dated_time"] > 0 else None)})
+    return rows
+
+
+def format_observed(rows: list[dict]) -> str:
+    def num(x, fmt):
+        return "-" if x is None else format(x, fmt)
+    lines = ["the estimate against the pages' observed changes (visits: intervals between two "
+             "fetches; dated: changes dated by Last-Modified or a sitemap's lastmod)",
+             f"{'bucket':>6} {'pages':>8} {'est./day':>10} {'visits':>8} {'changed':>8} "
+             f"{'expected':>9} {'dated':>6} {'dated/day':>10}"]
+    for r in rows:
+        lines.append(f"{r['bucket']:>6} {r['pages']:>8} "
+                     f"{num(r['estimated_changes_per_day'], '10.4g')} {r['visits']:>8} "
+                     f"{r['changed_visits']:>8} {num(r['expected_changed_visits'], '9.1f')} "
+                     f"{r['dated_changes']:>6} {num(r['dated_changes_per_day'], '10.4g')}")
+    return "\n".join(lines)
 
 
 def format_plan(p: Plan) -> str:
@@ -145,15 +179,16 @@ class Command(ScrapyCommand):
             if opts.crawl_id is not None:
                 if opts.population is not None or opts.simulate is not None:
                     raise _UsageError("give one of --crawl-id, --population and --simulate")
-                p, unknown, unknown_f, recrawl = live_plan(self.settings, opts.crawl_id)
+                p, unknown, unknown_f, recrawl, observed = live_plan(self.settings,
+                                                                     opts.crawl_id)
             else:
-                p, unknown, unknown_f, recrawl = self._plan(opts), 0, 0.0, None
+                p, unknown, unknown_f, recrawl, observed = self._plan(opts), 0, 0.0, None, []
         except (_UsageError, PopulationError, PolicyError, CrawlprojError) as exc:
             print(f"crawlproj: {exc}", file=sys.stderr)
             self.exitcode = 2
             return
         if recrawl is not None:
-            self._print_live(opts, p, unknown, unknown_f, recrawl)
+            self._print_live(opts, p, unknown, unknown_f, recrawl, observed)
             return
         if opts.json:
             print(json.dumps(plan_json(p), indent=1))
@@ -162,13 +197,13 @@ class Command(ScrapyCommand):
         if opts.png:
             plot_plan(p, opts.png)
 
-    def _print_live(self, opts, p, unknown, unknown_f, recrawl) -> None:
+    def _print_live(self, opts, p, unknown, unknown_f, recrawl, observed) -> None:
         head = {"crawl_id": opts.crawl_id, "policy": recrawl.policy,
                 "budget": recrawl.budget * recrawl.scale, "time_scale": recrawl.scale,
                 "boost": recrawl.boost, "unestimated_pages": unknown,
                 "unestimated_fetches_per_day": unknown * unknown_f * DAY}
         if opts.json:
-            doc = ({"buckets": []} if p is None else plan_json(p)) | head
+            doc = ({"buckets": []} if p is None else plan_json(p)) | head | {"observed": observed}
             print(json.dumps(doc, indent=1))
         else:
             print(f"crawl {opts.crawl_id}: policy {recrawl.policy}, RECRAWL_BUDGET "
@@ -177,6 +212,7 @@ class Command(ScrapyCommand):
                   f"{unknown} pages not yet estimated, {head['unestimated_fetches_per_day']:.4g} "
                   "fetches/day")
             print(format_plan(p) if p is not None else "no page has an estimate yet")
+            print(format_observed(observed))
         if opts.png and p is not None:
             plot_plan(p, opts.png)
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 from scrapy import Request
@@ -47,7 +48,7 @@ from crawlproj.errors import CrawlprojError
 from crawlproj.frontier import codec
 from crawlproj.frontier.leases import Schedule
 from crawlproj.recrawl import buckets
-from crawlproj.recrawl.estimate import parse_http_date
+from crawlproj.recrawl.estimate import parse_http_date, server_clock_ratio
 from crawlproj.recrawl.policies import POLICIES, Plan, PolicyError, plan
 from crawlproj.recrawl.population import Population
 from crawlproj.recrawl.record import (
@@ -60,7 +61,15 @@ from crawlproj.recrawl.record import (
     pack_payload,
 )
 from crawlproj.recrawl.record import changed as changed_since
-from crawlproj.recrawl.state import CLOCK_SKEW, REPORTED, Observation, RecrawlState, update
+from crawlproj.recrawl.state import (
+    CLOCK_SKEW,
+    REPORTED,
+    SCHEDULED,
+    WALL_DATES,
+    Observation,
+    RecrawlState,
+    update,
+)
 from crawlproj.recrawl.state import rebase as rebase_state
 from crawlproj.sitemaps.discovery import HOP, SITEMAP
 
@@ -73,13 +82,17 @@ logger = logging.getLogger(__name__)
 BOOST_START = 1.25
 # At most this: a boost divides every interval alike, and past a few it makes
 # every page overdue, which is a uniform crawl whatever the plan
-# (bench/recrawl_loop_model.py, the plan on the true rates, log-uniform web,
-# 40 days: boost 1 0.5137, 4 0.4981, 16 0.4744; uniform 0.4672). A crawl the
+# (bench/recrawl_sim.py --policies uniform,oracle --boost B, the plan on the
+# true rates, log-uniform web, 500 pages, 100 days, seeds 1-3: boost 1
+# 0.5054, 16 0.4761; uniform 0.4577-0.4592). A crawl the
 # schedule cannot make spend its budget (politeness, a slow worker) spends
 # less rather than lose its plan.
 MAX_BOOST = 4.0
 # Due pages waiting longer than this many tokens' time: the budget binds.
 BACKLOG = 2.0
+# The probability that a page the plan would give nothing changes slower
+# than its cut-off, above which it is fetched still (Recrawl.bucket_for).
+GUARD = 0.1
 # statuses after which a page leaves the schedule: redirects and gone pages
 _GONE = frozenset(range(300, 400)) | (frozenset(range(400, 500)) - {408, 429})
 
@@ -88,17 +101,71 @@ class RecrawlSettingsError(CrawlprojError):
     pass
 
 
+def scheduled_states(redis, keyspace, batch: int = 500):
+    """(URL, RecrawlState) of every page in the crawl's recrawl schedule,
+    read from the payloads its recrawl queues name (a scan: for a command or
+    a benchmark, not a worker's loop)."""
+    for p in range(keyspace.partitions):
+        for key in redis.scan_iter(match=keyspace.recrawl_queues_pattern(p), count=1000):
+            host = key.decode().rsplit("d:", 1)[1]
+            fps = redis.zrange(key, 0, -1)
+            for i in range(0, len(fps), batch):
+                chunk = fps[i:i + batch]
+                for payload in redis.hmget(keyspace.payloads(p, host), chunk):
+                    if payload is None:     # leased meanwhile
+                        continue
+                    try:
+                        request = codec.decode(payload, host=host)
+                        state = RecrawlState.unpack(request.meta[STORED][0])
+                    except (codec.BadPayload, KeyError, ValueError, TypeError):
+                        continue
+                    yield request.url, state
+
+
 def live_bucket(state: RecrawlState) -> int:
-    """The page's change-rate bucket for the plan: 0 before a second fetch;
-    a page never seen to change is taken to change half a time per time
-    observed (so that its interval grows with what is seen, instead of
-    falling to the once-a-year bucket after two fetches)."""
+    """The page's change-rate bucket for the plan: 0 before a second fetch,
+    then the median of its rate given what its fetches showed, with a prior
+    flat in log rate from once a year to once a minute (estimate.posterior).
+    Not the point estimate: a page changed at every visit is only known to
+    change faster than it was visited, and Cho & Garcia-Molina's
+    bias-reduced estimate, log(2n + 1) / I, puts it just below its visits'
+    rate, where the optimal plan gives about the most of any page; a page
+    never seen changed is only known to change slower, and its median
+    falls as it stays unchanged (bench/recrawl_sim.py --bias)."""
     if state.fetches == 0:
         return buckets.UNKNOWN
-    rate = state.rate
-    if rate <= 0.0:
-        rate = 0.5 / max(state.t_unchanged + state.t_changed, 1e-9)
-    return buckets.bucket_of(rate)
+    return buckets.bucket_of(state.rate_quantile(0.5))
+
+
+def scheduled_bucket(state: RecrawlState) -> int:
+    """The bucket a page is counted in, in the schedule's population: the
+    one the frontier scheduled it in (Recrawl.bucket_for), or for a state
+    updated since (a sitemap's report) the bucket of its estimate."""
+    return state.bucket if state.flags & SCHEDULED else live_bucket(state)
+
+
+def observed_by_bucket(states) -> dict[int, dict[str, float]]:
+    """Per scheduled bucket, the estimate against what the pages' fetches
+    showed: pages, visits (observed intervals), visits that saw a change,
+    the visits the bucket's rate expects to see one (each page's mean
+    interval t: visits x (1 - e^(-rate t))), and the dated changes and the
+    time they were observed in (a trusted Last-Modified, a sitemap's
+    lastmod). states: (URL, RecrawlState) pairs (scheduled_states)."""
+    out: dict[int, dict[str, float]] = {}
+    for _, st in states:
+        k = scheduled_bucket(st)
+        row = out.setdefault(k, {"pages": 0, "visits": 0, "changed": 0, "expected": 0.0,
+                                 "dated": 0, "dated_time": 0.0})
+        row["pages"] += 1
+        row["visits"] += st.fetches
+        row["changed"] += st.changes
+        if k >= buckets.FIRST and st.fetches:
+            gap = (st.t_changed + st.t_unchanged) / st.fetches
+            row["expected"] += st.fetches * -math.expm1(-buckets.rate_of(k) * gap)
+        if st.lm_usable:
+            row["dated"] += st.lm_changes
+            row["dated_time"] += st.lm_exposure
+    return out
 
 
 def check_settings(settings) -> None:
@@ -160,6 +227,10 @@ class Recrawl:
         self.spent = 0.0                     # fetches per wall second, between the last plans
         self._interval: dict[int, float] = {}  # bucket -> seconds (crawl clock)
         self._starved: frozenset[int] = frozenset()  # buckets the plan gives nothing
+        # pages scheduled after their first fetch since the last plan: the
+        # schedule has grown by that much since its population was read
+        self._firsts = 0
+        self._known = 0                      # pages scheduled and never crawled, at the last plan
 
     @classmethod
     def from_settings(cls, settings, frontier) -> Recrawl | None:
@@ -288,8 +359,12 @@ class Recrawl:
     def set_plan(self, counts: dict[int, int], new: int) -> None:
         total = sum(counts.values())
         self.pages = total
+        self._known = total + new
+        self._firsts = 0
         known = sorted(k for k in counts if k >= buckets.FIRST)
-        recrawl_budget = self.budget * ((1.0 - self.frontier.new_share) if new else 1.0)
+        # RECRAWL_NEW_SHARE of the budget goes to never-crawled URLs while any wait
+        part = 1.0 - self.frontier.new_share if new else 1.0
+        recrawl_budget = self.budget * part
         uniform = total / recrawl_budget if total else self.min_interval
         intervals = {buckets.UNKNOWN: self._clamp(uniform)}
         if known:
@@ -297,23 +372,29 @@ class Recrawl:
             # the unknown bucket's pages share the budget at the uniform rate
             unknown = counts.get(buckets.UNKNOWN, 0)
             budget = self.budget * (1.0 - unknown / total) if total else self.budget
-            if new:  # RECRAWL_NEW_SHARE of the budget goes to never-crawled URLs
-                budget *= 1.0 - self.frontier.new_share
+            budget *= part
             pop = Population(np.array(known), pages, np.array([buckets.rate_of(k) for k in known]),
                              np.ones(len(known)), new)
             # The bounds change what the plan spends (a bucket given nothing
             # is still fetched every RECRAWL_MAX_INTERVAL): the plan is made
             # again for the budget less that, so that its clamped intervals
             # spend the budget, not more (webfountain, slow to solve: once).
+            # A bucket the plan gives nothing: optimal's change too fast for
+            # the budget and wait RECRAWL_MAX_INTERVAL; webfountain's are left
+            # out of this cycle only (the model plans one cycle of its
+            # periods, and its per-bucket solution is all or nothing), and
+            # are due again when the next cycle could take them.
+            wf = self.policy == "webfountain"
+            idle = self.period * self.periods if wf else math.inf
             aim = budget
-            for _ in range(1 if self.policy == "webfountain" else 4):
+            for _ in range(1 if wf else 4):
                 try:
                     p = plan(self.policy, pop, max(aim, 1e-12), new_share=0.0,
                              strategy=self.strategy, period=self.period, periods=self.periods)
                 except (PolicyError, ValueError) as exc:
                     logger.warning("recrawl plan failed (%s): uniform intervals meanwhile", exc)
                     p = plan("uniform", pop, max(aim, 1e-12))
-                clamped = np.array([self._clamp(1.0 / f if f > 0 else math.inf)
+                clamped = np.array([self._clamp(1.0 / f if f > 0 else idle)
                                     for f in p.frequency])
                 spend = float((pages / clamped).sum())
                 if abs(spend - budget) <= 0.01 * budget:
@@ -321,7 +402,8 @@ class Recrawl:
                 aim *= budget / spend
             for k, interval in zip(known, clamped):
                 intervals[k] = float(interval)
-            self._starved = frozenset(k for k, f in zip(known, p.frequency) if not f > 0)
+            self._starved = frozenset() if wf else frozenset(
+                k for k, f in zip(known, p.frequency) if not f > 0)
             if self.policy == "webfountain" and p.new_rate > 0 and new:
                 self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
         self._interval = intervals
@@ -329,18 +411,35 @@ class Recrawl:
     def _clamp(self, interval: float) -> float:
         return min(self.max_interval, max(self.min_interval, interval))
 
+    def _planned(self, bucket: int) -> int:
+        """The bucket of the plan that stands for this one: itself, or for a
+        bucket that was empty at the last plan the nearest that was not (the
+        plan is smooth in the rate: a page is planned like its neighbours)."""
+        if bucket == buckets.UNKNOWN or bucket in self._interval:
+            return bucket
+        known = [k for k in self._interval if k != buckets.UNKNOWN]
+        if not known:
+            return buckets.UNKNOWN
+        return min(known, key=lambda k: (abs(k - bucket), k))
+
     def starved(self, bucket: int) -> bool:
         """Does the plan give this bucket's pages nothing? They change too
         fast for the budget (optimal's cut-off): a fetch of one known to have
         changed would be stale again before long."""
-        return bucket in self._starved
+        return self._planned(bucket) in self._starved
 
     def interval(self, bucket: int) -> float:
-        """Seconds (crawl clock) until a page of the bucket is due again."""
-        got = self._interval.get(bucket)
-        if got is None:  # a bucket that was empty at the last plan
-            got = self._interval.get(buckets.UNKNOWN) or self._clamp(
-                max(self.pages, 1) / self.budget)
+        """Seconds (crawl clock) until a page of the bucket is due again. A
+        page fetched once is due again after its share of the budget among
+        every page the crawl knows, scheduled or never crawled, at least: a
+        uniform turn over the known web before its second visit. Among the
+        scheduled pages alone, the first pages of a crawl came due again and
+        again while the rest of the web waited (and at a crawl's start the
+        plan knows no page at all)."""
+        got = self._interval.get(self._planned(bucket))
+        if got is None or bucket == buckets.UNKNOWN:
+            known = max(self._known, self.pages + self._firsts)
+            got = max(got or 0.0, self._clamp(known / self.budget))
         return got
 
     # -- a page done ------------------------------------------------------
@@ -352,7 +451,7 @@ class Recrawl:
         held = request.meta.get(HELD) if recrawl else None
         fetch: Fetch | None = request.meta.get(OBSERVED)
         prev = RecrawlState.unpack(held[0]) if held else RecrawlState()
-        old = live_bucket(prev) if held and SITEMAP not in request.meta else -1
+        old = scheduled_bucket(prev) if held and SITEMAP not in request.meta else -1
         outcome = "error" if fetch is None else self._outcome(fetch.status, held)
         if stats is not None and (held or outcome == "fetched"):
             stats.inc_value(f"recrawl/{outcome if held else 'first'}")
@@ -374,7 +473,7 @@ class Recrawl:
             digest = fetch.kept
             changed = bool(held) and not rebase and changed_since(held[3], fetch, self.change)
         lm_at = parse_http_date(lm)
-        date = parse_http_date(fetch.date) or fetch.at
+        date = parse_http_date(fetch.date) or fetch.at    # none: the worker's own clock
         if lm_at is None or lm_at > date + CLOCK_SKEW:
             lm_at = None                    # not sent back as If-Modified-Since
         if fetch.status == 304 and lm is None and held:
@@ -388,19 +487,48 @@ class Recrawl:
         server_lm = parse_http_date(lm)
         if server_lm is None and fetch.status == 304 and held and held[2]:
             server_lm = float(held[2])      # a 304 without Last-Modified: the one held stands
-        # The page's age by the server's own clock (Date - Last-Modified), put on
-        # the crawl's clock: the server's calendar need not be the crawl's (a
-        # simulated web's starts in 2001 and runs RECRAWL_TIME_SCALE times as
-        # fast), and a server's clock may be off. Compared raw, every change
-        # made Last-Modified unusable there, and the Last-Modified estimator,
-        # which sees how recent a change is, was never used.
-        observed_lm = lm if server_lm is None else now - (date - server_lm)
+        observed_lm, prev, ratio = self.on_crawl_clock(prev, held[2] if held else 0, now, date,
+                                                       server_lm)
+        if observed_lm is None:
+            observed_lm = lm
         if rebase:
             state = rebase_state(prev, now)
         else:
-            state = update(prev, Observation(now, changed, observed_lm, validator))
+            state = update(prev, Observation(now, changed, observed_lm, validator, ratio))
         record = [state.pack(), etag, int(lm_at or 0), digest]
         return self._schedule(request, state, record, old)
+
+    def on_crawl_clock(self, prev: RecrawlState, held_lm: float, now: float, date: float,
+                       server_lm: float | None) -> tuple[float | None, RecrawlState, float]:
+        """(the server's Last-Modified on the crawl clock, the page's state
+        as the update needs it, crawl seconds per second of the server's
+        clock). The page's age by the server's own clock (Date -
+        Last-Modified), set back from the fetch: the server's calendar need
+        not be the crawl's (a simulated web's starts in 2001), and a server's
+        clock may be off. Its seconds need not be the crawl's either: a
+        simulated web may date its pages by the machine's clock while the
+        crawl's runs RECRAWL_TIME_SCALE times as fast, and there an age taken
+        as crawl seconds is that many times too short: every page seen
+        changed looks that much faster than it is and gets nothing from the
+        plan. Which clock the server counts is told once, at the second fetch
+        with a trusted Last-Modified, by how far its Date moved since the
+        first against the crawl clock (estimate.server_clock_ratio; the
+        first fetch's Date is its Last-Modified plus the age then taken in
+        the server's seconds), and kept (WALL_DATES); the first fetch's age
+        is then put in crawl seconds."""
+        if prev.flags & WALL_DATES:
+            ratio = self.scale
+        elif prev.fetches == 0 and prev.last_fetch > 0.0 and held_lm and prev.lm_usable:
+            first_date = held_lm + prev.last_change_age
+            ratio = server_clock_ratio(date - first_date, now - prev.last_fetch, self.scale)
+            if ratio != 1.0:
+                prev = replace(prev, flags=prev.flags | WALL_DATES,
+                               last_change_age=prev.last_change_age * ratio)
+        else:
+            ratio = 1.0
+        if server_lm is None:
+            return None, prev, ratio
+        return now - ratio * (date - server_lm), prev, ratio
 
     @staticmethod
     def _outcome(status: int, held) -> str:
@@ -410,8 +538,36 @@ class Recrawl:
             return "gone"
         return "error"
 
+    def bucket_for(self, state: RecrawlState) -> int:
+        """The bucket to schedule a page in: its estimate's, but not one the
+        plan gives nothing unless the page's rate is likely above them all.
+        Giving a page nothing is a decision its fetches can no longer
+        correct, and an estimate from a few observations is often several
+        times too high (a page changing daily has the median of its first
+        two dated changes above the cut-off of Gamma-distributed rates at
+        0.2 fetches per page per day with probability 0.47): there the page
+        goes to the bucket of its rate's lower GUARD quantile, and is fetched
+        again until its rate is known well enough (bench/recrawl_sim.py)."""
+        k = live_bucket(state)
+        if self.starved(k):
+            low = buckets.bucket_of(state.rate_quantile(GUARD))
+            if not self.starved(low):
+                return low
+        return k
+
+    def place(self, state: RecrawlState, first: bool) -> int:
+        """The bucket a page goes to in the schedule now (bucket_for),
+        counting the pages scheduled after their first fetch since the
+        last plan (first: this is one)."""
+        new = self.bucket_for(state)
+        if first and new == buckets.UNKNOWN:
+            self._firsts += 1
+        return new
+
     def _schedule(self, request: Request, state: RecrawlState, record, old: int) -> Schedule:
-        new = live_bucket(state)
+        new = self.place(state, old < 0)
+        state = replace(state, flags=state.flags | SCHEDULED, bucket=new)
+        record = [state.pack(), *record[1:]]
         host = self.frontier_host(request.url)
         https = request.url.startswith("https://")
         origin = ("https://" if https else "http://") + host

@@ -30,6 +30,8 @@ import math
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 
+import numpy as np
+
 
 def changed_rate(fetches: int, changes: int, t_changed: float, t_unchanged: float) -> float:
     """Rate (per second) from ``fetches`` observed intervals, ``changes`` of which
@@ -51,6 +53,45 @@ def last_modified_rate(changes: int, exposure: float) -> float:
     if changes <= 0 or exposure <= 0.0:
         return 0.0
     return changes / exposure
+
+
+def posterior(grid, fetches: int, changes: int, t_changed: float, t_unchanged: float,
+              lm_changes: int = 0, lm_exposure: float = 0.0):
+    """The probability of each rate of ``grid`` (per second, geometric: a
+    prior flat in log rate, which claims no scale) given what a page's
+    fetches showed. With dated changes (a trusted Last-Modified) the
+    likelihood is lam^X e^(-lam T), X changes in T seconds known without
+    another; otherwise that of changed/unchanged intervals, the changed ones
+    by their mean t_c: (1 - e^(-lam t_c))^X e^(-lam T_u). A page changed at
+    every visit is only known to change faster than its visits: its
+    posterior spreads over every faster rate, which a point estimate hides."""
+    grid = np.asarray(grid, dtype=float)
+    ll = np.zeros_like(grid)
+    if lm_changes > 0 or lm_exposure > 0.0:
+        ll += lm_changes * np.log(grid) - grid * lm_exposure
+    else:
+        if changes > 0 and t_changed > 0.0:
+            ll += changes * np.log(-np.expm1(-grid * (t_changed / changes)))
+        ll -= grid * t_unchanged
+    p = np.exp(ll - ll.max())
+    return p / p.sum()
+
+
+def server_clock_ratio(server_elapsed: float, crawl_elapsed: float, scale: float) -> float:
+    """Crawl-clock seconds per second of a server's dates (Date, Last-Modified)
+    from how far its Date moved between two fetches against the crawl clock:
+    1 when its dates run with the crawl clock (the real web, where the crawl
+    clock is the wall clock; a simulated web dated on its own calendar),
+    ``scale`` when they run with the wall clock while the crawl clock runs
+    RECRAWL_TIME_SCALE times as fast (a simulated web dated by the machine's
+    clock). The nearer of the two on the log scale: at one-second resolution
+    the two are told apart after a fraction of a wall second."""
+    if scale == 1.0 or not crawl_elapsed > 0.0:
+        return 1.0
+    if not server_elapsed > 0.0:
+        return scale if scale > 1.0 else 1.0
+    r = math.log(server_elapsed / crawl_elapsed)
+    return 1.0 if abs(r) <= abs(r + math.log(scale)) else scale
 
 
 def parse_http_date(value) -> float | None:

@@ -2,7 +2,7 @@
 between fetches, packed in 36 bytes.
 
     offset size  field
-    0      1     flags (LM_UNUSABLE, VALIDATOR_UNSTABLE, REPORTED)
+    0      1     flags (LM_UNUSABLE, VALIDATOR_UNSTABLE, REPORTED, SCHEDULED, WALL_DATES)
     1      1     bucket: WebFountain's one-byte change-rate class (0 = no estimate)
     2      2     fetches: intervals observed (u16)
     4      2     changes: intervals that saw a change (u16)
@@ -34,9 +34,16 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from crawlproj.recrawl import buckets
 from crawlproj.recrawl.adaptive import AdaptiveSchedule
-from crawlproj.recrawl.estimate import changed_rate, last_modified_rate, parse_http_date
+from crawlproj.recrawl.estimate import (
+    changed_rate,
+    last_modified_rate,
+    parse_http_date,
+    posterior,
+)
 
 FORMAT = struct.Struct("<BBHHHdfffff")
 SIZE = FORMAT.size                  # 36
@@ -46,6 +53,14 @@ VALIDATOR_UNSTABLE = 0x02
 # reported it (a sitemap's lastmod, crawlproj/sitemaps/lastmod.py). The next
 # fetch starts the next interval instead of counting one (rebase).
 REPORTED = 0x04
+# The bucket byte is the one the page is scheduled in (the frontier's choice,
+# crawlproj/frontier/recrawl.py), counted in the schedule's population; clear:
+# the bucket of the estimate. update() clears it.
+SCHEDULED = 0x08
+# The server's dates count the wall clock while the crawl clock runs
+# RECRAWL_TIME_SCALE times as fast: its seconds of age are that many crawl
+# seconds (crawlproj/frontier/recrawl.py, Recrawl.on_crawl_clock).
+WALL_DATES = 0x10
 CLOCK_SKEW = 60.0                   # a Last-Modified this far past the fetch time is in the future
 COUNT_MAX = 0xFFFF
 ADAPTIVE = AdaptiveSchedule()
@@ -64,6 +79,10 @@ class Observation:
     changed: bool | None
     last_modified: str | bytes | float | None = None
     validator_changed: bool | None = None
+    # crawl seconds per step of the server's dates (HTTP dates count whole
+    # seconds of the server's clock): a Last-Modified within a step of the
+    # last fetch neither contradicts nor confirms a change
+    resolution: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +120,15 @@ class RecrawlState:
         if self.lm_usable and self.lm_changes > 0:
             return last_modified_rate(self.lm_changes, self.lm_exposure)
         return changed_rate(self.fetches, self.changes, self.t_changed, self.t_unchanged)
+
+    def rate_quantile(self, q: float) -> float:
+        """The rate (per second) below which the page's rate lies with
+        probability q, on what its fetches showed (estimate.posterior)."""
+        grid = buckets.rates()
+        p = posterior(grid, self.fetches, self.changes, self.t_changed, self.t_unchanged,
+                      self.lm_changes if self.lm_usable else 0,
+                      self.lm_exposure if self.lm_usable else 0.0)
+        return float(grid[min(len(grid) - 1, int(np.searchsorted(np.cumsum(p), q)))])
 
     @property
     def next_fetch(self) -> float:
@@ -156,9 +184,9 @@ def update(state: RecrawlState, obs: Observation) -> RecrawlState:
         return replace(state, flags=flags)
     previous_fetch = state.last_fetch
     if not flags & LM_UNUSABLE:
-        if obs.changed and lm <= previous_fetch:
+        if obs.changed and lm <= previous_fetch - obs.resolution:
             flags |= LM_UNUSABLE                # content changed, Last-Modified did not
-        elif not obs.changed and lm > previous_fetch:
+        elif not obs.changed and lm > previous_fetch + obs.resolution:
             flags |= LM_UNUSABLE                # Last-Modified moved, content did not
     s = state
     if max(s.fetches, s.changes, s.lm_changes) >= COUNT_MAX:
@@ -169,6 +197,15 @@ def update(state: RecrawlState, obs: Observation) -> RecrawlState:
     t_unchanged = s.t_unchanged + (0.0 if obs.changed else gap)
     lm_changes, lm_exposure = s.lm_changes, s.lm_exposure
     last_change = previous_fetch - s.last_change_age
+    if not flags & LM_UNUSABLE and s.fetches == 0 and s.last_change_age > 0.0:
+        # The first fetch's Last-Modified, now that a second fetch found it
+        # trustworthy: the page's age then is a time without a change that
+        # ended a change, as each later dated change is (for a Poisson page
+        # the time back to its last change is exponential with its rate).
+        # Without it a page seen a few times and never changed looks as fast
+        # as the time it was watched allows (bench/recrawl_sim.py).
+        lm_changes += 1
+        lm_exposure += s.last_change_age
     if not flags & LM_UNUSABLE:
         if obs.changed:
             lm_changes += 1
@@ -186,4 +223,4 @@ def update(state: RecrawlState, obs: Observation) -> RecrawlState:
                   interval=interval)
     # round-trip through f32 so that the state in hand is the state stored
     new = RecrawlState.unpack(new.pack())
-    return replace(new, bucket=buckets.bucket_of(new.rate))
+    return replace(new, flags=new.flags & ~SCHEDULED, bucket=buckets.bucket_of(new.rate))

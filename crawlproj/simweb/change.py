@@ -39,6 +39,8 @@ __all__ = ["ChangeClock", "ChangeProcess", "WorkWeek", "parse_dist", "HTTP_DAY0"
 #: HTTP-calendar seconds (Unix time) of simulated day 0: Monday 2001-01-01 00:00 GMT.
 HTTP_DAY0 = 978307200
 DAY = 86400.0
+#: What a web's HTTP dates count: the simulated calendar, or the machine's clock.
+HTTP_CLOCKS = ("simulated", "wall")
 #: Weekday working hours on the simulated clock, as fractions of a day.
 WORK_START, WORK_END = 5 / 24, 17 / 24
 #: A page whose rate is 0 was last modified this many days before day 0.
@@ -112,10 +114,14 @@ class WorkWeek:
 class ChangeClock:
     """Wall-clock time, simulated days and HTTP dates (see the module doc)."""
 
-    def __init__(self, epoch: float, day_seconds: float):
+    def __init__(self, epoch: float, day_seconds: float, http_clock: str = "simulated"):
         if not day_seconds > 0:
             raise ValueError("day_seconds must be > 0")
+        if http_clock not in HTTP_CLOCKS:
+            raise ValueError(f"http_clock must be one of {', '.join(HTTP_CLOCKS)}, "
+                             f"not {http_clock!r}")
         self.epoch, self.day_seconds = float(epoch), float(day_seconds)
+        self.wall_dates = http_clock == "wall"
 
     def day(self, t: float) -> float:
         """Simulated day at wall-clock time t."""
@@ -124,6 +130,17 @@ class ChangeClock:
     def wall(self, s: float) -> float:
         """Wall-clock time of simulated day s."""
         return self.epoch + s * self.day_seconds
+
+    def date_seconds(self, s: float) -> float:
+        """Simulated day s as this web's Date and Last-Modified give it, in
+        Unix seconds: on the simulated calendar, or (http_clock "wall") the
+        machine's clock at that moment, as a web that dates its pages by
+        the clock it runs on would."""
+        return self.wall(s) if self.wall_dates else self.http_seconds(s)
+
+    def date_text(self, s: float) -> str:
+        """date_seconds as an IMF-fixdate (rounded down to the second)."""
+        return email.utils.formatdate(math.floor(self.date_seconds(s)), usegmt=True)
 
     @staticmethod
     def http_seconds(s: float) -> float:

@@ -326,7 +326,7 @@ class SimWeb:
         if self._change_rate:
             raise ValueError("change_rate (periodic versions) and change_dist (change processes) "
                              "are two models of change: give one")
-        self.clock = ChangeClock(o["change_epoch"], o["day_seconds"])
+        self.clock = ChangeClock(o["change_epoch"], o["day_seconds"], o["http_clock"])
         self._change = ChangeProcess(self.seed, o["change_dist"], float(o["change_workweek"]),
                                      _unit, _mix, S_RATE, S_GAP)
         frac = float(o["lm_untrusted"])
@@ -681,7 +681,7 @@ class SimWeb:
             return Response(200, HTML, self.render(node, t), expires=self._expires(node, v))
         mode = self._lm_mode[h]
         lm = (None if mode == LM_NONE else
-              math.floor(self.clock.http_seconds(self.clock.day(t) if mode == LM_NOW
+              math.floor(self.clock.date_seconds(self.clock.day(t) if mode == LM_NOW
                                                  else self._change.changed(node, v))))
         return Response(200, HTML, self.render(node, t), expires=self._expires(node, v),
                         version=v, etag=self.etag(node, v), last_modified=lm)
@@ -706,13 +706,13 @@ class SimWeb:
                 continue
             entry = f"<url><loc>http://{host}{self.host_path(node)[1]}</loc>"
             if self._change is not None:
-                changed = self.clock.http_seconds(self.changed(node, self.version(node, t)))
+                changed = self.clock.date_seconds(self.changed(node, self.version(node, t)))
                 entry += f"<lastmod>{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(math.floor(changed)))}</lastmod>"
             entries.append(entry + "</url>")
         body = ('<?xml version="1.0" encoding="UTF-8"?>\n'
                 '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
                 + "\n".join(entries) + "\n</urlset>\n").encode()
-        date = self.clock.http_date(self.clock.day(t)) if self._change is not None \
+        date = self.clock.date_text(self.clock.day(t)) if self._change is not None \
             else email.utils.formatdate(t, usegmt=True)
         return Response(200, "application/xml", body, expires=0.0, headers=(("Date", date),))
 
@@ -844,6 +844,8 @@ _GENERATE_OPTIONS: list[tuple[str, Any, str]] = [
     ("change_links", 0.0, "with change_dist: share of a page's random links redrawn per version"),
     ("lm_untrusted", 0.0, "with change_dist: share of hosts whose Last-Modified is the "
                           "request time (half of them) or absent (the other half)"),
+    ("http_clock", "simulated", "with change_dist: what Date and Last-Modified count, the "
+                                "simulated calendar (from 2001) or the machine's clock (wall)"),
     ("base_rate", 0.05, 'fraction of pages with <base href="http://host/">'),
     ("traps", "", "trap hosts <name>.trap.example beside the others: 'all' or names "
                   "(crawlproj/simweb/traps.py)"),
@@ -1172,6 +1174,7 @@ GRAPH_DEFAULTS: dict[str, Any] = {
     "change_epoch": 0.0,
     "change_workweek": 0.0,
     "lm_untrusted": 0.0,
+    "http_clock": "simulated",
 }
 
 

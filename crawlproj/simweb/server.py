@@ -213,8 +213,8 @@ class SimWebProxy:
         version, etag, lm_text, lm, mode = val
         clock = self.web.clock
         day = clock.day(now)
-        date = clock.http_date(day)
-        now_s = math.floor(clock.http_seconds(day))
+        date = clock.date_text(day)
+        now_s = math.floor(clock.date_seconds(day))
         if mode == LM_NOW:
             lm_text, lm = date, None  # a dynamic page: If-Modified-Since means nothing
         extra = (f"Date: {date}\r\nETag: {etag}\r\n"

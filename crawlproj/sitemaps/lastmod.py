@@ -32,9 +32,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from crawlproj.frontier.recrawl import live_bucket
+from crawlproj.frontier.recrawl import scheduled_bucket
 from crawlproj.recrawl.record import PACKED, pack_payload, unpack_payload
-from crawlproj.recrawl.state import CLOCK_SKEW, Observation, RecrawlState, reported
+from crawlproj.recrawl.state import CLOCK_SKEW, WALL_DATES, Observation, RecrawlState, reported
 from crawlproj.urls import host_of
 
 __all__ = ["LastmodFeed", "observe", "w3c_datetime"]
@@ -82,8 +82,8 @@ def observe(payload: bytes, changed_at: float, now: float) -> tuple[bytes, int, 
     if state.last_fetch <= 0.0 or changed_at <= state.last_fetch or now <= state.last_fetch:
         return None
     new = reported(state, Observation(now, True, min(changed_at, now)))
-    record = [new.pack(), record[1], record[2], record[3]]
-    return pack_payload(tail, https, depth, record), live_bucket(state), live_bucket(new)
+    record = [new.pack(), *record[1:]]
+    return pack_payload(tail, https, depth, record), scheduled_bucket(state), scheduled_bucket(new)
 
 
 class LastmodFeed:
@@ -99,13 +99,17 @@ class LastmodFeed:
         self.scale = recrawl.scale
         self.batch = batch
 
-    def on_crawl_clock(self, lastmod: float, date: float, now: float) -> float | None:
-        """A lastmod (server seconds) on the crawl's clock, by its age at the
-        server's date (server seconds) at wall time now; None when the
-        lastmod lies after that date."""
-        if lastmod > date + CLOCK_SKEW:
-            return None
-        return now * self.scale - (date - lastmod)
+    def on_crawl_clock(self, payload: bytes, age: float, now: float) -> float:
+        """A lastmod on the crawl's clock (now: crawl seconds) by its age at
+        the sitemap's Date, in the server's seconds: crawl seconds unless
+        the page's own Last-Modified showed its server dating by the wall
+        clock while the crawl's runs RECRAWL_TIME_SCALE times as fast
+        (Recrawl.on_crawl_clock, state flag WALL_DATES)."""
+        try:
+            state = RecrawlState.unpack(unpack_payload(payload)[3][0])
+        except (ValueError, IndexError):
+            return now - age
+        return now - (self.scale if state.flags & WALL_DATES else 1.0) * age
 
     def feed(self, entries: list[tuple[str, float]], date: float, now: float) -> tuple[int, int]:
         """entries: (URL, lastmod in server seconds) of one sitemap; date: the
@@ -115,11 +119,10 @@ class LastmodFeed:
         by_host: dict[str, list[tuple[str, float]]] = {}
         future = 0
         for url, lastmod in entries:
-            at = self.on_crawl_clock(lastmod, date, now)
-            if at is None:
+            if lastmod > date + CLOCK_SKEW:
                 future += 1
                 continue
-            by_host.setdefault(host_of(url), []).append((url, at))
+            by_host.setdefault(host_of(url), []).append((url, date - lastmod))
         revised = 0
         for host, items in by_host.items():
             for start in range(0, len(items), self.batch):
@@ -144,10 +147,10 @@ class LastmodFeed:
         pipe.zmscore(f.keyspace.recrawl_queue(p, host), members)
         payloads, dues = pipe.execute()
         pages = []
-        for (fp, at), payload, due in zip(known, payloads, dues):
+        for (fp, age), payload, due in zip(known, payloads, dues):
             if payload is None or due is None:
                 continue  # never crawled, or being fetched: nothing to revise
-            seen = observe(payload, at, now)
+            seen = observe(payload, self.on_crawl_clock(payload, max(0.0, age), now), now)
             if seen is not None:
                 new, old_bucket, new_bucket = seen
                 due = "0" if self.recrawl.starved(new_bucket) else "1"

@@ -99,6 +99,8 @@ local IDLE, FAILS, STATS = P .. 'idle', P .. 'fails', P .. 'stats'
 local PENDING, PEND = P .. 'pending', P .. 'pend'
 local RREADY, RBUCKETS, BUDGET = P .. 'rready', P .. 'rbuckets', P .. 'budget'
 local HOSTREC = P .. 'hs'
+-- leases over which the share of never-crawled URLs is held (halved past it)
+local SHARE_WINDOW = 100
 
 -- The crawl's state must be here: a server restarted without it (no
 -- persistence, or another server behind the address) would otherwise look
@@ -541,7 +543,11 @@ if want > 0 then
     if n_new + n_old == 0 then break end
     local recrawl = n_new == 0
     if n_new > 0 and n_old > 0 then
-      local counts = redis.call('HMGET', STATS, 'leased_new', 'leased_recrawl')
+      -- the shares of the recent leases (the budget hash's sn and so, both
+      -- halved past SHARE_WINDOW): counted since the crawl's start, a first
+      -- pass that took every lease gave the recrawls every contested lease
+      -- for as long again, while the never-crawled URLs waited
+      local counts = redis.call('HMGET', BUDGET, 'sn', 'so')
       local ln, lr = tonumber(counts[1] or 0), tonumber(counts[2] or 0)
       recrawl = ln >= new_share * (ln + lr + 1)
     end
@@ -583,6 +589,12 @@ if want > 0 then
       else
         queued_delta = queued_delta - 1
         redis.call('HINCRBY', STATS, 'leased_new', 1)
+      end
+      redis.call('HINCRBY', BUDGET, recrawl and 'so' or 'sn', 1)
+      local window = redis.call('HMGET', BUDGET, 'sn', 'so')
+      local wn, wo = tonumber(window[1] or 0), tonumber(window[2] or 0)
+      if wn + wo > SHARE_WINDOW then
+        redis.call('HSET', BUDGET, 'sn', math.floor(wn / 2), 'so', math.floor(wo / 2))
       end
       redis.call('HSET', LEASE, host, cmsgpack.pack({token, score, payload, fp, kind}))
       if max_pages > 0 then redis.call('HINCRBY', HOSTPAGES, host, 1) end
