@@ -13,12 +13,6 @@ changes one fails there, loudly, and not in a crawl.
    enqueued, items through the pipelines): that is when the engine removes
    it from its slot. A URL's lease ends only then, so a worker that dies
    mid-page has its URL crawled again, never its links lost.
-3. raise_download_limit(): the engine stops pulling while the downloader
-   holds CONCURRENT_REQUESTS requests, counting a request until its response
-   has come back up through the downloader middlewares, three or four
-   reactor turns after its transfer ended. The frontier caps transfers
-   itself (FRONTIER_REFILL_AT_TRANSFER_END) and lifts the engine's count
-   above its cap so that the next transfer can start when one ends.
 4. on_close_started(): the engine's close first waits until every request
    in progress is done, and only then closes the scheduler and the item
    pipelines. A page whose store write waits for an unreachable Redis would
@@ -38,38 +32,12 @@ changes one fails there, loudly, and not in a crawl.
    Twisted's response and Scrapy's request meet) hands them to the request
    as request.meta[RESPONSE_HEAD], for the content store's WARC records
    (checked on a real crawl's records by tests/test_archives_e2e.py).
-7. Stats: Scrapy's StatsCollector looks up each of its attributes through a
-   __getattribute__ that first tries a cached wrapper (raising and catching
-   an AttributeError for every attribute without one, its own _stats dict
-   included), and calls each method through that wrapper, which warns of a
-   spider argument: inc_value takes 2.2 µs where the increment it makes takes
-   0.1 (a timeit loop, Scrapy 2.19), and a worker with every store makes some
-   60 such calls a page (cProfile of a benchmark crawl). Stats (STATS_CLASS,
-   settings/base.py) is Scrapy's MemoryStatsCollector with Python's plain
-   lookup, the methods unwrapped.
-8. quick_sender(): Scrapy's send_catch_log calls each receiver through
-   PyDispatcher's robustApply, which reads the receiver's code object anew
-   on every call to pass it only the arguments it takes: 15 µs to send a
-   signal with four receivers, 0.7 for the calls themselves (timeit, Scrapy
-   2.19). The content store, page metadata, the crawl log and the figures
-   all receive exchange_recorded, once per response; quick_sender sends it
-   to the same receivers, each given what it takes, its errors logged as
-   Scrapy logs them, with what robustApply reads kept per function.
-9. downloads_in_flight(): the engine's downloader holds each request from
-   its fetch until the response has come back through the downloader
-   middlewares (Downloader.active). When it holds none, no response is on
-   its way: the WARC writer's gathering window (WARC_GATHER) closes then
-   rather than wait for records that cannot come.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-
-from pydispatch.dispatcher import getAllReceivers, liveReceivers
-from pydispatch.robustapply import function
-from scrapy.statscollectors import MemoryStatsCollector
 
 logger = logging.getLogger(__name__)
 
@@ -185,25 +153,6 @@ def record_response_heads() -> None:
     ScrapyAgent._cb_bodyready = _cb_bodyready
 
 
-def raise_download_limit(crawler, limit: int) -> None:
-    """Let the engine pull while its downloader holds fewer than limit requests."""
-    downloader = crawler.engine.downloader
-    downloader.total_concurrency = max(downloader.total_concurrency, limit)
-
-
-def downloads_in_flight(crawler, besides=None) -> int:
-    """The requests the engine's downloader holds (9), but besides; 0
-    without an engine."""
-    try:
-        engine = crawler.engine
-    except (AttributeError, RuntimeError):
-        return 0
-    downloader = getattr(engine, "downloader", None)
-    if downloader is None:
-        return 0
-    return len(downloader.active) - (besides is not None and besides in downloader.active)
-
-
 def on_close_started(crawler, callback: Callable[[], None]) -> bool:
     """Call callback() when the engine starts closing the spider, before it
     waits for the requests in progress. False, and nothing hooked, where no
@@ -219,37 +168,3 @@ def on_close_started(crawler, callback: Callable[[], None]) -> bool:
 
     slot.close = closing
     return True
-
-
-class Stats(MemoryStatsCollector):
-    """Scrapy's MemoryStatsCollector without its per-attribute wrapper (7):
-    the same methods and values, a spider argument taken without a warning."""
-
-    __getattribute__ = object.__getattribute__
-
-
-def quick_sender(crawler, signal) -> Callable[..., None]:
-    """send(**named): signal sent to its receivers as
-    crawler.signals.send_catch_log(signal, **named) sends it (8), for a signal
-    sent for every page; receivers connected later are sent it too."""
-    sender = crawler.signals.sender
-    takes: dict = {}   # function -> the names it takes (None: any, it has **kwargs)
-
-    def send(**named) -> None:
-        named["signal"], named["sender"] = signal, sender
-        for receiver in liveReceivers(getAllReceivers(sender, signal)):
-            key = getattr(receiver, "__func__", receiver)
-            try:
-                names = takes[key]
-            except KeyError:
-                _, code, bound = function(receiver)
-                names = takes[key] = (None if code.co_flags & 8  # CO_VARKEYWORDS
-                                      else frozenset(code.co_varnames[bound:code.co_argcount]))
-            try:
-                receiver(**(named if names is None
-                            else {k: v for k, v in named.items() if k in names}))
-            except Exception:
-                logger.error("Error caught on signal handler: %(receiver)s",
-                             {"receiver": receiver}, exc_info=True)
-
-    return send

@@ -674,9 +674,6 @@ EXTENSIONS = {
 # full collections took 15-30 % of a worker's CPU (docs/benchmarks.md); and
 # collect the young generation every 20,000 allocations instead of 700.
 GC_FREEZE = True
-# Scrapy's stats without the wrapper its collector puts around every call
-# (2.2 µs a call, some 60 calls a page: crawlproj/internals.py, 7).
-STATS_CLASS = "crawlproj.internals.Stats"
 SPIDER_MIDDLEWARES = {
     # where each link was found (parent's score, its number of links, its host):
     # what the importance prioritizers score a new URL by

@@ -73,8 +73,7 @@ class Pages(scrapy.Spider):
     name = "pages"
     custom_settings = {"SCHEDULER": "__main__.HookedScheduler", "LOG_LEVEL": "ERROR",
                        "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False,
-                       "ITEM_PIPELINES": {"__main__.Record": 100},
-                       "DOWNLOADER_MIDDLEWARES": {"__main__.Record": 1}}
+                       "ITEM_PIPELINES": {"__main__.Record": 100}}
 
     async def start(self):
         for url in seeds:
@@ -93,10 +92,6 @@ class Record:
         record.crawler = crawler
         return record
 
-    def process_request(self, request):  # as a downloader middleware: its count on the way in
-        events.append(("in_flight", request.url, internals.downloads_in_flight(self.crawler),
-                       internals.downloads_in_flight(self.crawler, request)))
-
     def process_item(self, item):
         if hold and Record.waiting is None:
             from twisted.internet import defer, reactor
@@ -107,7 +102,6 @@ class Record:
             Record.waiting.addCallback(lambda _: events.append(("item", item["url"])) or item)
             return Record.waiting
         events.append(("item", item["url"]))
-        events.append(("in_flight_at_item", item["url"], internals.downloads_in_flight(self.crawler)))
         return item
 
     @staticmethod
@@ -149,18 +143,6 @@ def test_wake_makes_the_engine_pull_at_once_not_on_its_heartbeat(tmp_path):
     assert order == [["wake"], ["pulled", urls[-1]], ["timer"]]
 
 
-def test_downloads_in_flight_counts_a_request_until_its_response_is_back(tmp_path):
-    urls = []
-    events = run_probe(tmp_path, lambda sw: urls.extend(sw.web.seeds(3)) or urls)
-    entering = {e[1]: e[2:] for e in events if e[0] == "in_flight"}
-    assert sorted(entering) == sorted(urls)
-    for counted, besides_itself in entering.values():
-        assert counted >= 1 and besides_itself == counted - 1
-    # the held seed's page is the last: when its item comes nothing is on its way
-    assert [e for e in events if e[0] == "in_flight_at_item"][-1] == ["in_flight_at_item",
-                                                                       urls[-1], 0]
-
-
 def test_close_hook_fires_before_the_engine_waits_for_requests_in_progress(tmp_path):
     """A page whose item waits for the close to start (as a store write waits
     for an unreachable Redis) does not hold the close: the hook lets it go."""
@@ -169,89 +151,3 @@ def test_close_hook_fires_before_the_engine_waits_for_requests_in_progress(tmp_p
     assert events.count(["closing"]) == 1
     assert events.index(["closing"]) < events.index(["item", urls[0]]) \
         < events.index(["done", urls[0]])
-
-
-def test_stats_keep_what_scrapys_collector_keeps():
-    from scrapy.statscollectors import MemoryStatsCollector
-    from scrapy.utils.test import get_crawler
-
-    from crawlproj.internals import Stats
-
-    kept = []
-    for cls in (Stats, MemoryStatsCollector):
-        crawler = get_crawler()
-        stats = cls(crawler)
-        stats.open_spider()
-        stats.inc_value("pages")
-        stats.inc_value("pages", 2)
-        stats.inc_value("bytes", 5, start=10)
-        stats.set_value("reason", "x")
-        stats.max_value("peak", 3)
-        stats.max_value("peak", 1)
-        stats.min_value("least", 3)
-        stats.min_value("least", 1)
-        kept.append((dict(stats.get_stats()), stats.get_value("pages"), stats.get_value("none", 7)))
-        stats.set_stats({"reset": 1})
-        stats.inc_value("reset")
-        kept.append(dict(stats.get_stats()))
-    assert kept[0] == kept[2] and kept[1] == kept[3] == {"reset": 2}
-    assert kept[0][0] == {"pages": 3, "bytes": 15, "reason": "x", "peak": 3, "least": 1}
-
-
-def test_the_project_runs_on_its_stats_class():
-    from scrapy.settings import Settings
-    from scrapy.utils.misc import load_object
-
-    from crawlproj.internals import Stats
-
-    settings = Settings()
-    settings.setmodule("settings.base")
-    assert load_object(settings["STATS_CLASS"]) is Stats
-
-
-def test_the_quick_sender_sends_what_send_catch_log_sends(caplog):
-    """Each receiver gets the arguments it takes, one that raises is logged
-    and the others still run, a receiver connected after the sender was made
-    gets the signal and one disconnected does not: as Scrapy's send_catch_log."""
-    from scrapy.utils.test import get_crawler
-
-    from crawlproj.internals import quick_sender
-
-    got = []
-
-    def takes_exchange(exchange):
-        got.append(("takes_exchange", exchange))
-
-    def fails(exchange):
-        raise RuntimeError("receiver broke")
-
-    class Store:
-        def recorded(self, exchange, signal, sender):
-            got.append(("recorded", exchange, signal is SIGNAL, sender is crawler.signals.sender))
-
-        def anything(self, **kwargs):
-            got.append(("anything", sorted(kwargs)))
-
-    def gone(exchange):
-        got.append(("gone", exchange))
-
-    runs = []
-    for quick in (False, True):
-        SIGNAL = object()
-        crawler = get_crawler()
-        store = Store()
-        for receiver in (takes_exchange, fails, store.recorded, gone):
-            crawler.signals.connect(receiver, SIGNAL)
-        send = quick_sender(crawler, SIGNAL) if quick else (
-            lambda **kw: crawler.signals.send_catch_log(signal=SIGNAL, **kw))
-        crawler.signals.connect(store.anything, SIGNAL)   # after the sender was made
-        crawler.signals.disconnect(gone, SIGNAL)
-        got.clear()
-        caplog.clear()
-        send(exchange="e1")
-        send(exchange="e2")
-        runs.append((list(got), [r.getMessage()[:40] for r in caplog.records if r.levelname == "ERROR"]))
-    assert runs[1] == runs[0]
-    assert runs[1][0][:3] == [("takes_exchange", "e1"), ("recorded", "e1", True, True),
-                              ("anything", ["exchange", "sender", "signal"])]
-    assert runs[1][1] == ["Error caught on signal handler: <functio"] * 2

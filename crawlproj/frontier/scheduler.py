@@ -127,8 +127,6 @@ class FrontierScheduler:
         sig.connect(self._left, signals.request_left_downloader)
         sig.connect(self._downloaded, signals.response_downloaded)
         internals.on_request_done(self.crawler, self._done)
-        if self.transfer_cap:
-            internals.raise_download_limit(self.crawler, ENGINE_SLACK * self.transfer_cap)
         RedisGuard.of(self.crawler).watch(self.sync.commit)
         if self.recrawl is not None:
             self._replanning = task.LoopingCall(self._replan)
