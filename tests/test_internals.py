@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from crawlproj import internals
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import ROOT
 
@@ -151,3 +152,54 @@ def test_close_hook_fires_before_the_engine_waits_for_requests_in_progress(tmp_p
     assert events.count(["closing"]) == 1
     assert events.index(["closing"]) < events.index(["item", urls[0]]) \
         < events.index(["done", urls[0]])
+
+
+def test_the_installed_scrapy_has_every_internal_the_hooks_patch():
+    assert internals.missing() == []
+    internals.check()
+
+
+def _take_away(monkeypatch, owner: str, name: str, how: str) -> None:
+    """Take name from the real Scrapy object owner, as a Scrapy without it would be."""
+    if how == internals.ATTRIBUTE:
+        for klass in internals._load(owner).__mro__:  # where it is defined
+            if name in vars(klass):
+                monkeypatch.delattr(klass, name)
+    elif how == internals.SET_BY_INIT:  # a constructor that no longer sets it
+        monkeypatch.setattr(internals._load(owner), "__init__", lambda self, *a, **kw: None)
+    else:  # a function that no longer reads it
+        klass, _, function = owner.rpartition(".")
+        monkeypatch.setattr(internals._load(klass), function, lambda self, *a, **kw: None)
+
+
+@pytest.mark.parametrize("need", internals.NEEDS, ids=lambda n: f"{n[0].rsplit('.', 1)[-1]}.{n[1]}")
+def test_a_scrapy_lacking_an_internal_a_hook_patches_is_refused(monkeypatch, need):
+    _take_away(monkeypatch, *need)
+    assert any(need[1] in absent for absent in internals.missing())
+    with pytest.raises(internals.UnsupportedScrapy, match=r"^Scrapy \S+ lacks .*runs on Scrapy"):
+        internals.check()
+
+
+REFUSED = r'''
+import sys
+from scrapy.cmdline import execute
+from scrapy.core.downloader.handlers.http11 import _ScrapyAgent
+del _ScrapyAgent._cb_bodyready  # as on a Scrapy without it
+sys.argv = ["scrapy", "crawl", "web", "-a", "seeds=http://127.0.0.1:9/"]
+execute()
+'''
+
+
+def test_scrapy_crawl_refuses_a_scrapy_lacking_an_internal_in_one_line(tmp_path):
+    """Before anything starts (the Redis given is a closed port: reaching it
+    would fail otherwise), one line, exit status 2, no traceback."""
+    import os
+    env = {**os.environ, "CRAWL_DATA_DIR": str(tmp_path), "REDIS_URL": "redis://127.0.0.1:9/0"}
+    run = subprocess.run([sys.executable, "-c", REFUSED], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    said = [line for line in run.stderr.splitlines() if line.startswith("crawlproj:")]
+    assert said == [f"crawlproj: Scrapy {internals.scrapy.__version__} lacks "
+                     "scrapy.core.downloader.handlers.http11._ScrapyAgent._cb_bodyready, which "
+                     "crawlproj patches to crawl correctly; it runs on Scrapy 2.18.0 and 2.19.0"]
