@@ -326,11 +326,6 @@ CONTENTSEEN_NEAR_THRESHOLD = 0.9
 # How many hosts a worker leases per round trip (prefetch). None =
 # CONCURRENT_REQUESTS + 8.
 FRONTIER_PREFETCH = None
-# At most CONCURRENT_REQUESTS transfers at a time, counted from the engine's
-# pull to the transfer's end: the next download starts when a transfer ends,
-# not when the downloader middlewares are done with its response.
-FRONTIER_REFILL_AT_TRANSFER_END = True
-
 # Close the worker when the frontier is empty and no leases are out anywhere;
 # False keeps waiting for new URLs (continuous crawls). [Mercator §2: background
 # thread checks whether the frontier is empty]
