@@ -493,7 +493,6 @@ settings.update(CRAWL_ID="gather", WARC_DIR=sys.argv[1], PAGEMETA_ENABLED=False,
                 DOWNLOADER_MIDDLEWARES_BASE={}, CRAWL_DATA_DIR=sys.argv[1] + "/data")
 crawler = get_crawler(settings_dict=settings)
 crawler._crawlproj_worker_id = "h:1:gather"  # a scheduler's id
-if sys.argv[4] == "downloading":
 pipeline = WarcPipeline.from_crawler(crawler)
 if sys.argv[4] == "downloading":
     # a download that stays in flight: its transfer began and has not ended
