@@ -39,7 +39,7 @@ from scrapy.exceptions import (
     ResponseDataLossError,
 )
 from twisted.internet import defer, error
-from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
 from crawlproj import internals
 from crawlproj.dns import HostUnresolvable
