@@ -24,6 +24,11 @@ logger = logging.getLogger(__name__)
 # and the crawl tests, on each); pyproject.toml allows these alone.
 CHECKED = ("2.18.0", "2.19.0")
 
+# Scrapy's settings that settings/base.py sets and an older supported release
+# lacks (it ignores them): they are Scrapy's, never crawlproj's own, whatever
+# the release (crawlproj/addon.py, table()).
+NEWER_SCRAPY_SETTINGS = frozenset({"REMOTE_CONTROL_ENABLED"})  # Scrapy 2.19
+
 # How a name is present on its owner: an attribute of the class or module,
 # an attribute the class's constructor sets, or a global the function reads.
 ATTRIBUTE, SET_BY_INIT, READ_BY = "attribute", "set by __init__", "read by"
