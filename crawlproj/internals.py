@@ -10,15 +10,12 @@ refuses in one line with exit status 2, rather than crawl without the hook.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from importlib import import_module
 
 import scrapy
 
 from crawlproj.errors import CrawlprojError
-
-logger = logging.getLogger(__name__)
 
 # The Scrapy releases every hook below was checked on (tests/test_internals.py
 # and the crawl tests, on each); pyproject.toml allows these alone.
@@ -40,6 +37,7 @@ NEEDS = (
     (f"{_ENGINE}.ExecutionEngine", "_slot", SET_BY_INIT),          # all engine hooks
     (f"{_ENGINE}._Slot", "nextcall", SET_BY_INIT),                 # wake
     (f"{_ENGINE}._Slot", "closing", SET_BY_INIT),                  # wake
+    (f"{_ENGINE}._Slot", "scheduler", SET_BY_INIT),                # scheduler() before 2.19
     ("scrapy.utils.reactor.CallLaterOnce", "schedule", ATTRIBUTE),  # wake
     (f"{_ENGINE}._Slot", "remove_request", ATTRIBUTE),             # on_request_done
     (f"{_ENGINE}._Slot", "close", ATTRIBUTE),                      # on_close_started
