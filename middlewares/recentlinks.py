@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from scrapy import Request
 
+from crawlproj import internals
+
 
 class RecentLinksMiddleware:
     def __init__(self, crawler):
@@ -27,7 +29,7 @@ class RecentLinksMiddleware:
 
     def _filter(self):
         """A predicate that is True for a request to drop, or None."""
-        sent = getattr(self.crawler.engine.scheduler, "sent_lately", None)
+        sent = getattr(internals.scheduler(self.crawler), "sent_lately", None)
         if sent is None:
             return None
         stats = self.crawler.stats

@@ -39,7 +39,7 @@ from scrapy.exceptions import (
     ResponseDataLossError,
 )
 from twisted.internet import defer, error
-from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
 from crawlproj import internals
 from crawlproj.dns import HostUnresolvable
@@ -82,8 +82,6 @@ class RecordMiddleware:
     def __init__(self, crawler):
         self.crawler = crawler
         self.signals = crawler.signals
-        # once per response, to four receivers: without robustApply's cost (internals 8)
-        self.send_recorded = internals.quick_sender(crawler, exchange_recorded)
         self.stats = crawler.stats
         # the response heads as received, for the WARC records (Exchange.capture)
         internals.record_response_heads()
@@ -120,7 +118,7 @@ class RecordMiddleware:
         if slot is not None:
             heapq.heappush(self._free, slot)
         self.stats.inc_value("record/responses")
-        self.send_recorded(exchange=exchange)
+        self.signals.send_catch_log(exchange_recorded, exchange=exchange)
         return response
 
     def process_exception(self, request, exception):

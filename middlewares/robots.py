@@ -42,6 +42,7 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
+from crawlproj import internals
 from crawlproj.dns import HostUnresolvable, is_dns_error
 from crawlproj.keyspace import Keyspace
 from crawlproj.redisconn import get_redis
@@ -115,7 +116,7 @@ class RobotsMiddleware:
                 self.stats.inc_value("robotstxt/cache/redis")
         if rules is None or not rules.known:
             rules, wait = await self._fetch(origin, rules or Rules(), request)
-            scheduler = getattr(self.crawler.engine, "scheduler", None)
+            scheduler = internals.scheduler(self.crawler)
             robots_fetched = getattr(scheduler, "robots_fetched", None)
             if (rules is None or rules.resolves) and robots_fetched is not None and \
                     robots_fetched(request, rules.crawl_delay if rules else None, wait):

@@ -328,11 +328,6 @@ CONTENTSEEN_NEAR_THRESHOLD = 0.9
 # How many hosts a worker leases per round trip (prefetch). None =
 # CONCURRENT_REQUESTS + 8.
 FRONTIER_PREFETCH = None
-# At most CONCURRENT_REQUESTS transfers at a time, counted from the engine's
-# pull to the transfer's end: the next download starts when a transfer ends,
-# not when the downloader middlewares are done with its response.
-FRONTIER_REFILL_AT_TRANSFER_END = True
-
 # Close the worker when the frontier is empty and no leases are out anywhere;
 # False keeps waiting for new URLs (continuous crawls). [Mercator §2: background
 # thread checks whether the frontier is empty]
@@ -674,9 +669,6 @@ EXTENSIONS = {
 # which full collections would walk again and again (docs/benchmarks.md); and
 # collect the young generation every 20,000 allocations instead of 700.
 GC_FREEZE = True
-# Scrapy's stats without the wrapper its collector puts around every call,
-# made dozens of times a page (crawlproj/internals.py, 7).
-STATS_CLASS = "crawlproj.internals.Stats"
 SPIDER_MIDDLEWARES = {
     # where each link was found (parent's score, its number of links, its host):
     # what the importance prioritizers score a new URL by

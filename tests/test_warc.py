@@ -501,14 +501,12 @@ settings.update(CRAWL_ID="gather", WARC_DIR=sys.argv[1], PAGEMETA_ENABLED=False,
                 DOWNLOADER_MIDDLEWARES_BASE={}, CRAWL_DATA_DIR=sys.argv[1] + "/data")
 crawler = get_crawler(settings_dict=settings)
 crawler._crawlproj_worker_id = "h:1:gather"  # a scheduler's id
-if sys.argv[4] == "downloading":
-    # a download that stays in flight: the engine's own downloader, holding
-    # a request, is all the pipeline asks of an engine (crawlproj/internals.py 9)
-    from types import SimpleNamespace
-    from scrapy.core.downloader import Downloader
-    crawler.engine = SimpleNamespace(downloader=Downloader(crawler))
-    crawler.engine.downloader.active.add(Request("http://h2.example/slow.html"))
 pipeline = WarcPipeline.from_crawler(crawler)
+if sys.argv[4] == "downloading":
+    # a download that stays in flight: its transfer began and has not ended
+    from scrapy import signals
+    crawler.signals.send_catch_log(signals.request_reached_downloader,
+                                   request=Request("http://h2.example/slow.html"))
 pipeline.open_spider()
 
 def record(i):  # a 404: written at once, no item to wait for

@@ -162,6 +162,7 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.search.realtime import Session
         from crawlproj.seeds import read_seeds
 
+        internals.check()  # a Scrapy whose internals the hooks cannot patch
         settings = self.settings
         spiders = self.crawler_process.spider_loader.list()
         if spider not in spiders:

@@ -56,10 +56,6 @@ logger = logging.getLogger(__name__)
 # FRONTIER_PREFETCH unset: a lease for each download slot and this many more,
 # so that a slot freed finds its next URL here, not a round trip away.
 PREFETCH_SPARE = 8
-# With the transfer cap, the engine may hold this many times CONCURRENT_REQUESTS
-# requests in its downloader: those transferring and those whose responses are
-# still on their way up through the downloader middlewares.
-ENGINE_SLACK = 2
 # A lease is not downloaded this close to its deadline (seconds, at most a
 # tenth of the TTL): the request must reach the host before the frontier may
 # give the host to another worker.
@@ -94,18 +90,11 @@ class FrontierScheduler:
             or getattr(prioritizer, "BEST_LINK", False)
         self.sent = RecentURLs(size) if size > 0 and not bumps else None
         self.worker_id = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        # At most CONCURRENT_REQUESTS transfers at a time, counted from the
-        # engine's pull to the transfer's end, not to the end of the
-        # downloader middlewares' work on the response (internals.py, 3)
-        self.transfer_cap = s.getint("CONCURRENT_REQUESTS") \
-            if s.getbool("FRONTIER_REFILL_AT_TRANSFER_END") else 0
         self.spider = None
         self._inflight: dict = {}  # request -> its lease, from next_request to done
-        self._other_transfers = 0  # requests on no lease of the frontier, transferring
         # page request -> the host's extra wait (None: its politeness delay
         # alone), for pages whose lease carried their host's robots.txt
         self._returning: dict = {}
-        self._capped = False  # next_request said None for the cap alone: wake at a transfer's end
         self._said_expired = False
         # continuous crawling (RECRAWL_ENABLED): pages go back with a due time
         self.recrawl = Recrawl.from_settings(s, frontier)
@@ -127,8 +116,6 @@ class FrontierScheduler:
         sig.connect(self._left, signals.request_left_downloader)
         sig.connect(self._downloaded, signals.response_downloaded)
         internals.on_request_done(self.crawler, self._done)
-        if self.transfer_cap:
-            internals.raise_download_limit(self.crawler, ENGINE_SLACK * self.transfer_cap)
         RedisGuard.of(self.crawler).watch(self.sync.commit)
         if self.recrawl is not None:
             self._replanning = task.LoopingCall(self._replan)
@@ -189,10 +176,6 @@ class FrontierScheduler:
             return None  # woken at the resume
         if self.sync.low():
             self.sync.ask()
-        if self.transfer_cap and \
-                self.book.fetching + self._other_transfers >= self.transfer_cap:
-            self._capped = True
-            return None  # woken when a transfer ends (_left)
         if self.sync.holding():
             return None  # woken when Redis answers again
         while (lease := self.book.next()) is not None:
@@ -291,11 +274,9 @@ class FrontierScheduler:
             if lease is not None and lease.download.reached is None:
                 lease.download.reached = time.monotonic()
             if lease is not None:
-                return  # a transfer of the lease, counted in book.fetching
+                return
         lease = self._inflight.get(request)
-        if lease is None:
-            self._other_transfers += 1
-        elif lease.download.reached is None:
+        if lease is not None and lease.download.reached is None:
             lease.download.reached = time.monotonic()
 
     def _downloaded(self, response, request, spider=None):
@@ -315,8 +296,6 @@ class FrontierScheduler:
                 lease.download.left = time.monotonic()
                 return
         lease = self._inflight.get(request)
-        if lease is None:
-            self._other_transfers -= 1
         if lease is None or lease.state != FETCHING:
             return
         download = lease.download
@@ -326,9 +305,6 @@ class FrontierScheduler:
         delay = self.politeness.delay(download)
         fate, wait_ms = self.politeness.host_fate(download)
         self.sync.release(self.book.ended(lease, fate, delay, wait_ms), lease.partition)
-        if self._capped:
-            self._capped = False
-            self._wake()  # a transfer ended: room for the next
 
     def _done(self, request):
         """The engine is done with request (its links are enqueued); its URL's

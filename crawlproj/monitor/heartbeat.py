@@ -109,10 +109,7 @@ class Heartbeat:
     # -- what a heartbeat says ------------------------------------------------
 
     def _scheduler(self):
-        try:
-            return self.crawler.engine.scheduler
-        except (AttributeError, RuntimeError):  # no engine, or not started (Scrapy 2.19)
-            return None
+        return internals.scheduler(self.crawler)
 
     def _record(self) -> dict[str, str]:
         scheduler = self._scheduler()

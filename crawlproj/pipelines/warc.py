@@ -47,7 +47,6 @@ from twisted.python.threadpool import ThreadPool
 
 from crawlproj.due.contentseen import DUPLICATE_CAPTURED
 from crawlproj.groupcommit import timed
-from crawlproj.internals import downloads_in_flight
 from crawlproj.pipelines.guard import FINISH_REASON, StoreGuard, warn_without_recorder
 from crawlproj.stores.common import warc_dir, worker_id
 from crawlproj.stores.exchange import Exchange
@@ -124,6 +123,11 @@ class WarcPipeline:
         self._busy = False
         self._since = 0.0  # when the queue's first exchange came (time.monotonic)
         self._timer = None  # the gathered batch's flush, while it waits
+        # transfers in progress (Scrapy's request_reached/left_downloader
+        # signals): while there are none, no response is on its way to join a batch
+        self._transfers = 0
+        crawler.signals.connect(self._reached, signals.request_reached_downloader)
+        crawler.signals.connect(self._left, signals.request_left_downloader)
         crawler.signals.connect(self._recorded, exchange_recorded)
         crawler.signals.connect(self._item_gone, signals.item_dropped)
         crawler.signals.connect(self._item_gone, signals.item_error)
@@ -132,6 +136,12 @@ class WarcPipeline:
     @classmethod
     def from_crawler(cls, crawler):
         return cls(crawler)
+
+    def _reached(self) -> None:
+        self._transfers += 1
+
+    def _left(self) -> None:
+        self._transfers -= 1
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -298,23 +308,20 @@ class WarcPipeline:
         if not self._queue:
             self._since = time.monotonic()
         self._queue.append((exchange, revisit, d))
-        # (a redirect or an error is recorded on its way back through the
-        # downloader: its own request is no response still to come)
-        besides = exchange.request
         if not self._busy:
             self._busy = True
             # whatever is recorded within WARC_GATHER seconds joins the batch
-            self._timer = reactor.callLater(self._window(self.gather, besides), self._flush)
-        elif self._timer is not None and not downloads_in_flight(self.crawler, besides):
+            self._timer = reactor.callLater(self._window(self.gather), self._flush)
+        elif self._timer is not None and not self._transfers:
             self._timer.reset(0)  # the last response on its way has come
         return d
 
-    def _window(self, wait: float, besides=None) -> float:
+    def _window(self, wait: float) -> float:
         """How long the batch still gathers: not at all when no response is
         on its way to join it. A crawl with one request at a time would
         otherwise wait the window for every page, whose URL's lease ends only
         once its records are written."""
-        return wait if wait > 0 and downloads_in_flight(self.crawler, besides) else 0
+        return wait if wait > 0 and self._transfers else 0
 
     def _flush(self) -> None:
         self._timer = None

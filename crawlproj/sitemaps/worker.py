@@ -50,6 +50,7 @@ from scrapy import Request, signals
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
+from crawlproj import internals
 from crawlproj.keyspace import Keyspace
 from crawlproj.recrawl.estimate import parse_http_date
 from crawlproj.redisconn import get_redis
@@ -290,7 +291,7 @@ class Sitemaps:
 
     def _lastmod_feed(self) -> LastmodFeed | None:
         if self._feed is None:
-            scheduler = getattr(self.crawler.engine, "scheduler", None)
+            scheduler = internals.scheduler(self.crawler)
             frontier = getattr(scheduler, "frontier", None)
             recrawl = getattr(scheduler, "recrawl", None)
             if frontier is None or recrawl is None:

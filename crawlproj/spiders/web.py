@@ -19,6 +19,7 @@ from typing import Any
 import scrapy
 from scrapy.http import Request, Response, TextResponse
 
+from crawlproj import internals
 from crawlproj.addon import apply_environment, apply_table, check_settings
 from crawlproj.contact import missing_contact
 from crawlproj.extract import (
@@ -119,7 +120,9 @@ class WebSpider(scrapy.Spider):
         """crawlproj's settings table under this crawler's, whatever its settings
         module, the environment's CRAWLPROJ_ settings over it, and their names
         checked (crawlproj/addon.py). Here, not by the add-on alone: Scrapy
-        builds the spider before it runs add-ons."""
+        builds the spider before it runs add-ons. A Scrapy lacking an internal
+        the hooks patch is refused here too, where no crawl command runs."""
+        internals.check()
         super().update_settings(settings)
         apply_table(settings)
         apply_environment(settings)

@@ -3,7 +3,7 @@
 An :class:`Exchange` is a request that got a response: the request head as it
 was sent (rebuilt from Scrapy's Request after every downloader middleware has
 added its headers), the response head as it came off the wire (Scrapy's
-HTTP/1.1 handler, crawlproj/internals.py 6; rebuilt from the Response, and
+HTTP/1.1 handler, internals.record_response_heads; rebuilt from the Response, and
 marked so, where no head was received that way), the body as it came (before
 HttpCompressionMiddleware decodes it, de-chunked by Twisted), and when and
 how long. A
@@ -93,7 +93,7 @@ def request_head(request) -> bytes:
 
 
 def received_head(raw: bytes | None, status: int) -> bytes | None:
-    """The response head as the server sent it (crawlproj/internals.py, 6),
+    """The response head as the server sent it (internals.record_response_heads),
     Transfer-Encoding renamed since the body is stored de-chunked; None when
     there is none, or it is not the head of this status (an interim 1xx)."""
     if not raw:

@@ -124,7 +124,7 @@ class TrapGuard:
 
 class ResponseHeadLimit:
     """An extension: every response's status line and headers are cut at
-    TRAPGUARD_MAX_HEAD_BYTES (crawlproj/internals.py, 5): a server sending
+    TRAPGUARD_MAX_HEAD_BYTES (internals.bound_response_heads): a server sending
     header lines without end must not fill the worker's memory for the
     DOWNLOAD_TIMEOUT, which DOWNLOAD_MAXSIZE (body bytes) does not prevent."""
 
