@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crawlproj.frontier.sync import LONGEST_SLEEP  # noqa: E402
-from crawlproj.groupcommit import STALLED  # noqa: E402
+from crawlproj.redis.groupcommit import STALLED  # noqa: E402
 from crawlproj.simweb import checks  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 from tests.conftest import RedisServer, _force_stop_embedded  # noqa: E402

@@ -6,7 +6,7 @@
 
 One simulated web (its own process, latency 0, no Crawl-delay, responses cached
 and pre-warmed so that every run is served alike) and one fresh Redis-protocol
-server (crawlproj.embedded.spawn_server, the embedded server's configuration,
+server (crawlproj.redis.embedded.spawn_server, the embedded server's configuration,
 AOF on as the embedded default) serve every run. Each run is a real
 `scrapy crawl web` of the same web from the same seeds, with the same settings
 but for the scheduler:
@@ -158,7 +158,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import redis
 
-from crawlproj.embedded import free_port, spawn_server
+from crawlproj.redis.embedded import free_port, spawn_server
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 
@@ -237,14 +237,14 @@ if _out:
             return _orig_send(self, command, check_health)
         _rc.AbstractConnection.send_packed_command = _send
 
-        # ... and those the reactor thread sends itself (crawlproj/reactorredis.py),
+        # ... and those the reactor thread sends itself (crawlproj/redis/reactor.py),
         # counted once that module is imported (importing it here would
         # install Twisted's default reactor before Scrapy's)
         import sys as _sys
 
         class _CountReactorSends:
             def find_spec(self, name, path=None, target=None):
-                if name != "crawlproj.reactorredis":
+                if name != "crawlproj.redis.reactor":
                     return None
                 _sys.meta_path.remove(self)
                 import importlib.util
@@ -755,7 +755,7 @@ class Bench:
                 "warc/records_cpu_s")
                 if st.get(k) is not None})
             # the CPU of each kind of work done in the worker's threads
-            # (crawlproj/groupcommit.py, timed): frontier, stores, warc, ...
+            # (crawlproj/redis/groupcommit.py, timed): frontier, stores, warc, ...
             wstats[-1]["thread_cpu_s"] = {k.split("/")[0]: round(v, 2) for k, v in st.items()
                                           if k.endswith("/thread_cpu_s")}
             errors = len(re.findall(r"Traceback", text)) + sum(
@@ -886,7 +886,7 @@ def category(files: list[str], names: list[str]) -> str:
     # the stores (full1/full2), by the innermost store frame on the stack
     for f in reversed(files):
         if f.startswith(("crawlproj/stores/", "crawlproj/pipelines/", "middlewares/record.py",
-                         "crawlproj/groupcommit.py")):
+                         "crawlproj/redis/groupcommit.py")):
             if "warc" in f or "cdxj" in f or f.endswith("exchange.py"):
                 return "stores: WARC (records, digests, gzip, CDXJ)"
             if "crawllog" in f:
@@ -1098,7 +1098,7 @@ def together(a, spec: dict, common: dict, head: dict, names: list[str], workdir:
                 print(json.dumps(res), flush=True)
             whole = {n: round(1000 * sum(out[n]["cpu_s"]["workers_own"]) / out[n]["pages"], 3)
                      for n in names}
-            # the work each worker's threads timed (crawlproj/groupcommit.py,
+            # the work each worker's threads timed (crawlproj/redis/groupcommit.py,
             # timed): the near-duplicate test's is the same in every
             # configuration, so its CPU says how fast each process ran
             timed_work = {n: [w.get("thread_cpu_s") for w in out[n]["scrapy_stats"]] for n in names}

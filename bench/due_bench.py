@@ -4,7 +4,7 @@ with scrapy-redis's dupefilter, on the same URLs and the same server.
     .venv/bin/python bench/due_bench.py [--sizes 1000000,10000000]
         [--throughput 200000] [--rounds 3] [--probes 2000000] [--out FILE.json]
 
-A fresh server (crawlproj.embedded.spawn_server: the embedded server's
+A fresh server (crawlproj.redis.embedded.spawn_server: the embedded server's
 configuration, set-max-intset-entries 4096; no AOF, so that memory and speed
 are the data structures' own) on 127.0.0.1. The URLs are generated, realistic
 in shape (100,000 hosts, paths, a query), all distinct, the same for every
@@ -67,8 +67,8 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from crawlproj.due import bloom
 from crawlproj.due.dupefilter import RedisDupeFilter
 from crawlproj.due.urlseen import DueConfig, URLSeen
-from crawlproj.embedded import find_server_binary, free_port, spawn_server
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.embedded import find_server_binary, free_port, spawn_server
+from crawlproj.redis.keyspace import Keyspace
 
 SECTIONS = ["news", "sport", "blog", "shop", "wiki", "forum", "docs", "about",
             "products", "category/books", "category/music", "archive/2019", "archive/2020",

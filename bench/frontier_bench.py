@@ -5,7 +5,7 @@
         [--dists zipf,uniform] [--no-aof] [--no-real-check] [--src HEAD]
 
 crawlproj.frontier.frontier.Frontier against a fresh Redis-protocol server
-(crawlproj.embedded.spawn_server: the embedded server's configuration, AOF on
+(crawlproj.redis.embedded.spawn_server: the embedded server's configuration, AOF on
 unless --no-aof), one partition, no Scrapy engine. The URLs are those of a
 generated simulated web (real URL shapes and the web's host sizes: "zipf"), or
 the same URLs dealt round-robin to the hosts ("uniform"). Each is queued as
@@ -58,12 +58,12 @@ import redis
 from crawl_bench import SRC, SRC_DESC, flush_sync, proc_cpu, scratch_server
 from scrapy import Request
 
-from crawlproj.embedded import free_port, spawn_server
 from crawlproj.frontier import codec
 from crawlproj.frontier.admission import admit
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
-from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers import load_prioritizer
+from crawlproj.redis.embedded import free_port, spawn_server
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import SimWeb
 from crawlproj.spiders.web import WebSpider
 

@@ -19,7 +19,7 @@ their real URLs; see docs/ordering.md, "Live crawler vs virtual crawler"):
    virtual crawler's graph: pages the simulated web cannot serve, link sets that
    differ, what the pages answer (HTML or binary), the reachable set.
 3. Per order, a live crawl: a fresh Redis-protocol server
-   (crawlproj.embedded.spawn_server on a free loopback port), a fresh simulated
+   (crawlproj.redis.embedded.spawn_server on a free loopback port), a fresh simulated
    web with its own request log, and ONE real `scrapy crawl web` worker with
    CONCURRENT_REQUESTS=1, FRONTIER_PREFETCH=1 and FRONTIER_DELAY_FACTOR=0: the
    worker holds one lease at a time and every host is ready again as soon as
@@ -110,12 +110,12 @@ if str(ROOT) not in sys.path:
 from scipy.stats import spearmanr
 
 from crawlproj.due.fingerprint import url_fingerprint
-from crawlproj.embedded import free_port, spawn_server
 from crawlproj.evaluate import crawler as vc
 from crawlproj.evaluate import metrics
 from crawlproj.evaluate.graph import GraphFormatError, read_graph
 from crawlproj.evaluate.run import CHO_G_IB, CHO_G_IR, evaluate
 from crawlproj.ranker.pagerank import pagerank
+from crawlproj.redis.embedded import free_port, spawn_server
 from crawlproj.simweb import SimWeb, checks
 from crawlproj.simweb.model import K_BINARY, K_OK
 from crawlproj.simweb.testing import SimWebServer

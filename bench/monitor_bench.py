@@ -4,7 +4,7 @@ and an idle (paused) crawl.
     .venv/bin/python bench/monitor_bench.py [--workers 10] [--seconds 60]
         [--hosts 2000 --urls 20000] [--idle-seconds 30]
 
-1. Dashboard: one fresh server (crawlproj.embedded.spawn_server, AOF on)
+1. Dashboard: one fresh server (crawlproj.redis.embedded.spawn_server, AOF on)
    holds a crawl with --urls queued URLs on --hosts hosts. --workers
    simulated workers send the real heartbeat (Heartbeat.command(): one
    heartbeat.lua call with the growth of ~120 counters, as a worker's Scrapy
@@ -42,12 +42,12 @@ sys.path.insert(0, str(ROOT))
 
 from scrapy.utils.test import get_crawler  # noqa: E402
 
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.frontier.frontier import Batch, Frontier  # noqa: E402
-from crawlproj.keyspace import Keyspace  # noqa: E402
 from crawlproj.monitor import control  # noqa: E402
 from crawlproj.monitor.heartbeat import Heartbeat  # noqa: E402
 from crawlproj.monitor.status import crawl_status  # noqa: E402
+from crawlproj.redis.embedded import free_port, spawn_server  # noqa: E402
+from crawlproj.redis.keyspace import Keyspace  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")

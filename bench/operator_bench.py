@@ -3,7 +3,7 @@
     .venv/bin/python bench/operator_bench.py [--workers 2,10] [--hosts 10000]
         [--rounds 20] [--src REV] [--parts history,records,app]
 
-1. History, Redis bytes: a fresh server (crawlproj.embedded.spawn_server)
+1. History, Redis bytes: a fresh server (crawlproj.redis.embedded.spawn_server)
    where W simulated workers send the real heartbeat (Heartbeat.command(),
    with ~120 counters and the default rings' layout) into a ring of 1,440
    slots of 20 ms, all W in every slot: MEMORY USAGE of the ring is one day
@@ -47,10 +47,10 @@ sys.path.insert(0, str(ROOT))
 from scrapy.utils.test import get_crawler  # noqa: E402
 
 from crawlproj.due.urlseen import SEEN_LUA  # noqa: E402
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.frontier.frontier import SYNC_LUA, Batch, Frontier, Host, Release  # noqa: E402
-from crawlproj.keyspace import Keyspace  # noqa: E402
 from crawlproj.monitor.heartbeat import Heartbeat  # noqa: E402
+from crawlproj.redis.embedded import free_port, spawn_server  # noqa: E402
+from crawlproj.redis.keyspace import Keyspace  # noqa: E402
 
 DEFAULT_RINGS = [(10_000, 360), (60_000, 10_080)]
 

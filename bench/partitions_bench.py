@@ -5,7 +5,7 @@
 
 The web of `scrapy demo` (seed 1, 200 hosts, 1500 pages, 1-5 ms latency),
 crawled under settings.cluster by --workers `scrapy crawl web` workers, on one
-server (crawlproj.embedded.spawn_server) and on a Redis Cluster of three
+server (crawlproj.redis.embedded.spawn_server) and on a Redis Cluster of three
 primaries on loopback (tests/test_cluster.py's start_cluster), once per
 partition count: a fixed one (CRAWLPROJ_FRONTIER_PARTITIONS=N) or "auto", the
 count the crawl's first worker fits to the server (FRONTIER_PARTITIONS None).
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import redis
 import redis.cluster
 
-from crawlproj.embedded import free_port, spawn_server
+from crawlproj.redis.embedded import free_port, spawn_server
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import stat

@@ -65,8 +65,8 @@ for p in (ROOT, ROOT / "bench"):
 
 from live_orders import _stop, git_state, loadavg  # noqa: E402
 
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.extract import extract_page  # noqa: E402
+from crawlproj.redis.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.simweb import checks  # noqa: E402
 from tests.nginxweb import NginxWeb, Site, nginx_binary  # noqa: E402
 

@@ -53,11 +53,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.recrawl import buckets  # noqa: E402
 from crawlproj.recrawl.freshness import freshness as closed_form  # noqa: E402
 from crawlproj.recrawl.policies import optimal, uniform  # noqa: E402
 from crawlproj.recrawl.population import Population  # noqa: E402
+from crawlproj.redis.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.simweb import checks, freshness  # noqa: E402
 from crawlproj.simweb.model import SITEMAP_PATH  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
@@ -195,8 +195,8 @@ def states(sw, redis_url: str, crawl_id: str) -> list[dict]:
     import redis as redis_lib
 
     from crawlproj.frontier.recrawl import scheduled_bucket, scheduled_states
-    from crawlproj.keyspace import Keyspace
     from crawlproj.recrawl.state import LM_UNUSABLE
+    from crawlproj.redis.keyspace import Keyspace
     r = redis_lib.Redis.from_url(redis_url)
     web = sw.web
     node_of = {web.url(v): v for v in range(web.n_nodes) if web.is_html(v)}

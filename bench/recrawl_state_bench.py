@@ -19,7 +19,7 @@ The records are real: each page's state after a few fetches (state.update),
 an ETag as the simulated web writes it, Last-Modified, the 8-byte digest.
 MEMORY USAGE (SAMPLES 0: every element) of the host's two keys / pages;
 "recrawl" is the scheduled page's cost less the queued URL's. The server is
-the embedded one, with its listpack limits (crawlproj/embedded.py), and then
+the embedded one, with its listpack limits (crawlproj/redis/embedded.py), and then
 with the server's own defaults (128 entries), which a shared Redis has.
 """
 
@@ -38,10 +38,10 @@ from scrapy import Request
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.frontier import codec  # noqa: E402
 from crawlproj.recrawl.record import pack_payload  # noqa: E402
 from crawlproj.recrawl.state import Observation, RecrawlState, update  # noqa: E402
+from crawlproj.redis.embedded import free_port, spawn_server  # noqa: E402
 
 DAY = 86400.0
 

@@ -27,10 +27,10 @@ import redis
 from scrapy import Request
 
 from crawlproj.due.fingerprint import url_fingerprint
-from crawlproj.embedded import free_port, spawn_server
 from crawlproj.frontier import codec
 from crawlproj.frontier.frontier import Batch, Frontier
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.embedded import free_port, spawn_server
+from crawlproj.redis.keyspace import Keyspace
 
 
 def fill(f: Frontier, n: int, hosts: int, batch: int = 20_000) -> list[str]:

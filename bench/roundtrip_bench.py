@@ -1,5 +1,5 @@
 """CPU of a worker's Redis round trip: made in a thread, as the group commits
-make them (crawlproj/groupcommit.py: redis-py blocking, handed over with
+make them (crawlproj/redis/groupcommit.py: redis-py blocking, handed over with
 deferToThread), against made by the reactor thread on a non-blocking
 connection (a throwaway RESP protocol here: redis-py's command packer and
 hiredis' reader), while the reactor thread does Python work as a crawling
@@ -9,7 +9,7 @@ Each mode runs in a fresh process for --seconds: every millisecond the
 reactor runs --work loop iterations of interpreter work (about 0.2 ms of CPU
 at the default); the round trips go one after another (the next 0.5 ms after
 the last one's reply, as a group commit's next batch), each a pipeline of two
-RPUSH and an EVAL, on a fresh server (crawlproj.embedded.spawn_server, AOF
+RPUSH and an EVAL, on a fresh server (crawlproj.redis.embedded.spawn_server, AOF
 off). A mode's CPU per round trip is its
 process CPU above the run without round trips, over its round trips; the
 voluntary context switches say how often a thread went to sleep for another.
@@ -99,7 +99,7 @@ reactor.run()
 
 
 def main() -> None:
-    from crawlproj.embedded import free_port, spawn_server
+    from crawlproj.redis.embedded import free_port, spawn_server
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=10.0)

@@ -69,7 +69,7 @@ import redis.cluster
 from crawl_bench import CONFIGS, SRC_DESC, Bench, config, flush_sync, loadavg, scrapy_stats, scratch_server
 from redis.crc import key_slot
 
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import SimWeb
 
 SLOTS = 16384

@@ -378,8 +378,8 @@ def product(docs, args, root: Path):
 def freshness(docs, args, root: Path, version: Version, crawl: str):
     import redis as redis_lib
 
-    from crawlproj.embedded import spawn_server
-    from crawlproj.keyspace import Keyspace
+    from crawlproj.redis.embedded import spawn_server
+    from crawlproj.redis.keyspace import Keyspace
     from crawlproj.search.handover import HandOver
 
     port = free_port()

@@ -5,7 +5,7 @@ crawl throughput with the stores on and off.
         [--micro-pages 20000] [--skip-crawl] [--json]
 
 Three parts, each on a private Redis-protocol server (the embedded one's
-configuration, crawlproj.embedded.spawn_server) and the simulated web:
+configuration, crawlproj.redis.embedded.spawn_server) and the simulated web:
 
 * micro: a synthetic crawl's worth of pages (links drawn from a SimWeb) into
   the link store and page metadata directly: bytes per edge in Redis (MEMORY
@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 import redis
 
-from crawlproj.embedded import free_port, spawn_server
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.embedded import free_port, spawn_server
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import SimWeb
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.exchange import Exchange

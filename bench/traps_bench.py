@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crawlproj.embedded import free_port, spawn_server  # noqa: E402
+from crawlproj.redis.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.simweb import checks  # noqa: E402
 from crawlproj.simweb.testing import SimWebServer  # noqa: E402
 

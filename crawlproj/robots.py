@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from protego import Protego
 
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.urls import host_of, split
 
 # RFC 9309 §2.4: crawlers SHOULD NOT use a cached robots.txt for more than 24 hours

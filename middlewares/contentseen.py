@@ -30,10 +30,10 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawlproj.due.contentseen import DUPLICATE_CAPTURED, ContentSeen, is_text
-from crawlproj.groupcommit import GroupCall
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import get_redis
-from crawlproj.redisguard import RedisGuard
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.groupcommit import GroupCall
+from crawlproj.redis.guard import RedisGuard
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.commit import StoreCommit
 from middlewares.record import T0
 

@@ -44,8 +44,8 @@ from twisted.internet import threads
 
 from crawlproj import internals
 from crawlproj.dns import HostUnresolvable, is_dns_error
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,

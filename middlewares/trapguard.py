@@ -29,11 +29,11 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawlproj.groupcommit import GroupCall
 from crawlproj.items import PageItem
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import get_redis
-from crawlproj.redisguard import RedisGuard
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.groupcommit import GroupCall
+from crawlproj.redis.guard import RedisGuard
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.traps.nearhost import SUSPECT_META, NearHosts, Verdict, simhash
 from crawlproj.urls import host_of
 

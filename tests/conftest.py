@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from crawlproj.embedded import EmbeddedRedis, _pid_alive, _wait_exit, free_port, spawn_server
+from crawlproj.redis.embedded import EmbeddedRedis, _pid_alive, _wait_exit, free_port, spawn_server
 
 SERVER_FIXTURES = {"redis_server", "redis_server_factory", "embedded_data_dir", "cluster_url"}
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlproj.embedded import free_port
+from crawlproj.redis.embedded import free_port
 from tests.loopback import ProxyWeb
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from crawlproj.embedded import free_port
+from crawlproj.redis.embedded import free_port
 from crawlproj.simweb.testing import SimWebServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 import pytest
 
 from crawlproj.frontier.sync import LONGEST_SLEEP
-from crawlproj.groupcommit import STALLED
+from crawlproj.redis.groupcommit import STALLED
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from settings import base

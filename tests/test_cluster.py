@@ -19,7 +19,7 @@ import redis.cluster
 from scrapy.utils.test import get_crawler
 
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.spiders.web import WebSpider
 from crawlproj.urls import host_of

@@ -16,8 +16,8 @@ import pytest
 import redis
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from tests.e2e import ROOT
 
 REQUIRED = ("crawlproj: REDIS_URL is not set, and these settings (REDIS_URL_REQUIRED, as in "

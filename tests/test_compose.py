@@ -36,8 +36,8 @@ import yaml
 from twisted.python.usage import UsageError
 
 from crawlproj.addon import ENVIRONMENT_PREFIX, environment
-from crawlproj.embedded import TUNING, find_server_binary, free_port
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.embedded import TUNING, find_server_binary, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = "docker-compose.yml"
@@ -510,7 +510,7 @@ def check_valkey(root: Path, tmp_path: Path) -> list[str]:
         for key, value in wanted.items():
             if config.get(key) != value:
                 problems.append(f"valkey: {key} is {config.get(key)!r}, not {value!r} as the "
-                                "embedded server's (crawlproj/embedded.py)")
+                                "embedded server's (crawlproj/redis/embedded.py)")
         for name, service in compose["services"].items():
             url = environment_of(service).get("REDIS_URL")
             if url:

@@ -18,7 +18,7 @@ from crawlproj.due.contentseen import (
     sketch,
     words,
 )
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
 
 VOCAB = [f"word{i}" for i in range(5000)]

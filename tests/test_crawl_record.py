@@ -22,7 +22,7 @@ from scrapy.utils.test import get_crawler
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import URL, Batch, CrawlMismatch, Frontier, Host, Release, join
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
 from crawlproj.stores.linkstore import LinkStore, encode_page
 from crawlproj.urls import host_of

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from crawlproj.embedded import free_port
+from crawlproj.redis.embedded import free_port
 from crawlproj.simweb.testing import SimWebServer
 from tests import test_search_browser
 from tests.conftest import RedisServer

@@ -19,8 +19,8 @@ import sys
 import pytest
 import redis
 
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor.status import crawl_status
+from crawlproj.redis.keyspace import Keyspace
 from tests.e2e import ROOT, Workers, stat
 from tests.nginxweb import PYTHON_DOCS, NginxWeb, Site, require_real_web
 

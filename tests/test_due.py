@@ -24,7 +24,7 @@ from crawlproj.due.dupefilter import RedisDupeFilter
 from crawlproj.due.fingerprint import fingerprint, url_fingerprint
 from crawlproj.due.urlseen import CALL_SIZE, DueConfig, DueConfigError, URLSeen
 from crawlproj.frontier.frontier import Batch, Frontier
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
 from crawlproj.urls import host_of
 

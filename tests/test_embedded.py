@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from crawlproj import embedded
-from crawlproj.embedded import (
+from crawlproj.redis import embedded
+from crawlproj.redis.client import describe_url
+from crawlproj.redis.embedded import (
     EmbeddedRedis,
     EmbeddedRedisError,
     find_server_binary,
     free_port,
 )
-from crawlproj.redisconn import describe_url
 
 
 def server_pids(directory: Path) -> list[int]:
@@ -125,7 +125,7 @@ def test_a_server_whose_executable_is_named_otherwise(embedded_data_dir, tmp_pat
 
 RACER = """
 import sys, time
-from crawlproj.embedded import EmbeddedRedis
+from crawlproj.redis.embedded import EmbeddedRedis
 go = float(sys.argv[2])
 time.sleep(max(0.0, go - time.time()))
 print(EmbeddedRedis(sys.argv[1]).ensure_running())
@@ -427,7 +427,7 @@ def test_the_server_requires_a_password_kept_owner_only(embedded_data_dir):
     assert client(url).ping()
     assert config(client(url), "requirepass") == password
     # the clients of crawlproj get the password: a worker's, a command's
-    from crawlproj.redisconn import get_redis
+    from crawlproj.redis.client import get_redis
 
     assert get_redis({"CRAWL_DATA_DIR": str(embedded_data_dir)}).ping()
     # the same password after a restart

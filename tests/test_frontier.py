@@ -11,8 +11,8 @@ import redis
 from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
-from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.urls import host_of, refusal, valid_hostname
 
 

@@ -1,4 +1,4 @@
-"""GroupCall (crawlproj/groupcommit.py) on a real reactor and thread pool, in a
+"""GroupCall (crawlproj/redis/groupcommit.py) on a real reactor and thread pool, in a
 child process (a reactor starts once per process): the calls of one reactor
 turn share one call of fn; after a failure, calls fail at once, without
 reaching fn, until retry_delay has passed."""
@@ -12,7 +12,7 @@ import sys
 PROBE = r"""
 import json, threading, time
 from twisted.internet import reactor
-from crawlproj.groupcommit import GroupCall
+from crawlproj.redis.groupcommit import GroupCall
 
 calls, answers = [], []
 failing = threading.Event()
@@ -69,7 +69,7 @@ def test_one_call_per_turn_and_no_call_while_failing():
 CPU_PROBE = r"""
 import json, time
 from twisted.internet import reactor
-from crawlproj.groupcommit import GroupCall
+from crawlproj.redis.groupcommit import GroupCall
 
 class Stats(dict):
     def inc_value(self, key, n=1):

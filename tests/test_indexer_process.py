@@ -19,7 +19,7 @@ import pytest
 import redis as redis_lib
 from scrapy.settings import Settings
 
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.search.document import Document
 from crawlproj.search.handover import HandOver
 from crawlproj.search.index import PageIndex
@@ -122,7 +122,7 @@ def test_the_child_leaves_when_its_worker_is_killed(redis_url, tmp_path):
     worker = subprocess.Popen(
         [sys.executable, "-c", """
 import json, sys, time, redis
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.search.indexer import IndexerLock
 from crawlproj.search.process import IndexerChild
 order = json.loads(sys.stdin.readline())

@@ -1,4 +1,4 @@
-"""crawlproj.keyspace: the one place a crawl's Redis keys are named.
+"""crawlproj.redis.keyspace: the one place a crawl's Redis keys are named.
 
 The source checks (no key string typed elsewhere, no import into the frontier
 from the components below it), the layout of existing crawls kept byte for
@@ -19,9 +19,9 @@ from scrapy.utils.test import get_crawler
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import Batch, Frontier
-from crawlproj.keyspace import CrawlIdError, Keyspace
 from crawlproj.pipelines.links import LinkStorePipeline
 from crawlproj.pipelines.pagemeta import PageMetaPipeline
+from crawlproj.redis.keyspace import CrawlIdError, Keyspace
 from crawlproj.spiders.web import WebSpider
 from crawlproj.stores.linkstore import LinkStore, encode_page
 from crawlproj.stores.pagemeta import PageMetaStore
@@ -55,13 +55,13 @@ def _is_prefix_call(node) -> bool:
 
 
 def typed_keys(root: Path) -> list[str]:
-    """Places that spell a key outside crawlproj/keyspace.py: a string holding
+    """Places that spell a key outside crawlproj/redis/keyspace.py: a string holding
     the layout's root ``cp:`` (docstrings aside), or a name glued to a
     partition prefix (``x.prefix(p) + "links"``, ``f"{x.prefix(p)}pm:..."``)."""
     found = []
     for path in python_files(root, KEYED):
         rel = path.relative_to(root).as_posix()
-        if rel == "crawlproj/keyspace.py":
+        if rel == "crawlproj/redis/keyspace.py":
             continue
         tree = ast.parse(path.read_text(), rel)
         skip = docstrings(tree)
@@ -88,7 +88,7 @@ def test_no_key_is_typed_outside_the_keyspace():
 
 # Packages the frontier is built on or beside: they must not need it.
 BELOW = ("crawlproj/due", "crawlproj/prioritizers", "crawlproj/stores", "middlewares",
-         "crawlproj/pipelines", "crawlproj/ranker", "crawlproj/keyspace.py", "crawlproj/urls.py")
+         "crawlproj/pipelines", "crawlproj/ranker", "crawlproj/redis/keyspace.py", "crawlproj/urls.py")
 # Imports that stay, and why.
 ALLOWED = {
     # the ranker rewrites the frontier's queued scores (Frontier.rescore, lua/rescore.lua):

@@ -15,7 +15,7 @@ from crawlproj.frontier.leases import (
     QUEUED,
     LeaseBook,
 )
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.urls import host_of
 
 

@@ -16,10 +16,10 @@ from crawlproj.addon import apply_table
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.frontier.leases import LeaseBook
 from crawlproj.frontier.sync import FrontierSync
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor import control
 from crawlproj.monitor.heartbeat import Heartbeat
 from crawlproj.monitor.status import crawl_status
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.ui.dashboard import StatusService, is_loopback
 from tests.test_bad_inputs import one_line, scrapy
 
@@ -196,7 +196,7 @@ def test_crawlctl_mistakes(redis_url, tmp_path, args, said):
 
 
 def test_crawlctl_with_redis_unreachable(tmp_path):
-    from crawlproj.embedded import free_port
+    from crawlproj.redis.embedded import free_port
     port = free_port()
     run = scrapy("crawlctl", "stop", env_extra={"REDIS_URL": f"redis://127.0.0.1:{port}/0",
                                                  "CRAWL_DATA_DIR": str(tmp_path)})

@@ -15,9 +15,9 @@ from collections import Counter
 import pytest
 import redis as redis_lib
 
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor import control
 from crawlproj.monitor.status import crawl_status
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import Workers, stat

@@ -22,10 +22,10 @@ from crawlproj.addon import apply_table
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier import codec
 from crawlproj.frontier.frontier import Batch, Frontier, Host, Release
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor import eta, history, hosts
 from crawlproj.monitor.heartbeat import Heartbeat
 from crawlproj.monitor.status import crawl_status
+from crawlproj.redis.keyspace import Keyspace
 from tests.e2e import ROOT
 from tests.test_bad_inputs import one_line, scrapy
 

@@ -20,9 +20,9 @@ from collections import Counter
 
 import pytest
 
-from crawlproj.embedded import free_port
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor.status import crawl_status
+from crawlproj.redis.embedded import free_port
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb.testing import SimWebServer
 from tests import test_dashboard_browser, test_search_browser
 from tests.conftest import RedisServer

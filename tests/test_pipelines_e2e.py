@@ -23,7 +23,7 @@ import pytest
 import redis as redis_lib
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.crawllog import log_files, read_lines

@@ -16,9 +16,9 @@ from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.due.urlseen import DueConfig
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import Batch, Frontier
-from crawlproj.keyspace import Keyspace
 from crawlproj.ranker.extension import RankerCadence
 from crawlproj.ranker.loop import Ranker, RankerLock
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.linkstore import LinkStore, encode_page

@@ -1,4 +1,4 @@
-"""ReactorRedis (crawlproj/reactorredis.py) against a real server, on a real
+"""ReactorRedis (crawlproj/redis/reactor.py) against a real server, on a real
 reactor in a child process (a reactor starts once per process): a pipeline's
 replies are what redis-py's own execute gives; a server that goes away, or
 stops answering, fails what waits on it as a blocking call would, and the
@@ -12,14 +12,14 @@ import sys
 
 import redis
 
-from crawlproj.reactorredis import ReactorRedis
+from crawlproj.redis.reactor import ReactorRedis
 
 CHILD = r"""
 import json, os, signal, sys, tempfile
 import redis
 from twisted.internet import defer, protocol, reactor, task
-from crawlproj.embedded import free_port, spawn_server
-from crawlproj.reactorredis import ReactorRedis
+from crawlproj.redis.embedded import free_port, spawn_server
+from crawlproj.redis.reactor import ReactorRedis
 
 out = {}
 port = free_port()

@@ -259,7 +259,7 @@ def test_its_pages_go_to_the_searched_crawls_indexer(topic, tmp_path):
     """A worker that may not write the index (INDEX_WRITER=False) leaves its
     documents to the indexer of the crawl it searches: on that crawl's
     hand-over list, none on the session's own."""
-    from crawlproj.keyspace import Keyspace
+    from crawlproj.redis.keyspace import Keyspace
     from crawlproj.search.document import Document
 
     with SimWebServer(TOPICAL, log_path=str(tmp_path / "web.jsonl")) as sw:

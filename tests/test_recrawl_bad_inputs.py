@@ -27,7 +27,7 @@ import redis
 
 from crawlproj.frontier import codec
 from crawlproj.frontier.recrawl import Recrawl
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.warc import NOT_MODIFIED_PROFILE
 from crawlproj.urls import host_of
 from tests.e2e import wait_for, warc_records

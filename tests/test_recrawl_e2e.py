@@ -24,10 +24,10 @@ import redis
 
 from crawlproj.frontier import codec
 from crawlproj.frontier.recrawl import Recrawl, scheduled_bucket, scheduled_states
-from crawlproj.keyspace import Keyspace
 from crawlproj.recrawl.buckets import DAY, rate_of
 from crawlproj.recrawl.record import STORED, pack_payload
 from crawlproj.recrawl.state import LM_UNUSABLE, SCHEDULED, RecrawlState
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import ROOT, Workers, stat, wait_for

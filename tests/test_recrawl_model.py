@@ -143,7 +143,7 @@ def test_the_state_costs_at_most_40_bytes_per_url_in_redis_beside_page_metadata(
     r = redis.Redis.from_url(redis_url)
     rng = np.random.default_rng(3)
     n = 500
-    # as the embedded server keeps small hashes (crawlproj/embedded.py)
+    # as the embedded server keeps small hashes (crawlproj/redis/embedded.py)
     r.config_set("hash-max-listpack-entries", "512")
     r.config_set("hash-max-listpack-value", "256")
     state = observe(rng, 1 / DAY, DAY, 5).pack()
@@ -612,8 +612,8 @@ def test_never_crawled_urls_keep_their_share_after_a_first_pass(redis_url):
     recrawls took every contested lease until they were 80 % of all leases
     so far, while the web's new pages waited."""
     from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
-    from crawlproj.keyspace import Keyspace
     from crawlproj.recrawl.record import pack_payload
+    from crawlproj.redis.keyspace import Keyspace
 
     r = redis.Redis.from_url(redis_url)
     f = Frontier(r, Keyspace.open(r, "share", 1))

@@ -10,15 +10,15 @@ import redis
 import redis.cluster
 from scrapy.settings import Settings
 
-from crawlproj.embedded import EmbeddedRedis, free_port
 from crawlproj.errors import CrawlprojError
-from crawlproj.redisconn import (
+from crawlproj.redis.client import (
     RedisAuthError,
     RedisUnavailable,
     describe_url,
     get_redis,
     refusal,
 )
+from crawlproj.redis.embedded import EmbeddedRedis, free_port
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 import redis
 from protego import Protego
 
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,

@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 import redis as redis_lib
 
-from crawlproj.embedded import free_port
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.embedded import free_port
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.pagemeta import PageMetaStore
 from tests.e2e import ROOT, Workers, stat, warc_records
 from tests.nginxweb import PYTHON_DOCS, NginxWeb, Site, require_real_web

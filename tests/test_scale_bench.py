@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from tests.e2e import ROOT
 
 

@@ -25,7 +25,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from crawlproj.embedded import free_port
+from crawlproj.redis.embedded import free_port
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from tests.e2e import Workers

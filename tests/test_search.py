@@ -16,7 +16,7 @@ import pytest
 import redis as redis_lib
 
 from crawlproj.extract import extract_page
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.search.document import Document
 from crawlproj.search.export import export
 from crawlproj.search.handover import HandOver

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from crawlproj.embedded import free_port
+from crawlproj.redis.embedded import free_port
 from crawlproj.search.document import Document
 from crawlproj.search.index import PageIndex
 from crawlproj.search.indexer import Indexer

@@ -23,8 +23,8 @@ import pytest
 import redis as redis_lib
 import tantivy
 
-from crawlproj.embedded import free_port
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.embedded import free_port
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.search.document import document_key
 from crawlproj.search.index import PageIndex
 from crawlproj.search.indexer import IndexerLock

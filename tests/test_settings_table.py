@@ -24,7 +24,7 @@ from scrapy.settings import default_settings as scrapy_defaults
 from scrapy.utils.test import get_crawler
 
 from crawlproj.addon import PREFIXES, InvalidSetting, MissingTable, UnknownSetting, check_settings, table
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.spiders.web import WebSpider
 
 ROOT = Path(__file__).resolve().parent.parent

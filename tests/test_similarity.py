@@ -14,13 +14,13 @@ from crawlproj.extract import extract_page
 from crawlproj.frontier import codec
 from crawlproj.frontier.admission import admit
 from crawlproj.frontier.frontier import Batch
-from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.similarity import (
     MAX_QUERY_CHARS,
     DocumentFrequencies,
     SimilarityOrder,
     SimilarityQueryError,
 )
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.model import SimWeb
 from crawlproj.simweb.testing import SimWebServer

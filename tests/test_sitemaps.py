@@ -16,9 +16,9 @@ import redis
 from crawlproj.frontier import codec
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
 from crawlproj.frontier.recrawl import Recrawl
-from crawlproj.keyspace import Keyspace
 from crawlproj.recrawl.record import pack_payload, unpack_payload
 from crawlproj.recrawl.state import REPORTED, Observation, RecrawlState, update
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.sitemaps.budget import FileBudget
 from crawlproj.sitemaps.discovery import SitemapScope, read_meta, sitemap_lines
 from crawlproj.sitemaps.lastmod import LastmodFeed, observe, w3c_datetime

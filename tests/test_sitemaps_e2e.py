@@ -18,8 +18,8 @@ from urllib.parse import urljoin
 import pytest
 import redis as redis_lib
 
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor.status import crawl_status
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks
 from tests.e2e import Workers, stat
 from tests.nginxweb import PYTHON_DOCS, NginxWeb, Site, require_real_web

@@ -10,7 +10,7 @@ import pytest
 import redis as redis_lib
 from scrapy.http import HtmlResponse, Request
 
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.crawllog import format_line, parse_line
 from crawlproj.stores.exchange import Exchange, FailedAttempt
 from crawlproj.stores.graph import export_graph

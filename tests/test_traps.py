@@ -17,8 +17,8 @@ from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.due.urlseen import URLSeen
 from crawlproj.frontier.admission import Refused, Trap, admit
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
-from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.traps import TrapGuard
 from crawlproj.traps.nearhost import SUSPECT, NearHosts, bit_counts, distance, simhash
 from crawlproj.urls import host_of

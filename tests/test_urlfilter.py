@@ -18,8 +18,8 @@ from crawlproj.addon import apply_table
 from crawlproj.frontier.admission import Filtered, Refused, admit
 from crawlproj.frontier.frontier import Frontier
 from crawlproj.frontier.urlfilter import URLFilter, URLFilterError
-from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
+from crawlproj.redis.keyspace import Keyspace
 
 ROOT = Path(__file__).resolve().parent.parent
 

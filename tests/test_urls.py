@@ -31,8 +31,8 @@ from crawlproj.due.fingerprint import url_fingerprint
 from crawlproj.extract import extract_page, resolve_link
 from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import BreadthFirst
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.scope import Scope
 from crawlproj.seeds import check_seed
 from crawlproj.stores.crawllog import Line

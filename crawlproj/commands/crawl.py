@@ -35,7 +35,7 @@ from twisted.internet.defer import Deferred
 from crawlproj import internals
 from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import EXIT_STATUS, CrawlprojError
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
 
 logger = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from scrapy.commands import ScrapyCommand
 
 from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor import control
 from crawlproj.monitor.status import crawl_status
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 
 ACTIONS = (*control.COMMANDS, "status")
 

@@ -1,7 +1,7 @@
 """`scrapy crawls list|delete`: the crawls on the Redis server, and removing one.
 
 ``list`` shows each crawl's record (the partitions, prioritizer and DUE mode
-its first worker fixed; crawlproj/keyspace.py) and its counters, read without
+its first worker fixed; crawlproj/redis/keyspace.py) and its counters, read without
 changing anything. ``delete ID --yes`` removes a crawl's keys (frontier, DUE,
 content-seen, link store, page metadata, its record) and the link-store
 segment files this machine wrote; WARC files, crawl logs and exported items
@@ -21,8 +21,8 @@ from crawlproj.addon import CommandSettings
 from crawlproj.due.urlseen import DueConfig
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.keyspace import Keyspace, NoSuchCrawl
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace, NoSuchCrawl
 from crawlproj.stores.linkstore import LinkStore
 
 ACTIONS = ("list", "delete")

@@ -20,7 +20,7 @@ from scrapy.commands import ScrapyCommand
 
 from crawlproj.addon import CommandSettings
 from crawlproj.errors import CrawlprojError
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 

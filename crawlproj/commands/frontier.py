@@ -13,9 +13,9 @@ from scrapy.commands import ScrapyCommand
 from crawlproj.addon import CommandSettings
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor import hosts
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 
 
 class Command(ScrapyCommand):

@@ -23,7 +23,7 @@ from scrapy.exceptions import UsageError
 
 from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 
 logger = logging.getLogger("crawlproj.index")
 
@@ -91,7 +91,7 @@ class Command(ScrapyCommand):
         print(f"{n:,} documents exported to {out}", file=sys.stderr)
 
     def rebuild(self):
-        from crawlproj.redisconn import get_redis
+        from crawlproj.redis.client import get_redis
         from crawlproj.robotsmeta import obeyed_agents
         from crawlproj.search.index import PageIndex, index_dir
         from crawlproj.search.indexer import Indexer, IndexerLock
@@ -120,7 +120,7 @@ class Command(ScrapyCommand):
             lock.release()
 
     def index(self, once: bool):
-        from crawlproj.redisconn import get_redis
+        from crawlproj.redis.client import get_redis
         from crawlproj.search.runner import IndexerRunner
 
         s = self.settings

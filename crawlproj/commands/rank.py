@@ -23,8 +23,8 @@ from scrapy.commands import ScrapyCommand
 
 from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace, NoSuchCrawl
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace, NoSuchCrawl
 
 logger = logging.getLogger("crawlproj.rank")
 

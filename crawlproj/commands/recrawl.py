@@ -39,8 +39,8 @@ def live_plan(settings, crawl_id: str):
     from types import SimpleNamespace
 
     from crawlproj.frontier.recrawl import Recrawl, observed_by_bucket, scheduled_states
-    from crawlproj.keyspace import Keyspace
-    from crawlproj.redisconn import get_redis
+    from crawlproj.redis.client import get_redis
+    from crawlproj.redis.keyspace import Keyspace
 
     check_settings(settings)
     redis = get_redis(settings)

@@ -9,9 +9,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawlproj.addon import CommandSettings
-from crawlproj.embedded import EmbeddedRedis
 from crawlproj.errors import CrawlprojError
-from crawlproj.redisconn import describe_url, get_redis
+from crawlproj.redis.client import describe_url, get_redis
+from crawlproj.redis.embedded import EmbeddedRedis
 
 ACTIONS = ("status", "start", "stop")
 

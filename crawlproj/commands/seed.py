@@ -19,7 +19,7 @@ from crawlproj.frontier.admission import Refused, admit
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.frontier.urlfilter import URLFilter
 from crawlproj.prioritizers import load_prioritizer
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
 from crawlproj.seeds import read_seeds
 from crawlproj.spiders.web import WebSpider
 

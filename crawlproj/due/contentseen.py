@@ -13,7 +13,7 @@ not. A capture is the URL, and with it when its fetch started (epoch seconds,
 as the WARC record of that fetch is dated), so that a revisit record names
 the very record holding the payload (WARC 1.1 §5.11-5.12).
 The key's partition is the fingerprint modulo the crawl's partition count
-(crawlproj.keyspace), so on a cluster the content-seen sets spread over the
+(crawlproj.redis.keyspace), so on a cluster the content-seen sets spread over the
 nodes like the frontier.
 
 Near-duplicates (CONTENTSEEN_NEAR), after Broder, Glassman, Manasse & Zweig

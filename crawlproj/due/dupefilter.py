@@ -19,8 +19,8 @@ from scrapy.dupefilters import BaseDupeFilter
 
 from crawlproj.due.canonical import InvalidURL
 from crawlproj.due.urlseen import DueConfig, URLSeen
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)

@@ -31,8 +31,8 @@ from crawlproj.due import bloom
 from crawlproj.due.canonical import STRIP_PARAMS, STRIP_PREFIXES, Canonicalizer
 from crawlproj.due.fingerprint import BITS, fingerprint
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import lua_script
+from crawlproj.redis.client import lua_script
+from crawlproj.redis.keyspace import Keyspace
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def _whole_or_none(settings, name: str) -> int | None:
 class URLSeen:
     """The URL-seen sets of one crawl on one Redis server or cluster.
 
-    They live in the partitions of the crawl's keyspace (crawlproj.keyspace);
+    They live in the partitions of the crawl's keyspace (crawlproj.redis.keyspace);
     the configuration agreed for the crawl is kept in its meta hash.
     """
 

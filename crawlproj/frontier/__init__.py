@@ -22,8 +22,8 @@ Elsewhere:
                              (FRONTIER_PRIORITIZER)
     crawlproj/ranker/        PageRank on the crawled graph, rewriting queued priorities
     crawlproj/urls.py        the URL rule: which URLs may enter, and each one's host
-    crawlproj/keyspace.py    the key layout: crawl id, partitions, every key name
-    crawlproj/groupcommit.py one write to Redis at a time, in a thread (the sync's and
+    crawlproj/redis/keyspace.py    the key layout: crawl id, partitions, every key name
+    crawlproj/redis/groupcommit.py one write to Redis at a time, in a thread (the sync's and
                              the stores')
     crawlproj/internals.py   the Scrapy internals the frontier relies on, and only there
 """

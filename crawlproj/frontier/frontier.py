@@ -5,7 +5,7 @@ a worker sends the calls for all partitions it needs in one pipeline, so one
 network round trip carries a batch of pages' links, the releases of the hosts
 those pages came from, lease renewals and the next leases.
 
-The keys, their partitions and hash tags are crawlproj.keyspace's (the layout
+The keys, their partitions and hash tags are crawlproj.redis.keyspace's (the layout
 is listed there; lua/sync.lua says what each key holds).
 """
 
@@ -21,9 +21,9 @@ from redis.exceptions import NoScriptError
 from crawlproj.addon import require_table
 from crawlproj.due.urlseen import SEEN_LUA, DueConfig, URLSeen
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers import prioritizer_name
-from crawlproj.redisconn import lua_script
+from crawlproj.redis.client import lua_script
+from crawlproj.redis.keyspace import Keyspace
 
 # The DUE's seen test (crawlproj/due/lua/seen.lua) runs inside the sync script.
 SYNC_LUA = SEEN_LUA + lua_script("crawlproj.frontier", "sync.lua")

@@ -44,8 +44,8 @@ from crawlproj.frontier.urlfilter import URLFilter
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.prioritizers.basic import Prioritizer
 from crawlproj.recrawl.record import HELD, STORED
-from crawlproj.redisconn import embedded_restarter, get_redis
-from crawlproj.redisguard import RedisGuard
+from crawlproj.redis.client import embedded_restarter, get_redis
+from crawlproj.redis.guard import RedisGuard
 from crawlproj.robots import ROBOTS_FOR
 from crawlproj.stores.pending import PendingWrites
 from crawlproj.traps import TrapGuard

@@ -1,7 +1,7 @@
 """The worker's side of the frontier's one round trip.
 
 Everything a worker has to tell the frontier (new links, finished downloads,
-lease renewals) goes through one group commit (crawlproj/groupcommit.py):
+lease renewals) goes through one group commit (crawlproj/redis/groupcommit.py):
 one sync, a pipelined call of lua/sync.lua per partition, runs at a time in
 a thread, and whatever arrives meanwhile goes in the next, so under load one
 round trip carries many pages' work. Each sync also asks for leases where a
@@ -25,7 +25,7 @@ from twisted.internet.defer import Deferred
 
 from crawlproj.frontier.frontier import Batch, Frontier, Host, Release, Result
 from crawlproj.frontier.leases import LeaseBook
-from crawlproj.groupcommit import GroupCommit
+from crawlproj.redis.groupcommit import GroupCommit
 
 logger = logging.getLogger(__name__)
 

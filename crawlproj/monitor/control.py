@@ -19,8 +19,8 @@ stop    every worker running when the stop is stamped closes gracefully and
 
 from __future__ import annotations
 
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import lua_script
+from crawlproj.redis.client import lua_script
+from crawlproj.redis.keyspace import Keyspace
 
 PAUSE, STOP = "pause", "stop"
 COMMANDS = ("pause", "resume", "stop")

@@ -36,9 +36,9 @@ from twisted.internet import task, threads
 
 from crawlproj import internals
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor import history
-from crawlproj.redisconn import get_redis, lua_script
+from crawlproj.redis.client import get_redis, lua_script
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.common import crawllog_dir, worker_id
 from crawlproj.stores.crawllog import log_path
 
@@ -214,7 +214,7 @@ class Heartbeat:
         own: the frontier's sync has closed by now."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        from crawlproj.redisguard import RedisGuard  # after Scrapy installed its reactor
+        from crawlproj.redis.guard import RedisGuard  # after Scrapy installed its reactor
 
         if RedisGuard.of(self.crawler).lost:
             return  # the crawl's state is gone from the server: no record to litter it with

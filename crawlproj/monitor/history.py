@@ -23,7 +23,7 @@ import json
 import msgpack
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 
 # The crawl-wide counters a sample keeps (the heartbeat's totals), by the name
 # it keeps them under: pages and bytes, and errors by kind (figures.py).

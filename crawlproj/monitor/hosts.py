@@ -25,8 +25,8 @@ import msgpack
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier import codec
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import lua_script
+from crawlproj.redis.client import lua_script
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.robots import MAX_EXPIRY, Rules, describe
 from crawlproj.stores.common import crawllog_dir
 from crawlproj.stores.crawllog import log_files, parse_line

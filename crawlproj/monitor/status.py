@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor import control, eta, history, hosts
 from crawlproj.monitor.figures import ERROR_KINDS
 from crawlproj.monitor.heartbeat import GONE_AFTER
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.report import OUTCOMES, SIZE_BINS
 
 # Hosts whose queue length is read for the deepest queue (of the heap's and

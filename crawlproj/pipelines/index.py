@@ -13,8 +13,8 @@ from __future__ import annotations
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.search.document import Document
 from crawlproj.search.handover import HandOver
 from crawlproj.stores.commit import StoreCommit

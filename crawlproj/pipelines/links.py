@@ -22,9 +22,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
-from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import StoreGuard
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.commit import StoreCommit
 from crawlproj.stores.linkstore import LinkStore, encode_page
 from crawlproj.stores.pending import PendingWrites

@@ -16,9 +16,9 @@ from __future__ import annotations
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawlproj.keyspace import Keyspace
 from crawlproj.pipelines.guard import warn_without_recorder
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.commit import StoreCommit
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.stores.pending import PendingWrites

@@ -20,7 +20,7 @@ written in one dedicated thread (a file is appended in order), so the
 reactor never waits for the disk, and in batches: what arrives while a
 batch is being written goes into the next one, one thread hand-off and one
 write() for the lot (group commit, as the Redis-backed stores write:
-crawlproj/groupcommit.py). Made in that thread too, the records would cost
+crawlproj/redis/groupcommit.py). Made in that thread too, the records would cost
 the worker more CPU: the thread would take the GIL from the reactor and give
 it back for every hash, compression and write. Two kinds
 are still made there: a revisit, which is checked against page metadata
@@ -46,8 +46,8 @@ from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 
 from crawlproj.due.contentseen import DUPLICATE_CAPTURED
-from crawlproj.groupcommit import timed
 from crawlproj.pipelines.guard import FINISH_REASON, StoreGuard, warn_without_recorder
+from crawlproj.redis.groupcommit import timed
 from crawlproj.stores.common import warc_dir, worker_id
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.pending import PendingWrites
@@ -162,8 +162,8 @@ class WarcPipeline:
             raise CloseSpider(FINISH_REASON) from None
         s = self.crawler.settings
         if s.getbool("PAGEMETA_ENABLED"):
-            from crawlproj.keyspace import Keyspace
-            from crawlproj.redisconn import get_redis
+            from crawlproj.redis.client import get_redis
+            from crawlproj.redis.keyspace import Keyspace
             from crawlproj.stores.pagemeta import PageMetaStore
             redis = get_redis(s)
             self.pagemeta = PageMetaStore(redis, Keyspace.from_settings(s, redis),

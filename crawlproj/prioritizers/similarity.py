@@ -21,7 +21,7 @@ and within each class by IS'(u), highest first, then first discovered. IS'
 is the inner product of the query with the link's words weighted by IDF
 (§2), the IDF estimated from the pages seen so far (§2: "we have to estimate
 the idf factors"). The counts behind it are crawl-wide, in one Redis hash
-(:attr:`crawlproj.keyspace.Keyspace.similarity_df`): every worker scores
+(:attr:`crawlproj.redis.keyspace.Keyspace.similarity_df`): every worker scores
 with the same estimate, whatever share of the pages it fetched.
 
 A URL's place is the best any of its links has given it so far (BEST_LINK:
@@ -38,9 +38,9 @@ import math
 import re
 import time
 
-from crawlproj.keyspace import Keyspace
 from crawlproj.prioritizers.basic import Prioritizer
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.signals import page_parsed
 
 logger = logging.getLogger(__name__)

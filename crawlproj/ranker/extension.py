@@ -26,10 +26,10 @@ from datetime import datetime, timezone
 from scrapy.exceptions import NotConfigured
 
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.keyspace import Keyspace
-from crawlproj.lockedwork import LockedWork
 from crawlproj.ranker.loop import Ranker, RankerLock
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
+from crawlproj.redis.lockedwork import LockedWork
 from crawlproj.stores.linkstore import LinkStore
 
 logger = logging.getLogger(__name__)

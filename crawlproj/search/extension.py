@@ -26,9 +26,9 @@ from datetime import datetime, timezone
 from scrapy.exceptions import NotConfigured
 from twisted.internet import reactor
 
-from crawlproj.keyspace import Keyspace
-from crawlproj.lockedwork import LockedWork
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
+from crawlproj.redis.lockedwork import LockedWork
 from crawlproj.search.indexer import Batch
 from crawlproj.search.process import IndexerChild, settings_order
 from crawlproj.search.runner import IndexerRunner

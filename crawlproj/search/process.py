@@ -128,8 +128,8 @@ def _serve(order: dict, reports) -> None:
     from scrapy.settings import Settings
     from scrapy.utils.log import configure_logging
 
-    from crawlproj.keyspace import Keyspace
-    from crawlproj.redisconn import OutageLog
+    from crawlproj.redis.client import OutageLog
+    from crawlproj.redis.keyspace import Keyspace
     from crawlproj.search.runner import IndexerRunner
 
     settings = Settings()

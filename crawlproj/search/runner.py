@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import time
 
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.search.handover import HandOver
 from crawlproj.search.index import PageIndex, index_dir
 from crawlproj.search.indexer import Batch, Indexer, IndexerLock

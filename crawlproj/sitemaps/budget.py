@@ -12,7 +12,7 @@ counted (sitemaps/dropped/files_per_host); the host's pages are not.
 
 from __future__ import annotations
 
-from crawlproj.keyspace import Keyspace
+from crawlproj.redis.keyspace import Keyspace
 
 
 class FileBudget:

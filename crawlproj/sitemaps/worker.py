@@ -51,9 +51,9 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
 from crawlproj import internals
-from crawlproj.keyspace import Keyspace
 from crawlproj.recrawl.estimate import parse_http_date
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.robots import ROBOTS_FOR, origin_of, verdict
 from crawlproj.sitemaps.budget import FileBudget
 from crawlproj.sitemaps.discovery import (

@@ -4,7 +4,7 @@ The link store, page metadata and the index hand-over each write a few
 commands for every page. A group commit of their own each would make a round
 trip and a thread hand-off per batch and store, and since a round trip takes
 a fraction of a millisecond, batches of three or four pages each. Here the
-stores are parts of one group commit (crawlproj/groupcommit.py): what they add
+stores are parts of one group commit (crawlproj/redis/groupcommit.py): what they add
 while a write is out goes in the next one, all parts' commands in one
 pipeline, so a worker makes one round trip for the three, carrying more
 pages.
@@ -12,14 +12,14 @@ pages.
 A part queues its commands on the shared pipeline (``queue(pipe, entries)``)
 and reads its own replies (``answer(token, replies)``), both where the round
 trip is made: on the reactor thread, which sends it on a non-blocking
-connection (crawlproj/reactorredis.py), or for a Cluster or TLS client in the
+connection (crawlproj/redis/reactor.py), or for a Cluster or TLS client in the
 writer thread; ``on_result`` gets the answer on the reactor thread. A part whose
 answer raises fails the write: it is retried, every confirmation held until
 it goes through, but the entries of the parts that were answered are not
 written again (a failing index hand-over does not push a link store page
 twice). Its retries, its refusal handling and its close are the group
 commit's: a write Redis refuses for good (out of memory, an ACL) stops the
-crawl (crawlproj/redisguard.py), whichever store it was for, since the others
+crawl (crawlproj/redis/guard.py), whichever store it was for, since the others
 could not be written past it. A round trip cut short (the connection lost
 before the replies) is retried whole, as any group commit's: writes are at
 least once.
@@ -43,11 +43,11 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.python.failure import Failure
 
-from crawlproj.groupcommit import GroupCommit
-from crawlproj.keyspace import Keyspace
-from crawlproj.reactorredis import ReactorRedis
-from crawlproj.redisconn import embedded_restarter, get_redis
-from crawlproj.redisguard import RedisGuard
+from crawlproj.redis.client import embedded_restarter, get_redis
+from crawlproj.redis.groupcommit import GroupCommit
+from crawlproj.redis.guard import RedisGuard
+from crawlproj.redis.keyspace import Keyspace
+from crawlproj.redis.reactor import ReactorRedis
 
 
 class Part(NamedTuple):
@@ -101,7 +101,7 @@ class StoreCommit:
         # is written into a server that lost the crawl (CRAWLLOST).
         self.state_key = state_key
         # the round trip made by the reactor thread where the client allows
-        # (crawlproj/reactorredis.py), else in a thread
+        # (crawlproj/redis/reactor.py), else in a thread
         self.io = ReactorRedis.for_client(redis)
         self.commit = GroupCommit(self._write, "stores", stats, on_result=self._answered,
                                   on_unreachable=on_unreachable,
@@ -260,7 +260,7 @@ def _settle(calls: list[_Call]) -> None:
 
 def _named(part: str, exc: Exception) -> Exception:
     """exc with the part's name in front of its message (the group commit logs
-    the message, and redisconn.refusal reads it); exc itself when its type
+    the message, and crawlproj.redis.client.refusal reads it); exc itself when its type
     cannot be made from a message."""
     try:
         named = type(exc)(f"{part}: {exc}")

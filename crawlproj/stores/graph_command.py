@@ -49,8 +49,8 @@ class Command(ScrapyCommand):
 
 
 def run(settings, args, opts) -> int:
-    from crawlproj.keyspace import Keyspace
-    from crawlproj.redisconn import get_redis
+    from crawlproj.redis.client import get_redis
+    from crawlproj.redis.keyspace import Keyspace
     from crawlproj.stores.graph import export_graph
     from crawlproj.stores.linkstore import LinkStore
 

@@ -7,7 +7,7 @@ canonical URL (crawlproj.due.fingerprint), so the ranker's scores map
 straight onto queued URLs (Frontier.rescore).
 
 Working set, in Redis (where every worker and the ranker reach it), in the
-partition of the page's host (crawlproj.keyspace): Keyspace.links, a LIST
+partition of the page's host (crawlproj.redis.keyspace): Keyspace.links, a LIST
 of one element per parsed page; Keyspace.link_segments, a LIST of segment
 descriptors (msgpack); Keyspace.links_lock, the compaction lock (SET NX PX).
 A page element is msgpack ``[src_fp, fetch_ms, dst_fps, text]``, and a
@@ -58,7 +58,7 @@ import pyarrow.parquet as pq
 from isal import isal_zlib
 
 from crawlproj.due.fingerprint import url_fingerprint
-from crawlproj.redisconn import lua_script
+from crawlproj.redis.client import lua_script
 from crawlproj.stores.common import data_dir, private_dir, safe_name
 from crawlproj.urls import host_of
 
@@ -195,7 +195,7 @@ def pages_table(pages: list[Page]) -> pa.Table:
 class LinkStore:
     def __init__(self, redis, keyspace, directory: Path, segment_pages: int = 20000,
                  lock_ttl: float = 300.0):
-        """keyspace: the crawl's crawlproj.keyspace.Keyspace;
+        """keyspace: the crawl's crawlproj.redis.keyspace.Keyspace;
         directory: where segments go (CRAWL_DATA_DIR/links/<crawl>)."""
         self.redis = redis
         self.keyspace = keyspace

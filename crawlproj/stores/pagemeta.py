@@ -10,7 +10,7 @@ and, for a page whose latest 2xx body names another URL as its canonical one
 (``<link rel="canonical">`` or a Link header, RFC 6596; crawlproj/robotsmeta.py),
 that URL (``canonical``), written once the page is parsed.
 
-Layout: hashes Keyspace.pagemeta(p, b) (crawlproj.keyspace), p the partition
+Layout: hashes Keyspace.pagemeta(p, b) (crawlproj.redis.keyspace), p the partition
 of the URL's host (so the metadata of a host lives with its back queue on one
 Redis Cluster node), b the fingerprint's high bits; field = the 8-byte
 fingerprint, value = a msgpack array of 9 numbers and short strings (about
@@ -18,7 +18,7 @@ fingerprint, value = a msgpack array of 9 numbers and short strings (about
 which is what keeps this near 60 bytes per URL.
 
 Writes: a batch of fetches is one EVALSHA of lua/pagemeta.lua per partition
-touched, all in one pipeline (one round trip per batch, see crawlproj/groupcommit.py).
+touched, all in one pipeline (one round trip per batch, see crawlproj/redis/groupcommit.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import msgpack
 from redis.exceptions import NoScriptError
 
-from crawlproj.redisconn import lua_script
+from crawlproj.redis.client import lua_script
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.linkstore import node_id as url_fingerprint
 from crawlproj.urls import host_of
@@ -74,13 +74,13 @@ class PageMeta:
 
 class PageMetaStore:
     def __init__(self, redis, keyspace, buckets: int = 4096):
-        """keyspace: the crawl's crawlproj.keyspace.Keyspace."""
+        """keyspace: the crawl's crawlproj.redis.keyspace.Keyspace."""
         self.redis = redis
         self.keyspace = keyspace
         self.buckets = buckets
         # EVAL (the script's text) until the server has the script, then
         # EVALSHA: nothing blocks the reactor thread, which may make these
-        # round trips (crawlproj/reactorredis.py)
+        # round trips (crawlproj/redis/reactor.py)
         self._sha = hashlib.sha1(PAGEMETA_LUA.encode()).hexdigest()
         self._server_has_script = False
 

@@ -23,8 +23,8 @@ from typing import NamedTuple
 import numpy as np
 from redis.exceptions import NoScriptError
 
-from crawlproj.keyspace import Keyspace
-from crawlproj.redisconn import lua_script
+from crawlproj.redis.client import lua_script
+from crawlproj.redis.keyspace import Keyspace
 
 NEARHOST_LUA = lua_script("crawlproj.traps", "nearhost.lua")
 

@@ -36,10 +36,10 @@ from twisted.internet import threads
 from twisted.web import resource, server
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.keyspace import Keyspace, NoSuchCrawl
 from crawlproj.monitor import control, hosts
 from crawlproj.monitor.status import crawl_status
-from crawlproj.redisconn import get_redis
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace, NoSuchCrawl
 from crawlproj.ui.app import send_json, template
 
 CSP = (b"default-src 'none'; script-src 'self'; connect-src 'self'; "

@@ -15,8 +15,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from twisted.internet import threads
 from twisted.web import resource, server
 
-from crawlproj.keyspace import Keyspace
 from crawlproj.monitor.status import crawl_status
+from crawlproj.redis.keyspace import Keyspace
 
 COUNTERS = (  # name, help, figure path in the status
     ("crawlproj_pages_fetched", "Download attempts of pages (robots.txt apart)", ("fetched",)),

@@ -6,7 +6,7 @@
 -- time the crawl has run, and one sample per slot of each ring, rewritten by
 -- every heartbeat that falls in the slot (so a slot holds its last moment).
 --
--- KEYS[1]  the crawl-wide prefix, "cp:{crawl}:" (crawlproj/keyspace.py)
+-- KEYS[1]  the crawl-wide prefix, "cp:{crawl}:" (crawlproj/redis/keyspace.py)
 -- ARGV     worker id, forget_ms (workers silent this long are dropped from
 --          the list, their records deleted), the history ('' = none, else
 --          msgpack {gap_ms, {{slot_ms, kept}, ...}, {counter, ...},

@@ -1,7 +1,7 @@
 """Pipelines sent to Redis by the reactor thread, on a non-blocking connection.
 
 redis-py is blocking, so a worker's writes go through a thread
-(crawlproj/groupcommit.py); each hand-off wakes that thread on the other core
+(crawlproj/redis/groupcommit.py); each hand-off wakes that thread on the other core
 and passes the GIL back and forth around every socket call, which in a busy
 worker costs more than the round trip itself (docs/benchmarks.md,
 `bench/roundtrip_bench.py`). Made blocking on the reactor, a remote server's latency or

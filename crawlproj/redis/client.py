@@ -22,8 +22,8 @@ import redis
 import redis.cluster
 from redis.exceptions import RedisClusterException
 
-from crawlproj.embedded import EmbeddedRedis
 from crawlproj.errors import CrawlprojError
+from crawlproj.redis.embedded import EmbeddedRedis
 
 logger = logging.getLogger(__name__)
 

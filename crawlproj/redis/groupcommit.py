@@ -12,9 +12,9 @@ A write that fails because Redis is out of reach (down, restarting, paused,
 loading its data) is retried every retry_delay seconds with its entries put
 back in front, in order: the failure is logged at once, again every
 few seconds while it lasts, and its end once, for all the worker's writers
-and tests together (crawlproj.redisconn.OutageLog); a writer may
+and tests together (crawlproj.redis.client.OutageLog); a writer may
 start the server again between tries (on_unreachable: the embedded server).
-A write that Redis refuses for a reason waiting cannot mend (redisconn.refusal:
+A write that Redis refuses for a reason waiting cannot mend (crawlproj.redis.client.refusal:
 out of memory, the crawl's state gone) is not retried: on_refused gets the
 reason once, and the entries are dropped. They lose nothing: what a worker
 holds stays leased in Redis and goes back to its queue when the lease expires.
@@ -43,7 +43,7 @@ from twisted.internet import reactor, threads
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.python.failure import Failure
 
-from crawlproj.redisconn import OutageLog, refusal
+from crawlproj.redis.client import OutageLog, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class GroupCommit:
     taken for one write into its payload on the reactor thread (None: nothing
     to write now); on_result(result) gets each write's result there. With
     send, the write is made by the reactor thread instead: send(payload)
-    returns a Deferred of its result (crawlproj/reactorredis.py)."""
+    returns a Deferred of its result (crawlproj/redis/reactor.py)."""
 
     def __init__(self, write: Callable[[Any], Any], name: str, stats=None,
                  max_batch: int | None = 2000, retry_delay: float = 1.0,
@@ -92,7 +92,7 @@ class GroupCommit:
         self.on_result = on_result
         self.on_refused = on_refused
         self.on_unreachable = on_unreachable   # runs in the writer thread
-        # where failures are said: the worker's one log (crawlproj/redisguard.py)
+        # where failures are said: the worker's one log (crawlproj/redis/guard.py)
         self.outage = OutageLog(stats)
         self.refused: str | None = None  # why Redis refuses our writes for good
         # (monotonic time, entries) of the writes done lately, when replay is on

@@ -14,7 +14,7 @@ Loopback is every local user's: the server requires a password, generated
 when the directory is first used and kept in ``password`` (mode 0600), and the
 directory is its owner's alone (0700), so the data and the password are read
 by the user who runs the crawl and nobody else. Every client of the server
-(the workers, the ``scrapy`` commands: crawlproj/redisconn.py) gets the URL
+(the workers, the ``scrapy`` commands: crawlproj/redis/client.py) gets the URL
 with the password from :meth:`EmbeddedRedis.ensure_running`. A server found
 running without one (a data directory from before passwords) gets it set
 live (CONFIG SET requirepass): it keeps its data in memory and its clients'

@@ -19,7 +19,7 @@ spider, and no writer of the worker writes again:
   the server takes writes again.
 
 An outage (the server down, paused, restarting) is said by the worker's one
-OutageLog (crawlproj/redisconn.py): a line when it starts, one every few
+OutageLog (crawlproj/redis/client.py): a line when it starts, one every few
 seconds while it lasts, one when it ends; its writers and per-page tests
 report to it. The guard also tells every group commit when the crawl starts
 closing, so that pages waiting for a write to an unreachable server do not
@@ -34,7 +34,7 @@ import logging
 from scrapy.utils.defer import deferred_from_coro
 
 from crawlproj import internals
-from crawlproj.redisconn import OutageLog, refusal
+from crawlproj.redis.client import OutageLog, refusal
 
 logger = logging.getLogger(__name__)
 
