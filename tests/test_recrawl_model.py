@@ -330,7 +330,7 @@ def small_model(strategy, rng, T=5, B=8):
     return wf.Model(pages=rng.uniform(1, 5, B) * 1000, change=rng.uniform(0.01, 0.9, B),
                     capacity=np.full(T, 2500.0), weights=wf.strategy_weights(strategy, T),
                     obsolete=rng.uniform(0, 500, B), new_pages=800, new_per_period=100,
-                    old_finds_new=0.05, new_finds_new=0.3)
+                    old_finds_new=0.05, new_finds_new=0.3, recrawled_stale=rng.uniform(0, 0.5, B))
 
 
 def test_the_gradient_is_the_objectives():
@@ -393,6 +393,27 @@ def test_the_three_strategies_behave_as_table_3_at_a_small_size():
     assert per_cycle[2].min() >= 0.5 and abs(per_cycle[2].mean() - 1) <= 0.05
     assert per_cycle[3][-B // 8:].max() > 1                   # 3 recrawls some of the fastest
     assert np.mean(per_cycle[3] > 1.05) < np.mean(per_cycle[1] > 1.05)
+
+
+@pytest.mark.parametrize("dist, per_page_day", [("loguniform", 0.5), ("gamma", 0.1)])
+def test_webfountains_default_plan_takes_most_of_optimals_lead_over_uniform(dist, per_page_day):
+    """With its default strategy, period and periods, the model's plan for the
+    true rates, crawled steadily, must beat uniform: a model that counts a page
+    crawled in a period as up to date at its end, whatever its rate, or that
+    sees only a horizon shorter than the slow pages' changes, falls below it
+    on these two webs."""
+    base = importlib.import_module("settings.base")
+    rng = np.random.default_rng(1)
+    lam = (np.exp(rng.uniform(np.log(1 / 365), np.log(96), 2000)) if dist == "loguniform"
+           else rng.gamma(0.8, 0.25, 2000)) / DAY
+    pop = Population.from_rates(lam)
+    budget = per_page_day * pop.total / DAY
+    got = {p: plan(p, pop, budget, strategy=base.RECRAWL_WEBFOUNTAIN_STRATEGY,
+                   period=base.RECRAWL_WEBFOUNTAIN_PERIOD,
+                   periods=base.RECRAWL_WEBFOUNTAIN_PERIODS, weighted=False).mean_freshness()
+           for p in ("uniform", "optimal", "webfountain")}
+    share = (got["webfountain"] - got["uniform"]) / (got["optimal"] - got["uniform"])
+    assert share >= 0.5, got
 
 
 def test_the_strategies_weights():

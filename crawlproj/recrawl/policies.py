@@ -117,14 +117,20 @@ def webfountain_model(population: Population, budget: float, strategy: int, peri
     lam = population.rate
     cap = budget * period
     start = population.pages * (1.0 - freshness(lam, uniform(population, budget)))
+    # a page crawled at a uniform time in the period is still up to date at
+    # its end with probability (1 - e^-lam P) / (lam P): without this, a page
+    # changing many times a period looks as well kept by one crawl as a slow one
+    lp = lam * period
+    kept = np.where(lp > 1e-12, -np.expm1(-lp) / np.maximum(lp, 1e-300), 1.0)
     return wf.Model(pages=population.pages, change=-np.expm1(-lam * period),
+                    recrawled_stale=1.0 - kept,
                     capacity=np.full(periods, cap), weights=wf.strategy_weights(strategy, periods),
                     obsolete=start, new_pages=float(population.new_pages),
                     new_per_period=new_per_period)
 
 
 def plan(policy: str, population: Population, budget: float, *, new_share: float = 0.0,
-         strategy: int = 1, period: float = DAY, periods: int = 14,
+         strategy: int = 3, period: float = DAY, periods: int = 28,
          weighted: bool = True) -> Plan:
     """The plan of ``policy`` for ``population`` within ``budget`` fetches per second."""
     if policy not in POLICIES:

@@ -15,6 +15,12 @@ minimising sum_t (sum_i oldwt_it y_it + newwt_t n_t). (2) follows the tree of
 Figure 2: crawled pages are chosen at random among the bucket's obsolete and
 up-to-date pages, a crawled page is up to date at the end of the period, and an
 uncrawled one is obsolete if it was already or if it changed (probability a).
+Optionally (recrawled_stale) a crawled page is obsolete at the period's end with
+the probability that it changed after its crawl within the period: Figure 2's
+"up to date" holds for a period short against the page's changes, and without
+it a page changing many times a period looks as well kept by one crawl as a
+slow one (crawlproj/recrawl/policies.py sets it; the paper's model is the
+default, none).
 
 Equation 2 is the only nonlinear one (§5: x_it / b_i,t-1 times y_i,t-1), and it
 only defines y: with y substituted, the model is a smooth objective of (x, z)
@@ -75,6 +81,9 @@ class Model:
     old_cost: float = 1.0        # cconst: seconds per old page
     new_cost: float = 1.0        # dconst: seconds per new page
     new_share: np.ndarray | None = None  # p_i (default: proportional to b_i0)
+    # probability that a page crawled in a period changes again before the
+    # period ends (default none: Figure 2, where a crawled page is up to date)
+    recrawled_stale: np.ndarray | None = None
 
     def __post_init__(self):
         self.pages = np.asarray(self.pages, dtype=float)
@@ -91,6 +100,10 @@ class Model:
             total = self.pages.sum()
             self.new_share = self.pages / total if total > 0 else np.full(B, 1.0 / B)
         self.new_share = np.asarray(self.new_share, dtype=float)
+        stale = np.zeros(B) if self.recrawled_stale is None else np.asarray(self.recrawled_stale, float)
+        if stale.ndim == 1:
+            stale = stale[:, None]
+        self.recrawled_stale = np.broadcast_to(stale, (B, T)).copy()
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -128,7 +141,7 @@ def _forward(m: Model, x: np.ndarray, z: np.ndarray):
     for t in range(T):
         s[:, t] = (1.0 - m.change[:, t]) * y[:, t] + m.change[:, t] * b[:, t]
         q[:, t] = 1.0 - x[:, t] / bprev[:, t]
-        y[:, t + 1] = q[:, t] * s[:, t]
+        y[:, t + 1] = q[:, t] * s[:, t] + x[:, t] * m.recrawled_stale[:, t]
     n = m.new_pages + np.cumsum(m.old_finds_new * x.sum(axis=0) + (m.new_finds_new - 1.0) * z
                                 + m.new_per_period)
     J = float((m.weights * y[:, 1:]).sum() + (m.weights * n).sum())
@@ -150,7 +163,7 @@ def gradient(m: Model, x: np.ndarray, z: np.ndarray) -> tuple[float, np.ndarray,
     for t in range(T - 2, -1, -1):
         L[:, t] = w[t] + L[:, t + 1] * q[:, t + 1] * (1.0 - m.change[:, t + 1])
     W = np.cumsum(w[::-1])[::-1]          # sum_{t' >= t} w_t': the weight n_t carries forward
-    gx = -L * s / bprev + m.old_finds_new * W[None, :]
+    gx = L * (m.recrawled_stale - s / bprev) + m.old_finds_new * W[None, :]
     # through b_i,t-1 in y_it (b_i,t-1 grows with z_1 .. z_t-1, equation 4)
     G = L * (q * m.change + s * x / bprev ** 2)
     col = (m.new_share[:, None] * G).sum(axis=0)          # per period t (uses b_t-1)
