@@ -106,6 +106,7 @@ import platform
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -163,6 +164,7 @@ from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 
 PY = sys.executable
+HERE = Path(__file__).resolve().parent  # bench/
 CLK = os.sysconf("SC_CLK_TCK")
 
 
@@ -539,13 +541,44 @@ class Bench:
         self.redis_proc = spawn_server(self.port, workdir / "redis", appendonly=aof)
         self.redis_url = f"redis://127.0.0.1:{self.port}/0"
         self.r = redis.Redis(port=self.port)
+        self.proxies: dict = {}  # delay ms -> (delayproxy process, its URL)
         self.setup_s = time.perf_counter() - t
         self.n_run = 0
         self.profile_rate = 50
         self.profile_all = False  # every running thread, not only the GIL's holder
         self.cprofile = False     # cProfile in the workers instead of py-spy
 
+    def redis_url_for(self, delay_ms: float) -> str:
+        """The server's URL, or that of a proxy delaying each way by delay_ms
+        (bench/delayproxy.py: workers far from Redis), started once per delay."""
+        if not delay_ms:
+            return self.redis_url
+        if delay_ms not in self.proxies:
+            port = free_port()
+            proc = subprocess.Popen([PY, str(HERE / "delayproxy.py"), "--listen", f"127.0.0.1:{port}",
+                                     "--to", f"127.0.0.1:{self.port}", "--delay-ms", str(delay_ms)],
+                                    stdout=subprocess.PIPE, text=True)
+            proc.stdout.readline()  # listening
+            self.proxies[delay_ms] = (proc, f"redis://127.0.0.1:{port}/0")
+        return self.proxies[delay_ms][1]
+
+    def rtt_ms(self, url: str, n: int = 50) -> float:
+        """The median PING round trip to url, in ms."""
+        r = redis.Redis.from_url(url)
+        try:
+            times = []
+            for _ in range(n):
+                t = time.perf_counter()
+                r.ping()
+                times.append(1000 * (time.perf_counter() - t))
+            return round(statistics.median(times), 3)
+        finally:
+            r.close()
+
     def close(self):
+        for proc, _ in self.proxies.values():
+            proc.kill()
+            proc.wait()
         try:
             self.r.close()
         finally:
@@ -579,7 +612,7 @@ class Bench:
 
     def run(self, name: str, workers: int, settings: dict, profile: bool = False,
             timeout: float = 900.0, extra_env: dict | None = None, src: Path | None = None,
-            stores: bool = False) -> dict:
+            stores: bool = False, delay_ms: float = 0.0) -> dict:
         src = src or SRC
         self.n_run += 1
         rid = f"{self.n_run:02d}-{name}"
@@ -594,7 +627,9 @@ class Bench:
         else:
             all_settings = {"DOWNLOADER_MIDDLEWARES": tree_middlewares(src), **self.common, **settings}
         env = self.sw.env()
-        env.update(REDIS_URL=self.redis_url, CRAWL_ID=f"bench{self.n_run}",
+        redis_url = self.redis_url_for(delay_ms)
+        rtt = self.rtt_ms(redis_url)
+        env.update(REDIS_URL=redis_url, CRAWL_ID=f"bench{self.n_run}",
                    CRAWL_DATA_DIR=str(rdir / "data"), PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join([str(self.shim_dir), str(src)]
                                               + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
@@ -702,6 +737,10 @@ class Bench:
                             rusage, codes, ended, sw_cpu, r_cpu, self_cpu, cstats,
                             mem_peak, mem_end, load_before, profile)
         out["workers_memory_kib"] = self.last_memory
+        if delay_ms:
+            out["config"] = f"{name}~{delay_ms:g}ms"
+        out["redis_delay_ms"] = delay_ms
+        out["redis_rtt_ms"] = rtt
         return out
 
     def _figures(self, rid, name, workers, settings, rdir, records, wall, wall0, rusage,
@@ -1149,6 +1188,9 @@ def main() -> None:
     p.add_argument("--no-aof", action="store_true", help="Redis without its AOF (default: AOF on, as embedded)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="extra Scrapy setting for every run")
+    p.add_argument("--redis-delays", default="0", metavar="MS,MS",
+                   help="run each configuration with the workers' Redis traffic delayed this many "
+                        "ms each way (bench/delayproxy.py; 0: direct), e.g. 0,1,5")
     p.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     p.add_argument("--src", default="HEAD",
                    help="git revision to benchmark (extracted with git archive), or 'worktree'")
@@ -1171,6 +1213,14 @@ def main() -> None:
     if a.together and (a.profile or a.profile_only):
         p.error("--together makes no profile: run --profile without it")
     names = [c for c in a.configs.split(",") if c]
+    try:
+        delays = [float(d) for d in a.redis_delays.split(",") if d.strip()]
+    except ValueError:
+        p.error(f"--redis-delays: comma-separated milliseconds, not {a.redis_delays!r}")
+    if any(not d >= 0 for d in delays) or not delays:
+        p.error("--redis-delays: each delay must be >= 0 ms")
+    if a.together and delays != [0.0]:
+        p.error("--redis-delays runs one configuration at a time: leave out --together")
     if a.together:
         together(a, spec, common, head, names, workdir)
         return
@@ -1184,9 +1234,10 @@ def main() -> None:
         print(json.dumps({"reachable": len(bench.reachable), "seeds": len(bench.seeds),
                           "setup_s": round(bench.setup_s, 1), "warm": warm}), flush=True)
         for rnd in range(0 if a.profile_only else a.repeat):
-            for name in names:
+            for name, delay in [(n, d) for n in names for d in delays]:
                 c = config(name)
-                res = bench.run(name, c["workers"], c["settings"], src=c["src"], stores=c["stores"])
+                res = bench.run(name, c["workers"], c["settings"], src=c["src"], stores=c["stores"],
+                                delay_ms=delay)
                 res["round"] = rnd + 1
                 results.append(res)
                 print(line_of(res), file=sys.stderr, flush=True)
@@ -1242,6 +1293,14 @@ def main() -> None:
                                  "pages_per_own_cpu_s": round(v["pages_per_worker_own_cpu_s"]
                                                               / st["pages_per_worker_own_cpu_s"], 3)}
                              for k, v in rs.items() if k != "stock"}
+    # each configuration's pages/s with its Redis traffic delayed, against the
+    # same configuration's direct run of the same round
+    for s, (_, rs) in zip(summary, sorted(by_round.items())):
+        far = {k: round(v["pages_per_s"] / rs[k.split("~")[0]]["pages_per_s"], 3)
+               for k, v in rs.items() if "~" in k and k.split("~")[0] in rs}
+        if far:
+            s["delayed_vs_direct"] = far
+            s["redis_rtt_ms"] = {k: v["redis_rtt_ms"] for k, v in rs.items()}
     print(json.dumps({"summary": summary}), flush=True)
     for s in summary:
         print(s, file=sys.stderr)
