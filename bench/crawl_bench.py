@@ -239,9 +239,10 @@ if _out:
             return _orig_send(self, command, check_health)
         _rc.AbstractConnection.send_packed_command = _send
 
-        # ... and those the reactor thread sends itself (crawlproj/redis/reactor.py),
-        # counted once that module is imported (importing it here would
-        # install Twisted's default reactor before Scrapy's)
+        # ... and, in a tree benchmarked for comparison that has one, those its
+        # reactor thread sent itself (crawlproj/redis/reactor.py), counted once
+        # that module is imported (importing it here would install Twisted's
+        # default reactor before Scrapy's)
         import sys as _sys
 
         class _CountReactorSends:

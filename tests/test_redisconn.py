@@ -1,8 +1,12 @@
-"""get_redis: external URL, cluster, embedded default; one-line errors, masked passwords."""
+"""get_redis: external URL, cluster, embedded default; one-line errors, masked
+passwords; one client per server and process, shared."""
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -65,7 +69,7 @@ def test_redis_url_returns_bytes_client(redis_url, tmp_path):
     assert isinstance(r, redis.Redis)
     r.set("k", "v")
     assert r.get("k") == b"v"
-    assert get_redis(settings) is not r  # nothing cached
+    assert get_redis(settings) is r  # one client per server, shared
     assert not (tmp_path / "redis").exists()  # an external URL starts nothing
 
 
@@ -195,3 +199,50 @@ def test_refusals_that_waiting_cannot_mend_are_told_from_outages(redis_server_fa
     with pytest.raises(redis.ConnectionError) as e:
         c.get("k")
     assert refusal(e.value) is None
+
+
+SHARED = r"""
+import json, os, sys
+from scrapy.utils.reactor import install_reactor
+install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+from crawlproj.addon import apply_table
+from crawlproj.monitor.heartbeat import Heartbeat
+from crawlproj.redis.client import get_redis
+from crawlproj.stores.commit import StoreCommit
+
+settings = Settings()
+apply_table(settings)
+settings.setdict({"REDIS_URL": sys.argv[1], "CRAWL_ID": "shared", "MONITOR_INTERVAL": 5,
+                  "CRAWL_DATA_DIR": sys.argv[2]}, priority="cmdline")
+crawler = get_crawler(settings_dict=settings.copy_to_dict())
+beat, stores = Heartbeat.from_crawler(crawler), StoreCommit.of(crawler)
+parent = beat.redis
+out = {"same": stores.redis is parent and get_redis(settings) is parent,
+       "pool": parent.connection_pool.max_connections,
+       "parent_id": parent.client_id()}
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:  # the child asks for the crawl's client: its own, on connections of its own
+    child = get_redis(settings)
+    os.write(write, json.dumps({"child_is_parent": child is parent,
+                                "child_id": child.client_id()}).encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+out.update(json.loads(os.read(read, 4096)))
+out["parent_id_after"] = parent.client_id()   # the parent's connection is untouched
+print(json.dumps(out))
+"""
+
+
+def test_components_of_a_crawler_share_one_client_and_a_fork_gets_its_own(redis_url, tmp_path):
+    run = subprocess.run([sys.executable, "-c", SHARED, redis_url, str(tmp_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["same"] is True
+    assert out["pool"] == 10 + 2   # Scrapy's REACTOR_THREADPOOL_MAXSIZE, the reactor, WARC's
+    assert out["child_is_parent"] is False
+    assert out["child_id"] != out["parent_id"]
+    assert out["parent_id_after"] == out["parent_id"]

@@ -10,8 +10,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 SETUP = r"""
 import json, logging, sys
 import redis
@@ -40,16 +38,7 @@ class Stats(dict):
         self[key] = self.get(key, 0) + n
 
 def store_commit(stats):
-    commit = StoreCommit(client, stats)
-    if sys.argv[2] == "thread":   # as for a Cluster client
-        commit.commit.send = None
-    else:  # the default for a plain client: the reactor's own round trips
-        execute = commit.io.execute
-        def counted_io(pipe):
-            sent.append(names(pipe))
-            return execute(pipe)
-        commit.io.execute = counted_io
-    return commit
+    return StoreCommit(client, stats)
 """
 
 PROBE = SETUP + r"""
@@ -108,9 +97,8 @@ print(json.dumps({"pipelines": [len(p) for p in sent], "results": results, "conf
 """
 
 
-@pytest.mark.parametrize("path", ["reactor", "thread"])
-def test_one_pipeline_for_every_store_and_a_failing_store_holds_back_only_confirmations(redis_url, path):
-    run = subprocess.run([sys.executable, "-c", PROBE, redis_url, path], capture_output=True,
+def test_one_pipeline_for_every_store_and_a_failing_store_holds_back_only_confirmations(redis_url):
+    run = subprocess.run([sys.executable, "-c", PROBE, redis_url], capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout.strip().splitlines()[-1])
@@ -121,12 +109,8 @@ def test_one_pipeline_for_every_store_and_a_failing_store_holds_back_only_confir
     # while b's command fails, no write is confirmed, a's included
     assert out["state"]["confirmed_while_failing"] == out["confirmed"][:3]
     assert out["stats"]["stores/redis_errors"] >= 1
-    # the writes' CPU in their thread, counted (what the stores cost off the
-    # reactor); none when the reactor makes the round trips
-    if path == "thread":
-        assert out["stats"]["stores/thread_cpu_s"] > 0
-    else:
-        assert out["stats"]["stores/thread_cpu_s"] == 0
+    # the writes' CPU in their thread, counted (what the stores cost off the reactor)
+    assert out["stats"]["stores/thread_cpu_s"] > 0
     # the failure names the store it was for
     assert any("b: WRONGTYPE" in m for m in out["logged"]), out["logged"]
     # once mended, both are written and confirmed
@@ -204,9 +188,8 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("path", ["reactor", "thread"])
-def test_a_question_rides_the_stores_round_trip_and_fails_at_once_when_writes_fail(redis_url, path):
-    run = subprocess.run([sys.executable, "-c", CALLS, redis_url, path], capture_output=True,
+def test_a_question_rides_the_stores_round_trip_and_fails_at_once_when_writes_fail(redis_url):
+    run = subprocess.run([sys.executable, "-c", CALLS, redis_url], capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout.strip().splitlines()[-1])

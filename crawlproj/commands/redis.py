@@ -59,11 +59,7 @@ class Command(ScrapyCommand):
             verb = {"start": "starting", "stop": "stopping"}[action]
             raise CrawlprojError(f"REDIS_URL is set ({describe_url(url)}): the server is "
                                  f"external, not {verb} it")
-        client = get_redis(self.settings)
-        try:
-            info = client.info()
-        finally:
-            client.close()
+        info = get_redis(self.settings).info()
         version = info.get("valkey_version") or info.get("redis_version")
         print(f"REDIS_URL points at an external server: {describe_url(url)}")
         print(f"  version: {info.get('server_name', 'redis')} {version}")

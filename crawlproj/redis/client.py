@@ -5,15 +5,20 @@ REDIS_CLUSTER true   -> a RedisCluster client seeded from REDIS_URL
 REDIS_URL unset      -> the embedded server of CRAWL_DATA_DIR, started if needed,
                         unless REDIS_URL_REQUIRED (settings.cluster): refused
 
-Clients return bytes (values are msgpack). Nothing is cached here: each call
-makes a new client, so each component (and each test) owns its connections.
+Clients return bytes (values are msgpack). A process has one client per
+server, shared by every component that asks for it while any of them holds it
+(get_redis); its connection pool holds one connection for each thread that
+can use it at once. Nobody closes it: it lives as long as its holders.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from importlib import resources
 from urllib.parse import urlsplit
@@ -21,6 +26,7 @@ from urllib.parse import urlsplit
 import redis
 import redis.cluster
 from redis.exceptions import RedisClusterException
+from scrapy.settings import BaseSettings, Settings
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.redis.embedded import EmbeddedRedis
@@ -185,8 +191,26 @@ def _getbool(settings, name: str) -> bool:
     return bool(value)
 
 
+# The process's clients, by (pid, server URL, cluster): one per server, alive
+# while a component holds it. The pid keeps a forked child off its parent's
+# sockets (two processes reading one connection's replies would mix them up).
+_clients: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_clients_lock = threading.Lock()
+
+
+def pool_size(settings) -> int:
+    """Connections of a client's pool: one for each thread that may use it
+    at once, the reactor's thread pool (REACTOR_THREADPOOL_MAXSIZE: the group
+    commits, the per-page tests, deferToThread), the reactor thread (start-up
+    and close) and the WARC writer's thread."""
+    if not isinstance(settings, BaseSettings):
+        settings = Settings({k: v for k, v in settings.items() if v is not None})
+    return settings.getint("REACTOR_THREADPOOL_MAXSIZE") + 2
+
+
 def get_redis(settings) -> redis.Redis | redis.cluster.RedisCluster:
-    """A connected client (checked with PING) for the crawl's Redis.
+    """The process's client for the crawl's Redis, shared (one per server),
+    connected (checked with PING).
 
     ``settings`` is a Scrapy Settings object or any mapping with REDIS_URL,
     REDIS_CLUSTER, REDIS_URL_REQUIRED and CRAWL_DATA_DIR. Raises RedisUnavailable
@@ -210,13 +234,23 @@ def get_redis(settings) -> redis.Redis | redis.cluster.RedisCluster:
     # answering (paused, hung): the call fails and is retried, and a worker
     # told to stop is not held by a thread waiting on a dead socket.
     kwargs = {"decode_responses": False, "socket_connect_timeout": 10,
-              "socket_timeout": SOCKET_TIMEOUT}
+              "socket_timeout": SOCKET_TIMEOUT, "max_connections": pool_size(settings)}
+    key = (os.getpid(), url, cluster)
     try:
-        if cluster:
-            # Construction already contacts the seed node to learn the slot map.
-            client = redis.cluster.RedisCluster.from_url(url, **kwargs)
-        else:
-            client = redis.Redis.from_url(url, **kwargs)
+        with _clients_lock:
+            client = _clients.get(key)
+            if client is None:
+                if cluster:
+                    # Construction already contacts the seed node to learn the slot map.
+                    client = redis.cluster.RedisCluster.from_url(url, **kwargs)
+                else:
+                    # A thread finding every connection busy waits for one as
+                    # long as a reply may take (a cluster's node pools do not
+                    # wait). The client does not own its pool: a holder's
+                    # close() leaves the others' connections alone.
+                    client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(
+                        url, timeout=SOCKET_TIMEOUT, **kwargs))
+                _clients[key] = client
         client.ping()
     except redis.AuthenticationError as e:
         raise _auth_error(url, e) from e

@@ -40,7 +40,7 @@ from typing import Any
 
 import redis
 from twisted.internet import reactor, threads
-from twisted.internet.defer import Deferred, maybeDeferred, succeed
+from twisted.internet.defer import Deferred, succeed
 from twisted.python.failure import Failure
 
 from crawlproj.redis.client import OutageLog, refusal
@@ -71,9 +71,7 @@ def timed(fn, *args) -> tuple[Any, float]:
 class GroupCommit:
     """write(payload) runs in a thread; prepare(entries) turns the entries
     taken for one write into its payload on the reactor thread (None: nothing
-    to write now); on_result(result) gets each write's result there. With
-    send, the write is made by the reactor thread instead: send(payload)
-    returns a Deferred of its result (crawlproj/redis/reactor.py)."""
+    to write now); on_result(result) gets each write's result there."""
 
     def __init__(self, write: Callable[[Any], Any], name: str, stats=None,
                  max_batch: int | None = 2000, retry_delay: float = 1.0,
@@ -81,9 +79,8 @@ class GroupCommit:
                  on_result: Callable[[Any], None] | None = None,
                  on_refused: Callable[[str], None] | None = None,
                  on_unreachable: Callable[[], None] | None = None,
-                 replay: bool = False, send: Callable[[Any], Deferred] | None = None):
+                 replay: bool = False):
         self.write = write
-        self.send = send
         self.name = name
         self.stats = stats
         self.max_batch = max_batch
@@ -178,8 +175,7 @@ class GroupCommit:
             return
         self._busy = True
         self._write_started = time.monotonic()
-        d = self._sent(payload) if self.send is not None \
-            else threads.deferToThread(self._run, payload)
+        d = threads.deferToThread(self._run, payload)
         d.addCallbacks(self._done, self._failed, callbackArgs=(waiters, entries),
                        errbackArgs=(entries, waiters))
 
@@ -196,27 +192,6 @@ class GroupCommit:
                 except Exception as exc:  # said with the write's failure
                     logger.warning("%s: could not start Redis again: %s", self.name, exc)
             raise
-
-    def _sent(self, payload) -> Deferred:
-        """The write made by send on the reactor thread: its result, and no
-        thread's CPU; when the server cannot be reached, have it started
-        again (on_unreachable, in a thread: it waits for the server) before
-        the retry."""
-        d = maybeDeferred(self.send, payload)
-        d.addCallback(lambda result: (result, 0.0))
-        if self.on_unreachable is not None:
-            d.addErrback(self._unreachable)
-        return d
-
-    def _unreachable(self, failure: Failure) -> Deferred:
-        failure.trap(redis.ConnectionError)
-
-        def said(f):
-            logger.warning("%s: could not start Redis again: %s", self.name, f.getErrorMessage())
-        restarted = threads.deferToThread(self.on_unreachable)
-        restarted.addErrback(said)
-        restarted.addCallback(lambda _: failure)
-        return restarted
 
     def _is_closed(self) -> bool:
         return self._closed is not None and self._closed.called

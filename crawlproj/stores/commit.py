@@ -10,10 +10,9 @@ pipeline, so a worker makes one round trip for the three, carrying more
 pages.
 
 A part queues its commands on the shared pipeline (``queue(pipe, entries)``)
-and reads its own replies (``answer(token, replies)``), both where the round
-trip is made: on the reactor thread, which sends it on a non-blocking
-connection (crawlproj/redis/reactor.py), or for a Cluster or TLS client in the
-writer thread; ``on_result`` gets the answer on the reactor thread. A part whose
+and reads its own replies (``answer(token, replies)``), both in the writer
+thread, where the round trip is made, as the frontier's (redis-py is
+blocking); ``on_result`` gets the answer on the reactor thread. A part whose
 answer raises fails the write: it is retried, every confirmation held until
 it goes through, but the entries of the parts that were answered are not
 written again (a failing index hand-over does not push a link store page
@@ -40,14 +39,13 @@ from typing import Any, NamedTuple
 
 import redis as redis_py
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.defer import Deferred, fail
 from twisted.python.failure import Failure
 
 from crawlproj.redis.client import embedded_restarter, get_redis
 from crawlproj.redis.groupcommit import GroupCommit
 from crawlproj.redis.guard import RedisGuard
 from crawlproj.redis.keyspace import Keyspace
-from crawlproj.redis.reactor import ReactorRedis
 
 
 class Part(NamedTuple):
@@ -100,12 +98,8 @@ class StoreCommit:
         # come back empty: the next write first asks for it, so that nothing
         # is written into a server that lost the crawl (CRAWLLOST).
         self.state_key = state_key
-        # the round trip made by the reactor thread where the client allows
-        # (crawlproj/redis/reactor.py), else in a thread
-        self.io = ReactorRedis.for_client(redis)
         self.commit = GroupCommit(self._write, "stores", stats, on_result=self._answered,
-                                  on_unreachable=on_unreachable,
-                                  send=self._send if self.io is not None else None)
+                                  on_unreachable=on_unreachable)
 
     @classmethod
     def of(cls, crawler) -> StoreCommit:
@@ -169,31 +163,6 @@ class StoreCommit:
             if _unasked(calls, exc):
                 reactor.callFromThread(_settle, calls)
             raise
-
-    def _send(self, entries: list[_Entry]) -> Deferred:
-        """On the reactor thread: every part's commands in one pipeline, sent
-        on the non-blocking connection."""
-        per, calls = _todo(entries)
-
-        def failed(failure):
-            if _unasked(calls, failure.value):
-                _settle(calls)
-            return failure
-        try:
-            pipe = self.redis.pipeline(transaction=False)
-            queued = self._queue(pipe, per)
-        except Exception:
-            return fail().addErrback(failed)
-        if self._checked():
-            check = self.redis.pipeline(transaction=False)
-            check.exists(self.state_key)
-            d = self.io.execute(check)
-            d.addCallback(lambda replies: self._crawl_there(replies[0]))
-            d.addCallback(lambda _: self.io.execute(pipe) if len(pipe) else [])
-        else:
-            d = self.io.execute(pipe) if len(pipe) else succeed([])
-        d.addCallback(lambda replies: self._answer(queued, replies))
-        return d.addErrback(failed)
 
     def _queue(self, pipe, per: dict[str, list[_Entry]]) -> list:
         queued = []

@@ -79,8 +79,7 @@ class PageMetaStore:
         self.keyspace = keyspace
         self.buckets = buckets
         # EVAL (the script's text) until the server has the script, then
-        # EVALSHA: nothing blocks the reactor thread, which may make these
-        # round trips (crawlproj/redis/reactor.py)
+        # EVALSHA: a NOSCRIPT reply would fail the whole group commit's write
         self._sha = hashlib.sha1(PAGEMETA_LUA.encode()).hexdigest()
         self._server_has_script = False
 
