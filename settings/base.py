@@ -35,7 +35,7 @@ COMMANDS_MODULE = "crawlproj.commands"
 # to a crawler's operator; crawlproj/contact.py]
 CRAWL_CONTACT = None
 # robots.txt is fetched before a host's first page and obeyed
-# (middlewares/robots.py); its Crawl-delay counts in the politeness wait below.
+# (crawlproj/robots/middleware.py); its Crawl-delay counts in the politeness wait below.
 # [Mercator §3: courteous crawlers implement the Robots Exclusion Protocol]
 ROBOTSTXT_OBEY = True
 
@@ -61,7 +61,7 @@ ROBOTS_RETRY_WAIT = 60.0
 # ... up to this many failures in a row; then the origin is taken as
 # disallowing everything until its entry expires, and its URLs are dropped.
 ROBOTS_RETRY_TIMES = 5
-# What pages say to crawlers themselves (crawlproj/robotsmeta.py; Google's
+# What pages say to crawlers themselves (crawlproj/robots/meta.py; Google's
 # robots meta specification, which Bing, Nutch and Heritrix read alike;
 # docs/hardening.md, "Robots meta tags"): <meta name="robots"> (or named
 # crawlproj, BOT_NAME, or the product token of ROBOTSTXT_USER_AGENT or

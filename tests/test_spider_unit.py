@@ -287,7 +287,7 @@ def test_spider_name():
 
 
 # --------------------------------------------------------------------------
-# What pages say to crawlers (crawlproj/robotsmeta.py)
+# What pages say to crawlers (crawlproj/robots/meta.py)
 # --------------------------------------------------------------------------
 
 TOLD = b"""<html><head><title>Told</title>%s</head><body><p>Words.</p>

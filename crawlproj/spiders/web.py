@@ -29,7 +29,7 @@ from crawlproj.extract import (
     mime_type,
 )
 from crawlproj.items import PageItem
-from crawlproj.robotsmeta import NOTHING, ROBOTS, Directives, obeyed_agents, with_head
+from crawlproj.robots.meta import NOTHING, ROBOTS, Directives, obeyed_agents, with_head
 from crawlproj.scope import Scope, ScopeError, scope_mode
 from crawlproj.seeds import check_seed, read_seeds
 from crawlproj.signals import page_parsed
@@ -267,7 +267,7 @@ class WebSpider(scrapy.Spider):
 
     @staticmethod
     def _header(response: Response):
-        """name -> the response's values of that header (crawlproj.robotsmeta.with_head)."""
+        """name -> the response's values of that header (crawlproj.robots.meta.with_head)."""
         return lambda name: response.headers.getlist(name)
 
     def _count(self, robots: Directives) -> None:
