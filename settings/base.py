@@ -414,7 +414,7 @@ TRAPGUARD_MAX_QUERY_PARAMS = 12
 # leased plus queued (host_pages): Heritrix's queue budgets. 0 = no budget.
 TRAPGUARD_HOST_MAX_QUEUED = 100_000
 TRAPGUARD_HOST_MAX_PAGES = 1_000_000
-# Near-duplicate pages per host (middlewares/trapguard.py): a page whose text's
+# Near-duplicate pages per host (crawlproj/traps/middleware.py): a page whose text's
 # 64-bit simhash is within TRAPGUARD_NEAR_DUPLICATE_BITS bits of one of its
 # host's last TRAPGUARD_NEAR_DUPLICATE_WINDOW pages is a near duplicate (Manku,
 # Jain & Das Sarma 2007: k = 3 of 64 bits); once more than
