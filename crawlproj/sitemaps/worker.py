@@ -1,6 +1,6 @@
 """A worker's sitemaps: requested when robots.txt names them, read when they come.
 
-:class:`Sitemaps` is what middlewares/sitemaps.py hands its work to:
+:class:`Sitemaps` is what crawlproj/sitemaps/middleware.py hands its work to:
 
 - ``robots_response``: a robots.txt came (crawlproj/robots/middleware.py fetches it
   once per origin per crawl, under the lease of the page that needed it;
