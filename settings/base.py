@@ -319,7 +319,7 @@ DUE_CACHE_SIZE = 2 ** 16
 # (whitespace-normalised for text) is tested in Redis; a document already seen
 # under another URL is a duplicate (stat contentseen/duplicates,
 # item["duplicate_of"] = the first URL) and its links are not extracted again.
-# One Redis command per page (middlewares/contentseen.py).
+# One Redis command per page (crawlproj/due/middleware.py).
 CONTENTSEEN_ENABLED = True
 # Also detect near-duplicates: pages whose text shares at least
 # CONTENTSEEN_NEAR_THRESHOLD of its 4-word shingles with an earlier page (MinHash

@@ -184,7 +184,7 @@ class WebSpider(scrapy.Spider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
         stats = self.crawler.stats
-        # set by the content-seen test (middlewares/contentseen.py)
+        # set by the content-seen test (crawlproj/due/middleware.py)
         duplicate_of = response.request.meta.get("duplicate_of") if response.request else None
         if duplicate_of:
             # Seen before under another URL [Mercator §3, step 4]: recorded, and
