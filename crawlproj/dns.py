@@ -137,7 +137,7 @@ class SeedCheck:
 
     def _resolver(self):
         """The resolver the downloads use: the reactor's, under the address
-        guard's wrapper (crawlproj/addressguard.py), which drops the answers
+        guard's wrapper (crawlproj/addressguard/), which drops the answers
         the guard refuses; a refused name is the guard's to name."""
         from twisted.internet import reactor
 

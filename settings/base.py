@@ -727,8 +727,7 @@ REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 
 # --------------------------------------------------------------------------
-# The address guard (crawlproj/addressguard.py, middlewares/addressguard.py,
-# docs/hardening.md)
+# The address guard (crawlproj/addressguard/, docs/hardening.md)
 # --------------------------------------------------------------------------
 
 # Only public addresses are contacted: no loopback, private (RFC 1918, unique
