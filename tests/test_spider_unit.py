@@ -94,7 +94,7 @@ def test_html_page_item_fields():
         assert request.callback == spider.parse
         assert not request.dont_filter
         # nothing of ours is stored per queued URL: the link's texts go to the
-        # link context (middlewares/linkcontext.py), which the codec never stores
+        # link context (crawlproj/prioritizers/linkcontext.py), which the codec never stores
         assert list(request.meta) == ["link_text"]
     assert requests[0].meta["link_text"] == ("About us", "")
 

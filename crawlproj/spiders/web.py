@@ -238,7 +238,7 @@ class WebSpider(scrapy.Spider):
                     unfollowed += 1
                 elif self.scope.allows(response.url, url):
                     try:
-                        # the link context takes it off (middlewares/linkcontext.py)
+                        # the link context takes it off (crawlproj/prioritizers/linkcontext.py)
                         request = Request(url, callback=self.parse,
                                           meta={"link_text": (anchor, around.get(url, ""))})
                     except ValueError:  # not expected: extract_page checked the URL
