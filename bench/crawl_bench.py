@@ -913,6 +913,10 @@ def _short(frame: str) -> str:
 
 STOCK_SCHED = ("scrapy/core/scheduler.py", "scrapy/pqueues.py", "scrapy/dupefilters.py",
                "scrapy/squeues.py", "queuelib/")
+# the project's Scrapy middlewares: their entry points and the feature packages they live in
+PROJECT_MIDDLEWARES = ("middlewares/", "crawlproj/robots/middleware.py", "crawlproj/traps/middleware.py",
+                       "crawlproj/sitemaps/middleware.py", "crawlproj/addressguard/middleware.py",
+                       "crawlproj/prioritizers/linkcontext.py")
 ROOTS = ("scrapy/crawler.py", "scrapy/cmdline.py", "scrapy/commands/", "scrapy/__main__.py",
          "scrapy/utils/reactor.py")
 
@@ -938,7 +942,8 @@ def category(files: list[str], names: list[str]) -> str:
             if f.startswith("crawlproj/pipelines/index"):
                 return "stores: index hand-over"
             return "stores: other (record middleware, group commit)"
-        if f.startswith(("middlewares/contentseen.py", "crawlproj/due/contentseen.py")):
+        if f.startswith(("middlewares/contentseen.py", "crawlproj/due/contentseen.py",
+                         "crawlproj/due/middleware.py")):
             return "content-seen test"
         if f.startswith("crawlproj/search/"):
             return "search: indexer"
@@ -960,7 +965,7 @@ def category(files: list[str], names: list[str]) -> str:
         return "stock scheduler + dupefilter"
     if has("crawlproj/extract.py", "crawlproj/spiders/"):
         return "spider: parse + extract (lxml)"
-    if has("middlewares/"):
+    if has(*PROJECT_MIDDLEWARES):
         return "project middlewares (robots)"
     if has("redis/"):
         return "redis client (other)"

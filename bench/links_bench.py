@@ -19,14 +19,15 @@ least disturbed. Reported:
 
 --base REV times crawlproj/extract.py and crawlproj/urls.py of git revision
 REV (read with git show; the crawlproj modules extract.py imports are urls.py
-and, since the robots meta tags, robotsmeta.py, taken from the work tree) in
+and, since the robots meta tags, crawlproj/robots/meta.py, taken from the
+work tree, also where REV names it crawlproj.robotsmeta) in
 the same passes as the work tree's, page by page, alternating which goes
 first, so that both see the same load.
 
 --whole (with --base) also times extract_page itself, decode and parse
 included, on every page (the extraction's whole per-page cost); the work
 tree's reads the robots meta tags and nofollow links as the web spider asks
-(crawlproj/robotsmeta.py), where REV's has them. Reported: µs per page (the
+(crawlproj/robots/meta.py), where REV's has them. Reported: µs per page (the
 mean of the per-page minima) and the difference.
 """
 
@@ -50,6 +51,7 @@ from lxml import etree
 
 import crawlproj
 from crawlproj import extract
+from crawlproj.robots import meta as robots_meta
 from crawlproj.urls import host_of, refusal
 
 
@@ -107,10 +109,12 @@ def at_revision(rev: str) -> tuple[types.ModuleType, types.ModuleType | None]:
     saved = sys.modules.get("crawlproj.urls")
     if urls is not None:
         sys.modules["crawlproj.urls"] = urls
+    sys.modules["crawlproj.robotsmeta"] = robots_meta  # its name before crawlproj/robots/
     try:
         return module(f"extract_at_{rev}", show("crawlproj/extract.py")), urls
     finally:
         sys.modules["crawlproj.urls"] = saved
+        del sys.modules["crawlproj.robotsmeta"]
 
 
 def main() -> None:

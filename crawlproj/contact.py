@@ -48,7 +48,7 @@ def _operator_set_user_agent(settings) -> bool:
 def lay_user_agent(settings) -> None:
     """USER_AGENT from CRAWL_CONTACT, at Scrapy's default priority, unless the
     operator set USER_AGENT; before any component reads it (the downloader's
-    UserAgentMiddleware, robots.txt matching, middlewares/robots.py)."""
+    UserAgentMiddleware, robots.txt matching, crawlproj/robots/middleware.py)."""
     if not _operator_set_user_agent(settings):
         settings.set("USER_AGENT", user_agent(settings.get("CRAWL_CONTACT")), priority="default")
 

@@ -8,7 +8,7 @@ no server saying anything, so RFC 9309's "unreachable" robots.txt (wait
 ROBOTS_RETRY_WAIT, fetch again, after ROBOTS_RETRY_TIMES disallow all) is not
 its rule. Its rule (docs/hardening.md, "Names that do not resolve"):
 
-* A host's first contact is its robots.txt (middlewares/robots.py). When the
+* A host's first contact is its robots.txt (crawlproj/robots/middleware.py). When the
   lookup of its name fails, the host is tried again DNS_RETRY_TIMES times,
   DNS_RETRY_WAIT seconds apart: DNS failures can be transient (a resolver
   timing out, a SERVFAIL). Then the host is taken as not resolving, for every
@@ -137,7 +137,7 @@ class SeedCheck:
 
     def _resolver(self):
         """The resolver the downloads use: the reactor's, under the address
-        guard's wrapper (crawlproj/addressguard.py), which drops the answers
+        guard's wrapper (crawlproj/addressguard/), which drops the answers
         the guard refuses; a refused name is the guard's to name."""
         from twisted.internet import reactor
 

@@ -29,7 +29,7 @@ from typing import Any
 from lxml import etree
 from w3lib.encoding import html_to_unicode, read_bom, to_unicode
 
-from crawlproj.robotsmeta import NOTHING, Directives, is_nofollow_rel, parse_content, refresh_url
+from crawlproj.robots.meta import NOTHING, Directives, is_nofollow_rel, parse_content, refresh_url
 from crawlproj.urls import resolve
 
 __all__ = [
@@ -120,7 +120,7 @@ class Extracted:
     around: dict[str, str] = field(default_factory=dict)
     links_dropped: int = 0
     encoding: str | None = None
-    #: what the page's robots meta tags say to this crawler (crawlproj/robotsmeta.py)
+    #: what the page's robots meta tags say to this crawler (crawlproj/robots/meta.py)
     robots: Directives = NOTHING
     #: the URLs of ``links`` whose every link is rel="nofollow" (or ugc, sponsored)
     nofollow: frozenset[str] | set[str] = frozenset()
@@ -673,7 +673,7 @@ def extract_page(
 
     From the same tree: the page's canonical link and refresh target, and,
     with ``robots_names`` (the lower-case meta names addressed to this
-    crawler: crawlproj.robotsmeta.agent_tokens and "robots"), its robots meta
+    crawler: crawlproj.robots.meta.agent_tokens and "robots"), its robots meta
     tags and the links marked nofollow; None reads neither.
     """
     try:

@@ -41,7 +41,7 @@ class PageItem(scrapy.Item):
     # test [Mercator §3, step 4]; None until then.
     duplicate_of = scrapy.Field()
     # The robots directives the page gave this crawler and it obeyed
-    # (crawlproj/robotsmeta.py): some of "noindex", "nofollow", "noarchive",
+    # (crawlproj/robots/meta.py): some of "noindex", "nofollow", "noarchive",
     # "nosnippet"; [] when none, or when ROBOTS_META_OBEY is off. An outlink
     # not followed for nofollow (its rel, or the page's) has "nofollow": True.
     robots = scrapy.Field()

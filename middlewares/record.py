@@ -43,9 +43,9 @@ from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
 from crawlproj import internals
 from crawlproj.dns import HostUnresolvable
+from crawlproj.robots.middleware import RobotsFetched
 from crawlproj.stores import exchange as ex
 from crawlproj.stores.signals import attempt_failed, exchange_recorded
-from middlewares.robots import RobotsFetched
 
 T0 = "_crawlproj_t0"  # private meta key ('_' keys never reach the frontier)
 

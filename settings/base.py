@@ -35,7 +35,7 @@ COMMANDS_MODULE = "crawlproj.commands"
 # to a crawler's operator; crawlproj/contact.py]
 CRAWL_CONTACT = None
 # robots.txt is fetched before a host's first page and obeyed
-# (middlewares/robots.py); its Crawl-delay counts in the politeness wait below.
+# (crawlproj/robots/middleware.py); its Crawl-delay counts in the politeness wait below.
 # [Mercator §3: courteous crawlers implement the Robots Exclusion Protocol]
 ROBOTSTXT_OBEY = True
 
@@ -61,7 +61,7 @@ ROBOTS_RETRY_WAIT = 60.0
 # ... up to this many failures in a row; then the origin is taken as
 # disallowing everything until its entry expires, and its URLs are dropped.
 ROBOTS_RETRY_TIMES = 5
-# What pages say to crawlers themselves (crawlproj/robotsmeta.py; Google's
+# What pages say to crawlers themselves (crawlproj/robots/meta.py; Google's
 # robots meta specification, which Bing, Nutch and Heritrix read alike;
 # docs/hardening.md, "Robots meta tags"): <meta name="robots"> (or named
 # crawlproj, BOT_NAME, or the product token of ROBOTSTXT_USER_AGENT or
@@ -319,7 +319,7 @@ DUE_CACHE_SIZE = 2 ** 16
 # (whitespace-normalised for text) is tested in Redis; a document already seen
 # under another URL is a duplicate (stat contentseen/duplicates,
 # item["duplicate_of"] = the first URL) and its links are not extracted again.
-# One Redis command per page (middlewares/contentseen.py).
+# One Redis command per page (crawlproj/due/middleware.py).
 CONTENTSEEN_ENABLED = True
 # Also detect near-duplicates: pages whose text shares at least
 # CONTENTSEEN_NEAR_THRESHOLD of its 4-word shingles with an earlier page (MinHash
@@ -414,7 +414,7 @@ TRAPGUARD_MAX_QUERY_PARAMS = 12
 # leased plus queued (host_pages): Heritrix's queue budgets. 0 = no budget.
 TRAPGUARD_HOST_MAX_QUEUED = 100_000
 TRAPGUARD_HOST_MAX_PAGES = 1_000_000
-# Near-duplicate pages per host (middlewares/trapguard.py): a page whose text's
+# Near-duplicate pages per host (crawlproj/traps/middleware.py): a page whose text's
 # 64-bit simhash is within TRAPGUARD_NEAR_DUPLICATE_BITS bits of one of its
 # host's last TRAPGUARD_NEAR_DUPLICATE_WINDOW pages is a near duplicate (Manku,
 # Jain & Das Sarma 2007: k = 3 of 64 bits); once more than
@@ -727,8 +727,7 @@ REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 
 # --------------------------------------------------------------------------
-# The address guard (crawlproj/addressguard.py, middlewares/addressguard.py,
-# docs/hardening.md)
+# The address guard (crawlproj/addressguard/, docs/hardening.md)
 # --------------------------------------------------------------------------
 
 # Only public addresses are contacted: no loopback, private (RFC 1918, unique

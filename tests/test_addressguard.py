@@ -20,8 +20,8 @@ from crawlproj.addressguard import (
     Policy,
     classify,
 )
+from crawlproj.addressguard.middleware import AddressGuardMiddleware
 from crawlproj.urls import hostname
-from middlewares.addressguard import AddressGuardMiddleware
 from tests.resolver import StaticResolver
 
 

@@ -17,6 +17,7 @@ import pytest
 import redis
 from scrapy.utils.test import get_crawler
 
+from crawlproj.due.middleware import ContentSeenMiddleware
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import Batch, Frontier
 from crawlproj.pipelines.links import LinkStorePipeline
@@ -26,7 +27,6 @@ from crawlproj.spiders.web import WebSpider
 from crawlproj.stores.linkstore import LinkStore, encode_page
 from crawlproj.stores.pagemeta import PageMetaStore
 from crawlproj.urls import host_of
-from middlewares.contentseen import ContentSeenMiddleware
 from tests.e2e import ROOT
 from tests.test_stores import fetch
 

@@ -12,6 +12,7 @@ def test_scrapy_loads_every_project_middleware(caplog, redis_url):
     that each project middleware is in."""
     from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
     from scrapy.core.spidermw import SpiderMiddlewareManager
+    from scrapy.utils.misc import load_object
     from scrapy.utils.project import get_project_settings
 
     from crawlproj.spiders.web import WebSpider
@@ -30,10 +31,11 @@ def test_scrapy_loads_every_project_middleware(caplog, redis_url):
     assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
     for manager, setting in ((spider_mw, "SPIDER_MIDDLEWARES"),
                              (downloader_mw, "DOWNLOADER_MIDDLEWARES")):
-        loaded = {type(mw).__module__ + "." + type(mw).__name__ for mw in manager.middlewares}
+        # a path of middlewares/ names the class its feature's package holds
+        loaded = {type(mw) for mw in manager.middlewares}
         for path, order in project.getdict(setting).items():
             if order is not None:
-                assert path in loaded, path
+                assert load_object(path) in loaded, path
 
 
 def test_no_worker_serves_a_console_that_runs_code():

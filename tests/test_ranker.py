@@ -106,7 +106,7 @@ def test_cross_host_only_ignores_links_within_a_host(redis_url, tmp_path):
 
 
 def test_nofollow_links_give_no_credit(redis_url, tmp_path):
-    """A link marked nofollow (crawlproj/robotsmeta.py) counts for nothing,
+    """A link marked nofollow (crawlproj/robots/meta.py) counts for nothing,
     in Redis and in a segment: the ranks are those of the graph without it."""
     r = redis.Redis.from_url(redis_url)
     f = frontier_of(r, "nofollow")

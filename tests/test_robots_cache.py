@@ -1,4 +1,4 @@
-"""The crawl's robots cache (crawlproj/robots.py): what it stores answers as
+"""The crawl's robots cache (crawlproj/robots/cache.py): what it stores answers as
 the whole robots.txt does, it is small, it expires within 24 hours, and each
 worker's LRU is bounded. Real Redis, real robots.txt files."""
 

@@ -1,4 +1,4 @@
-"""crawlproj.robotsmeta and its part of crawlproj.extract: robots meta tags,
+"""crawlproj.robots.meta and its part of crawlproj.extract: robots meta tags,
 X-Robots-Tag, rel=nofollow, canonical links and refreshes, as real sites
 write them, and as hostile or broken pages do."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from crawlproj.extract import extract_page
-from crawlproj.robotsmeta import (
+from crawlproj.robots.meta import (
     NOTHING,
     Directives,
     agent_tokens,

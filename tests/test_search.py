@@ -551,7 +551,7 @@ def test_the_snippet_is_found_wherever_the_words_are(index):
 
 
 # --------------------------------------------------------------------------
-# noindex and canonical URLs (crawlproj/robotsmeta.py)
+# noindex and canonical URLs (crawlproj/robots/meta.py)
 # --------------------------------------------------------------------------
 
 

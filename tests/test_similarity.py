@@ -14,6 +14,7 @@ from crawlproj.extract import extract_page
 from crawlproj.frontier import codec
 from crawlproj.frontier.admission import admit
 from crawlproj.frontier.frontier import Batch
+from crawlproj.prioritizers.linkcontext import LinkContextMiddleware
 from crawlproj.prioritizers.similarity import (
     MAX_QUERY_CHARS,
     DocumentFrequencies,
@@ -24,7 +25,6 @@ from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.model import SimWeb
 from crawlproj.simweb.testing import SimWebServer
-from middlewares.linkcontext import LinkContextMiddleware
 from tests.e2e import Workers
 from tests.test_bad_inputs import crawl, one_line
 from tests.test_frontier import lease, make, release

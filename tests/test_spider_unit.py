@@ -94,7 +94,7 @@ def test_html_page_item_fields():
         assert request.callback == spider.parse
         assert not request.dont_filter
         # nothing of ours is stored per queued URL: the link's texts go to the
-        # link context (middlewares/linkcontext.py), which the codec never stores
+        # link context (crawlproj/prioritizers/linkcontext.py), which the codec never stores
         assert list(request.meta) == ["link_text"]
     assert requests[0].meta["link_text"] == ("About us", "")
 
@@ -287,7 +287,7 @@ def test_spider_name():
 
 
 # --------------------------------------------------------------------------
-# What pages say to crawlers (crawlproj/robotsmeta.py)
+# What pages say to crawlers (crawlproj/robots/meta.py)
 # --------------------------------------------------------------------------
 
 TOLD = b"""<html><head><title>Told</title>%s</head><body><p>Words.</p>

@@ -205,7 +205,7 @@ def test_revisit_record(tmp_path):
 
 
 def test_a_noarchive_page_is_kept_marked_and_left_out_of_replay(tmp_path):
-    """noarchive (crawlproj/robotsmeta.py): the record is written, whole and
+    """noarchive (crawlproj/robots/meta.py): the record is written, whole and
     valid, with the mark; the CDXJ index made while writing and the one
     made again from the file (`scrapy cdx --rebuild`) both leave it out."""
     w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)

@@ -92,7 +92,7 @@ class Command(ScrapyCommand):
 
     def rebuild(self):
         from crawlproj.redis.client import get_redis
-        from crawlproj.robotsmeta import obeyed_agents
+        from crawlproj.robots.meta import obeyed_agents
         from crawlproj.search.index import PageIndex, index_dir
         from crawlproj.search.indexer import Indexer, IndexerLock
         from crawlproj.search.rebuild import rebuild

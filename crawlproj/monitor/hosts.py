@@ -9,7 +9,7 @@ of the host (``hs``, written at each download's end by sync.lua: its
 politeness delay, which holds its robots.txt Crawl-delay when that decided
 it, and its backoff after connection errors or 429/503), its failures in a
 row (``fails``), its robots.txt as the crawl holds it (``r:<origin>``,
-crawlproj/robots.py: unreachable ones make a host wait ROBOTS_RETRY_WAIT),
+crawlproj/robots/cache.py: unreachable ones make a host wait ROBOTS_RETRY_WAIT),
 and the trap guard's budgets. :func:`hosts` lists the hosts with work,
 sorted and searched; :func:`host` tells one host's story, with its last
 fetches from the crawl logs of the workers on this machine.

@@ -261,7 +261,7 @@ def crawl_status(redis, keyspace: Keyspace, pages_per_host: bool = True,
         "workers": workers,
         "politeness": {"hosts_crawl_delay": totals.get("robotstxt/crawl_delay", 0),
                        "hosts_backed_off": frontier["hosts_backed_off"],
-                       # what pages asked of the crawler and it obeyed (crawlproj/robotsmeta.py)
+                       # what pages asked of the crawler and it obeyed (crawlproj/robots/meta.py)
                        "pages_noindex": totals.get("robotsmeta/pages/noindex", 0),
                        "pages_nofollow": totals.get("robotsmeta/pages/nofollow", 0),
                        "pages_noarchive": totals.get("robotsmeta/pages/noarchive", 0),

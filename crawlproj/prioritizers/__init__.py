@@ -7,6 +7,9 @@ FRONTIER_PRIORITIZER: a short name below or a dotted path to a class with a
 `score(request) -> float` method (and optionally `from_crawler`). A crawl's
 record keeps the name (:func:`prioritizer_name`): scores of two prioritizers
 are not comparable, so every worker of a crawl must use the same one.
+What a link's score needs from the page it was found on (the page's score,
+anchor text) travels with it in meta["link_context"], set by the spider
+middleware in linkcontext.py (middlewares/linkcontext.py is its entry point).
 """
 
 from __future__ import annotations

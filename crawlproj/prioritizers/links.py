@@ -3,7 +3,7 @@ PageRank IR'(P) and OPIC (Cho, Garcia-Molina & Page 1998 §3; Abiteboul, Preda &
 Cobena 2003).
 
 A score is set when a URL is first seen, from what is known then: the page
-that linked to it (meta["link_context"], middlewares/linkcontext.py). Each
+that linked to it (meta["link_context"], crawlproj/prioritizers/linkcontext.py). Each
 further link to a URL still queued changes its score by bump() inside the
 frontier's enqueue script, so IB' and OPIC cash stay exact as the crawl goes on
 (crawlproj/frontier/lua/sync.lua). PageRank is also recomputed on the whole

@@ -6,7 +6,7 @@ A URL not fetched yet has no text; what predicts its text is the link that
 led to it: its anchor text, the words around the link, and the URL itself
 (Cho §3: "we may be able to use the text that anchors the URL u as a
 predictor of the text that P might contain"). The link context
-(middlewares/linkcontext.py) carries those from the page to the request.
+(crawlproj/prioritizers/linkcontext.py) carries those from the page to the request.
 
 Order, lower score first:
 

@@ -118,7 +118,7 @@ class Ranker:
         """(src, dst) int64 fingerprints of every link stored so far that the
         crawl follows (a nofollow link gives its target no credit, as the
         backlink and OPIC orders, which count followed links, give none;
-        crawlproj/robotsmeta.py), and {fingerprint: host} when links are
+        crawlproj/robots/meta.py), and {fingerprint: host} when links are
         counted across hosts only."""
         src, dst, hosts = [], [], {} if self.cross_host_only else None
         for p in range(self.frontier.partitions):

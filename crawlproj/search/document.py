@@ -7,7 +7,7 @@ A page that names a canonical URL (``<link rel="canonical">``, RFC 6596) is
 keyed by that URL's form instead: pages that name one canonical URL are one
 document, one search result (the indexer prefers the canonical page itself).
 
-A page that said noindex (crawlproj/robotsmeta.py) is a document too, with
+A page that said noindex (crawlproj/robots/meta.py) is a document too, with
 ``noindex`` set and no text: it tells the indexer to take the page out of
 the index, where an earlier fetch may have put it.
 """
@@ -95,7 +95,7 @@ class Document:
     def of_page(cls, url: str, title: str, text: str, fetched_at: float, outlinks: list,
                 canonical: str | None, robots) -> Document:
         """The document of a parsed page: robots, the directives it obeyed
-        (names, crawlproj/robotsmeta.py); outlinks, (url, anchor) pairs of
+        (names, crawlproj/robots/meta.py); outlinks, (url, anchor) pairs of
         the links it followed."""
         if "noindex" in robots:
             # no text: the document only takes the page out of the index

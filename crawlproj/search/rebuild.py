@@ -4,7 +4,7 @@ Every `response` record of the content store (crawlproj/stores/warc.py) with
 a 2xx HTML payload is extracted again, as the web spider does
 (crawlproj.extract), and written, with what its robots meta tags and
 X-Robots-Tag headers say (a noindex page is not indexed) and its canonical
-URL (crawlproj/robotsmeta.py); `revisit` records, the content-seen test's
+URL (crawlproj/robots/meta.py); `revisit` records, the content-seen test's
 duplicates, are not indexed. Files are read in name order, which is the order
 of their first record's time per worker; where a URL was fetched more than
 once, the latest fetch wins (Indexer.write compares fetch times).
@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from crawlproj.extract import extract_page, is_html_type
-from crawlproj.robotsmeta import ROBOTS, with_head
+from crawlproj.robots.meta import ROBOTS, with_head
 from crawlproj.search.document import Document
 from crawlproj.search.indexer import Indexer
 from crawlproj.stores.cdxj import parse_record, scan

@@ -12,8 +12,10 @@ file names its sitemaps. One job a module:
 - ``budget``: sitemap files per host for the whole crawl (SITEMAP_MAX_FILES);
 - ``lastmod``: a <lastmod> past a scheduled page's last fetch, for the
   incremental crawl's change-rate estimate and schedule;
-- ``worker``: a worker's part, which the Scrapy middlewares
-  (middlewares/sitemaps.py) hand their work to.
+- ``worker``: a worker's part, which the Scrapy middlewares hand their
+  work to;
+- ``middleware``: those middlewares (middlewares/sitemaps.py is their entry
+  point in the settings).
 
 docs/sitemaps.md has the rules and their settings (SITEMAP_*).
 """

@@ -1,8 +1,8 @@
 """A worker's sitemaps: requested when robots.txt names them, read when they come.
 
-:class:`Sitemaps` is what middlewares/sitemaps.py hands its work to:
+:class:`Sitemaps` is what crawlproj/sitemaps/middleware.py hands its work to:
 
-- ``robots_response``: a robots.txt came (middlewares/robots.py fetches it
+- ``robots_response``: a robots.txt came (crawlproj/robots/middleware.py fetches it
   once per origin per crawl, under the lease of the page that needed it;
   Scrapy's response_received signal shows it here): each sitemap it names
   (or /sitemap.xml with SITEMAP_GUESS, when it names none or answers 4xx)

@@ -29,7 +29,7 @@ from crawlproj.extract import (
     mime_type,
 )
 from crawlproj.items import PageItem
-from crawlproj.robotsmeta import NOTHING, ROBOTS, Directives, obeyed_agents, with_head
+from crawlproj.robots.meta import NOTHING, ROBOTS, Directives, obeyed_agents, with_head
 from crawlproj.scope import Scope, ScopeError, scope_mode
 from crawlproj.seeds import check_seed, read_seeds
 from crawlproj.signals import page_parsed
@@ -184,7 +184,7 @@ class WebSpider(scrapy.Spider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | Request]:
         stats = self.crawler.stats
-        # set by the content-seen test (middlewares/contentseen.py)
+        # set by the content-seen test (crawlproj/due/middleware.py)
         duplicate_of = response.request.meta.get("duplicate_of") if response.request else None
         if duplicate_of:
             # Seen before under another URL [Mercator §3, step 4]: recorded, and
@@ -238,7 +238,7 @@ class WebSpider(scrapy.Spider):
                     unfollowed += 1
                 elif self.scope.allows(response.url, url):
                     try:
-                        # the link context takes it off (middlewares/linkcontext.py)
+                        # the link context takes it off (crawlproj/prioritizers/linkcontext.py)
                         request = Request(url, callback=self.parse,
                                           meta={"link_text": (anchor, around.get(url, ""))})
                     except ValueError:  # not expected: extract_page checked the URL
@@ -267,7 +267,7 @@ class WebSpider(scrapy.Spider):
 
     @staticmethod
     def _header(response: Response):
-        """name -> the response's values of that header (crawlproj.robotsmeta.with_head)."""
+        """name -> the response's values of that header (crawlproj.robots.meta.with_head)."""
         return lambda name: response.headers.getlist(name)
 
     def _count(self, robots: Directives) -> None:

@@ -26,8 +26,16 @@ DEPTH_LIMIT (Scrapy's DepthMiddleware, stat ``depth/request_ignored_count``);
 URL length is FRONTIER_MAX_URL_LENGTH (``frontier/refused/url_too_long``);
 the per-host budgets of queued and fetched URLs are counted by the frontier
 itself, crawl-wide (frontier/lua/sync.lua); near-duplicate pages per host are
-middlewares/trapguard.py's. docs/hardening.md has each rule's default and the
+this package's too. docs/hardening.md has each rule's default and the
 measurement behind it.
+
+Here:
+    __init__.py    the URL rules (TrapGuard); ResponseHeadLimit, the extension
+                   that bounds every response's head
+    nearhost.py    near-duplicate pages per host: simhash, and each host's window
+                   in Redis (lua/nearhost.lua)
+    middleware.py  NearDuplicateHostsMiddleware, the spider middleware that acts
+                   on it (middlewares/trapguard.py is its entry point)
 """
 
 from __future__ import annotations

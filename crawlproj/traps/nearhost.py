@@ -12,7 +12,7 @@ call per page (lua/nearhost.lua) and its memory one short string per host.
 
 The exact content-seen test (crawlproj/due/contentseen.py) already stops a
 byte-identical page's links; this test catches the pages that differ in a
-date, a path or an id. middlewares/trapguard.py acts on its verdict.
+date, a path or an id. crawlproj/traps/middleware.py acts on its verdict.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ Two places check, so that the address checked is the address connected to:
   included, and connects to the addresses it hears, never resolving again:
   a name that answers a public address to one lookup and a private one to the
   next (DNS rebinding) is checked at each connection.
-- middlewares/addressguard.py checks every request before it is downloaded:
+- middleware.py (AddressGuardMiddleware; middlewares/addressguard.py is its
+  entry point in the settings) checks every request before it is downloaded:
   the scheme (http and https only), the host as the WHATWG URL Standard reads
   it (``http://2130706433/``, ``http://0x7f.1/`` are 127.0.0.1 there, as in
   a browser or a proxy), and names that are local by definition. Through a

@@ -21,7 +21,7 @@ did not resolve is no server's answer: it is counted apart, and after
 DNS_RETRY_TIMES more the entry says the host does not resolve, until it
 expires (crawlproj/dns.py).
 
-No Scrapy here: middlewares/robots.py fetches, this module keeps.
+No Scrapy here: crawlproj/robots/middleware.py fetches, this module keeps.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ MAX_EXPIRY = 24 * 3600
 MAX_REDIRECTS = 5
 
 # meta key of a robots.txt request: the page request on whose lease (and turn
-# with the host) it is made (middlewares/robots.py, crawlproj/frontier/scheduler.py)
+# with the host) it is made (robots/middleware.py, crawlproj/frontier/scheduler.py)
 ROBOTS_FOR = "crawlproj_robots_for"
 
 # stored forms (first byte); U<n>: n failed lookups of the host's name, N:
