@@ -942,7 +942,7 @@ def category(files: list[str], names: list[str]) -> str:
             if f.startswith("crawlproj/pipelines/index"):
                 return "stores: index hand-over"
             return "stores: other (record middleware, group commit)"
-        if f.startswith(("middlewares/contentseen.py", "crawlproj/due/contentseen.py",
+        if f.startswith(("crawlproj/due/middleware.py", "crawlproj/due/contentseen.py",
                          "crawlproj/due/middleware.py")):
             return "content-seen test"
         if f.startswith("crawlproj/search/"):

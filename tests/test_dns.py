@@ -20,8 +20,8 @@ from crawlproj.stores.exchange import (
     S_DOMAIN_UNRESOLVABLE,
     FailedAttempt,
 )
+from crawlproj.stores.record import status_of
 from crawlproj.stores.report import outcome
-from middlewares.record import status_of
 from tests.resolver import StaticResolver
 
 

@@ -35,7 +35,7 @@ from crawlproj.redis.groupcommit import GroupCall
 from crawlproj.redis.guard import RedisGuard
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.commit import StoreCommit
-from middlewares.record import T0
+from crawlproj.stores.record import T0
 
 logger = logging.getLogger(__name__)
 PART = "content-seen test"

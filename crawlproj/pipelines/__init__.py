@@ -9,5 +9,5 @@ ITEM_PIPELINES in settings/base.py; remove a line to switch it off):
 The WARC, metadata and crawl-log pipelines record every download attempt,
 including those that never become an item (redirects, 404s, robots.txt,
 network errors): they listen to the record middleware's signals
-(middlewares/record.py, which must be in DOWNLOADER_MIDDLEWARES).
+(crawlproj/stores/record.py, which must be in DOWNLOADER_MIDDLEWARES).
 """

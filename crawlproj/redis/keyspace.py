@@ -60,7 +60,7 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
                                    partition being the fingerprint's, not a host's
     links links:segments links:lock  the link store (crawlproj/stores/linkstore.py)
     pm:<b>                  HASH   page metadata bucket b (crawlproj/stores/pagemeta.py)
-    r:<origin>              STRING an origin's robots.txt rules, expiring (crawlproj/robots.py)
+    r:<origin>              STRING an origin's robots.txt rules, expiring (crawlproj/robots/cache.py)
     sitemaps                HASH   sitemap files taken per host: SITEMAP_MAX_FILES's count
                                    (crawlproj/sitemaps/budget.py)
 
@@ -388,7 +388,7 @@ class Keyspace:
         """SCAN pattern of the bloom mode's bitmaps of one layer."""
         return _glob_literal(f"{self.prefix(partition)}bloom:{layer}:") + "*"
 
-    # -- the trap guard's near-duplicate pages (middlewares/trapguard.py) -----------
+    # -- the trap guard's near-duplicate pages (crawlproj/traps/middleware.py) -----------
 
     trap_hashes = _member_key("th:", "A host's recent pages' simhashes, newest first, "
                                      "each with its near-duplicate flag.")

@@ -1,6 +1,6 @@
 """robots.txt rules shared by every worker of a crawl: Mercator's robots cache.
 
-Mercator §3.3 keeps one cache of robots exclusion rules for the whole
+Mercator §3 keeps one cache of robots exclusion rules for the whole
 crawler, so that a host's robots.txt is fetched once, not once per thread.
 Here the cache has two levels: a bounded LRU of parsed rules (Protego) in
 each worker, and one Redis key per origin in the crawl's keyspace

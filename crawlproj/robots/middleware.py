@@ -1,6 +1,6 @@
 """robots.txt fetched once per origin per crawl, under the host's lease.
 
-Mercator §3.3 keeps one robots cache for the whole crawler, and fetches a
+Mercator §3 keeps one robots cache for the whole crawler, and fetches a
 host's robots.txt as a request like any other, through the frontier's
 politeness. Here (docs/frontier.md, "robots.txt"):
 

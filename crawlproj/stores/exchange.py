@@ -184,7 +184,7 @@ class Exchange:
     retries: int = 0
     slot: int = 0                # the worker's download slot (the crawl log's thread)
     head_rebuilt: bool = False   # response_head is rebuilt, not the head as received
-    noarchive: bool = False      # the page said noarchive (crawlproj/robotsmeta.py)
+    noarchive: bool = False      # the page said noarchive (crawlproj/robots/meta.py)
     _sha1: bytes | None = field(default=None, repr=False)
     _digest: str | None = field(default=None, repr=False)
 

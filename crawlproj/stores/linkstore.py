@@ -15,7 +15,7 @@ fifth element, the original's fingerprint, for a page the content-seen test
 found to be a copy of another (Mercator §3 step 4; its links are not
 extracted, so it has none), and a sixth (the fifth then nil if need be), the
 nofollow marks, for a page with links the crawler did not follow because
-they, or the page, said nofollow (crawlproj/robotsmeta.py): a bitmap, bit i
+they, or the page, said nofollow (crawlproj/robots/meta.py): a bitmap, bit i
 of byte i // 8 (least significant first) set for link i. dst_fps
 the targets' fingerprints packed as little-endian int64 (8 bytes an edge,
 read by the ranker without decompressing anything), text the

@@ -7,7 +7,7 @@ many fetches, and at how many of them the content had changed. This is the
 input of the recrawl model [WebFountain §4-5], which also keeps the page's
 change-rate class in one byte of it (``rate_bucket``, kept by this store),
 and, for a page whose latest 2xx body names another URL as its canonical one
-(``<link rel="canonical">`` or a Link header, RFC 6596; crawlproj/robotsmeta.py),
+(``<link rel="canonical">`` or a Link header, RFC 6596; crawlproj/robots/meta.py),
 that URL (``canonical``), written once the page is parsed.
 
 Layout: hashes Keyspace.pagemeta(p, b) (crawlproj.redis.keyspace), p the partition

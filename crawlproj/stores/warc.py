@@ -69,7 +69,7 @@ REVISIT_PROFILE = WARCWriter.REVISIT_PROFILE_1_1
 # Scrapy's parsed response (docs/stores.md).
 HEAD_REBUILT = "Crawlproj-HTTP-Head"
 # An extension field on the record of a page that said noarchive (robots meta
-# tag or X-Robots-Tag; crawlproj/robotsmeta.py). The crawl keeps the capture,
+# tag or X-Robots-Tag; crawlproj/robots/meta.py). The crawl keeps the capture,
 # as a search engine keeps what it indexes (Google's noarchive asks only that
 # no cached copy be shown), but gives it no CDXJ line: replay (pywb, the
 # Wayback Machine) serves what the index lists, and the access policies of
