@@ -136,3 +136,21 @@ def test_interrupted_worker_returns_its_urls(redis_url, tmp_path):
         (second,) = workers.start(1, seeds=False)  # joins the crawl, no seeds
         assert second.wait(300) == 0
         assert_fetched_once_and_politely(sw, reachable)
+
+
+def test_the_spider_runs_on_scrapys_own_scheduler(redis_url, tmp_path):
+    """The project's spider and settings with Scrapy's scheduler and
+    dupefilter (as the benchmarks' stock Scrapy runs them): the frontier's
+    features that need its crawl in Redis (the trap guard's near-duplicate
+    window) stand aside, and the crawl fetches every page and ends with 0."""
+    web = dict(WEB, hosts=20, pages=200, crawl_delay_fraction=0.0)
+    with SimWebServer(web, log_path=str(tmp_path / "web.jsonl")) as sw:
+        seeds, reachable = expected(sw)
+        workers = Workers(sw, redis_url, tmp_path, seeds, "stock", {
+            "SCHEDULER": "scrapy.core.scheduler.Scheduler",
+            "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter", "RETRY_TIMES": RETRIES})
+        workers.start(1)
+        assert workers.wait() == [0]
+        fetched = set(checks.fetch_counts(sw.settle_log()))
+        assert fetched == reachable, sorted(reachable ^ fetched)[:5]
+        assert "finish_reason': 'finished'" in workers.log(0)

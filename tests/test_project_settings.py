@@ -20,6 +20,7 @@ def test_scrapy_loads_every_project_middleware(caplog, redis_url):
     project = get_project_settings()
     crawler = get_crawler(WebSpider, {  # the project's middlewares, not its reactor
         "REDIS_URL": redis_url,
+        "SCHEDULER": project["SCHEDULER"],  # the trap guard stands aside under another
         "CRAWL_PROXY": "http://127.0.0.1:8899",  # else its middleware is rightly not configured
         # the address guard checks that http(s) is downloaded by a handler it can guard
         "DOWNLOAD_HANDLERS": dict(project.getwithbase("DOWNLOAD_HANDLERS")),

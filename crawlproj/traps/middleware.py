@@ -28,6 +28,7 @@ from redis import RedisError
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import load_object
 
 from crawlproj.items import PageItem
 from crawlproj.redis.client import get_redis
@@ -54,6 +55,13 @@ class NearDuplicateHostsMiddleware:
         s = crawler.settings
         budget = s.getint("TRAPGUARD_NEAR_DUPLICATE_PAGES")
         if budget <= 0:
+            raise NotConfigured
+        from crawlproj.frontier.scheduler import FrontierScheduler
+        if not issubclass(load_object(s["SCHEDULER"]), FrontierScheduler):
+            # the rule's window lives in the frontier's crawl and its verdict
+            # is the frontier's to apply: another scheduler has neither
+            logger.info("Trap guard: near-duplicate pages not tested (SCHEDULER is not the "
+                        "frontier's)")
             raise NotConfigured
         redis = get_redis(s)
         near = NearHosts(redis, Keyspace.from_settings(s, redis),
