@@ -10,8 +10,8 @@ import pytest
 import redis
 
 from crawlproj.frontier.frontier import SYNC_LUA, SYNC_PARTS, Batch, Frontier
-from crawlproj.redis.keyspace import Keyspace
 from crawlproj.redis.client import lua_script
+from crawlproj.redis.keyspace import Keyspace
 
 
 def test_the_sync_script_is_its_parts_in_order(redis_url):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import redis
 
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
-from crawlproj.redis.keyspace import Keyspace
 from crawlproj.recrawl.record import pack_payload
 from crawlproj.recrawl.state import RecrawlState
+from crawlproj.redis.keyspace import Keyspace
 
 
 def _payload(path: str) -> bytes:
