@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from scrapy.utils.test import get_crawler  # noqa: E402
 
 from crawlproj.due.urlseen import SEEN_LUA  # noqa: E402
-from crawlproj.frontier.frontier import SYNC_LUA, Batch, Frontier, Host, Release  # noqa: E402
+from crawlproj.frontier.frontier import SYNC_LUA, SYNC_PARTS, Batch, Frontier, Host, Release  # noqa: E402
 from crawlproj.monitor.heartbeat import Heartbeat  # noqa: E402
 from crawlproj.redis.embedded import free_port, spawn_server  # noqa: E402
 from crawlproj.redis.keyspace import Keyspace  # noqa: E402
@@ -116,10 +116,18 @@ def worker_cpu() -> dict:
             "history_share_of_a_core_at_5s": extra / 5.0}
 
 
+def _show(rev: str, path: str) -> str | None:
+    run = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True)
+    return run.stdout if run.returncode == 0 else None
+
+
 def _script_of(rev: str) -> str:
-    text = subprocess.run(["git", "show", f"{rev}:crawlproj/frontier/lua/sync.lua"], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout
-    return SEEN_LUA + text
+    """The sync script of revision rev: its parts (SYNC_PARTS) where it has
+    them, else the one file of older trees after the DUE's seen test."""
+    parts = [_show(rev, "/".join(package.split(".")) + "/lua/" + name) for package, name in SYNC_PARTS]
+    if all(part is not None for part in parts):
+        return "".join(parts)
+    return SEEN_LUA + _show(rev, "crawlproj/frontier/lua/sync.lua")
 
 
 def host_records(hosts: int, src: str, tmp: Path, rounds: int = 3) -> dict:

@@ -50,7 +50,7 @@ from crawlproj.recrawl.population import Population  # noqa: E402
 from crawlproj.recrawl.state import Observation, RecrawlState, update  # noqa: E402
 
 DAY = buckets.DAY
-# lua/sync.lua's: the leases over which RECRAWL_NEW_SHARE is held
+# crawlproj/recrawl/lua/sync_recrawl.lua's: the leases over which RECRAWL_NEW_SHARE is held
 SHARE_WINDOW = 100
 CLASSES = (0, 0.008, 0.03, 0.1, 0.37, 1.45, 5.2, 22, 96.01)
 

@@ -408,7 +408,7 @@ TRAPGUARD_MAX_SEGMENT_REPEATS = 3
 TRAPGUARD_MAX_PATH_SEGMENTS = 20
 # At most this many query parameters (query_params).
 TRAPGUARD_MAX_QUERY_PARAMS = 12
-# Per-host budgets, counted crawl-wide by the frontier (frontier/lua/sync.lua),
+# Per-host budgets, counted crawl-wide by the frontier (traps/lua/sync_budgets.lua),
 # whatever the number of workers: a link to a host with this many URLs queued
 # is refused (host_queued), and a host's links once it has had this many URLs
 # leased plus queued (host_pages): Heritrix's queue budgets. 0 = no budget.

@@ -1,4 +1,6 @@
-"""The frontier's Lua core against a real server: states, politeness, leases, DUE."""
+"""The frontier's Lua core against a real server: states, politeness, leases, DUE
+(the sync script's frontier part, crawlproj/frontier/lua/frontier.lua; its other
+parts are test_sync_*.py's)."""
 
 from __future__ import annotations
 
@@ -400,14 +402,6 @@ def test_a_token_is_never_handed_out_twice_even_after_a_rewound_counter(redis_ur
     release(f, [x], host=Host.NONE, url=URL.DONE)
     r = release(f, [y], url=URL.PENDING)[0]
     assert (r.stale, r.pending) == (0, 1)
-
-
-def test_a_flushed_crawl_is_refused_not_taken_for_an_empty_one(redis_url):
-    f = make(redis_url)
-    add(f, ["http://a.ex/1"])
-    f.redis.flushall()
-    with pytest.raises(redis.ResponseError, match="CRAWLLOST"):
-        lease(f)
 
 
 def _worker(f: Frontier, target=4):

@@ -1,6 +1,7 @@
 """crawlproj/monitor/ against a real Redis-protocol server: the heartbeat's
-sums, crawl control at the frontier's lease hand-out, and the commands'
-answers to mistakes (one line, exit status 2)."""
+sums, crawl control as the workers see it (the frontier script's side is
+test_sync_control.py's), and the commands' answers to mistakes (one line,
+exit status 2)."""
 
 from __future__ import annotations
 
@@ -31,18 +32,6 @@ def _frontier(r, crawl="ctl", urls=4) -> Frontier:
     return f
 
 
-def test_a_paused_crawl_hands_out_no_lease_and_a_resumed_one_does(redis_url):
-    r = redis_lib.Redis.from_url(redis_url)
-    f = _frontier(r)
-    at = control.control(r, f.keyspace, "pause")
-    res = f.sync({0: Batch(lease=2)})[0]
-    assert res.leased == [] and res.paused == at and res.queued == 4
-    assert control.state(r, f.keyspace) == {"paused_at": at, "stopped_at": None}
-    control.control(r, f.keyspace, "resume")
-    res = f.sync({0: Batch(lease=2)})[0]
-    assert len(res.leased) == 2 and res.paused == 0
-
-
 def test_one_command_is_one_moment_in_every_partition_and_the_record(redis_url):
     """A worker compares the stop's stamp with its own start (sync.py) and
     the dashboard shows the record's: both must be the one time returned."""
@@ -53,18 +42,6 @@ def test_one_command_is_one_moment_in_every_partition_and_the_record(redis_url):
         stamps = {r.hget(ks.control(p), field) for p in range(ks.partitions)}
         assert stamps == {str(at).encode()}
         assert r.hget(ks.crawl_control, field) == str(at).encode()
-
-
-def test_a_pause_still_sends_expired_leases_back(redis_url):
-    r = redis_lib.Redis.from_url(redis_url)
-    f = _frontier(r, urls=2)
-    f.lease_ttl_ms = 1  # the leases below expire at once
-    assert len(f.sync({0: Batch(lease=2)})[0].leased) == 2
-    control.control(r, f.keyspace, "pause")
-    import time
-    time.sleep(0.01)  # past the 1 ms deadline, on the server's clock too
-    res = f.sync({0: Batch(lease=1)})[0]
-    assert res.expired == 2 and res.leased == [] and res.queued == 2
 
 
 def _sync(f: Frontier, stopped: list) -> FrontierSync:

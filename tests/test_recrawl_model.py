@@ -626,36 +626,6 @@ def test_the_boost_falls_while_pages_wait_and_does_not_ratchet_on_a_noisy_spend(
     assert rc.boost == 4.0
 
 
-def test_never_crawled_urls_keep_their_share_after_a_first_pass(redis_url):
-    """RECRAWL_NEW_SHARE is held over the recent leases: after a first pass
-    that took every lease, URLs never crawled still get their share when
-    recrawls come due beside them. Counted since the crawl's start, the
-    recrawls took every contested lease until they were 80 % of all leases
-    so far, while the web's new pages waited."""
-    from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
-    from crawlproj.recrawl.record import pack_payload
-    from crawlproj.redis.keyspace import Keyspace
-
-    r = redis.Redis.from_url(redis_url)
-    f = Frontier(r, Keyspace.open(r, "share", 1))
-    f.new_share = 0.2
-    hosts = [f"h{i:03d}.example" for i in range(300)]
-    f.sync({0: Batch(enqueue=[f.entry(h, f"http://{h}/a", 0.0, b"x") for h in hosts])})
-    first = []
-    while len(first) < len(hosts):
-        first += f.sync({0: Batch(lease=100)})[0].leased
-    f.sync({0: Batch(release=[Release(x.host, x.token, Host.OK, URL.RECRAWL, 0, -1, 0,
-                                      pack_payload("/a", False, 0, [RecrawlState().pack(), "", 0,
-                                                                    b"\x01" * 8]), -1, 0)
-                              for x in first])})
-    f.sync({0: Batch(enqueue=[f.entry(h, f"http://{h}/b", 0.0, b"x") for h in hosts])})
-    leased = f.sync({0: Batch(lease=300)})[0].leased        # both kinds wait on every host
-    assert len(leased) == 300
-    # after the window's transition (its 100 leases), 20 % of the leases
-    new = sum(not x.recrawl for x in leased[150:])
-    assert 0.1 * 150 <= new <= 0.3 * 150, new
-
-
 def test_a_page_fetched_once_waits_for_a_turn_over_every_page_known():
     """A page fetched once is due again after its share of the budget among
     every page the crawl knows, scheduled or never crawled: among the

@@ -25,6 +25,7 @@ from urllib.request import urlopen
 
 import pytest
 
+from crawlproj.frontier.frontier import SYNC_PARTS
 from crawlproj.redis.embedded import free_port
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
@@ -209,7 +210,9 @@ def test_deploy_leaves_the_tree_clean_and_the_egg_runs_from_its_zip(deployed, tm
         return (ROOT / "crawlproj" / package / "lua" / f"{name}.lua").read_text(encoding="utf-8")
 
     seen = script("due", "seen")
-    assert got["lua"] == [seen + script("due", "check"), seen + script("frontier", "sync"),
+    sync = "".join(script(package.split(".")[1], name.removesuffix(".lua"))
+                   for package, name in SYNC_PARTS)
+    assert got["lua"] == [seen + script("due", "check"), sync,
                           script("frontier", "rescore"), script("stores", "linkcommit"),
                           script("stores", "pagemeta")]
 

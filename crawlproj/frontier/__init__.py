@@ -10,14 +10,20 @@ Here:
     sync.py        the worker's one round trip at a time: what it says, which
                    leases it asks for, when it looks again
     frontier.py    the Redis side: one sync round trip per batch, per partition
-    lua/           sync.lua (every change to a partition, in one script call);
-                   rescore.lua (the ranker's bulk rewrite of queued priorities)
+    lua/           frontier.lua (host states, back queues, leases, releases) and
+                   sync.lua (the arguments, the sections in order): with the parts
+                   of due/, monitor/, traps/ and recrawl/, the sync script (every
+                   change to a partition, in one script call; frontier.py,
+                   SYNC_PARTS, composes it); rescore.lua (the ranker's bulk
+                   rewrite of queued priorities), revise.lua (scheduled pages a
+                   sitemap says changed)
     admission.py   the worker's side of a URL's entry: refusals, score, payload
     codec.py       requests to and from msgpack payloads (never pickle)
 
 Elsewhere:
     crawlproj/due/           the DUE (Mercator §3.2): canonical URLs, fingerprints,
-                             the seen sets tested inside sync.lua
+                             the seen sets tested inside the sync script
+                             (due/lua/seen.lua, its first part)
     crawlproj/prioritizers/  each URL's score: the order the frontier serves them in
                              (FRONTIER_PRIORITIZER)
     crawlproj/ranker/        PageRank on the crawled graph, rewriting queued priorities

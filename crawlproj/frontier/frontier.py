@@ -19,14 +19,24 @@ import msgpack
 from redis.exceptions import NoScriptError
 
 from crawlproj.addon import require_table
-from crawlproj.due.urlseen import SEEN_LUA, DueConfig, URLSeen
+from crawlproj.due.urlseen import DueConfig, URLSeen
 from crawlproj.errors import CrawlprojError
 from crawlproj.prioritizers import prioritizer_name
 from crawlproj.redis.client import lua_script
 from crawlproj.redis.keyspace import Keyspace
 
-# The DUE's seen test (crawlproj/due/lua/seen.lua) runs inside the sync script.
-SYNC_LUA = SEEN_LUA + lua_script("crawlproj.frontier", "sync.lua")
+# The sync script's parts, composed in this order (lua/sync.lua, the main
+# part, lists what each holds; a part uses only the parts before it) and
+# loaded as one script: one EVALSHA per partition per sync.
+SYNC_PARTS = (
+    ("crawlproj.due", "seen.lua"),              # the DUE's URL-seen test
+    ("crawlproj.monitor", "sync_control.lua"),  # CRAWLLOST, pause and stop
+    ("crawlproj.traps", "sync_budgets.lua"),    # the trap guard's per-host budgets
+    ("crawlproj.recrawl", "sync_recrawl.lua"),  # recrawl queues, budget, new share
+    ("crawlproj.frontier", "frontier.lua"),     # host states, queues, leases, releases
+    ("crawlproj.frontier", "sync.lua"),         # the arguments, the sections in order
+)
+SYNC_LUA = "".join(lua_script(package, name) for package, name in SYNC_PARTS)
 RESCORE_LUA = lua_script("crawlproj.frontier", "rescore.lua")
 REVISE_LUA = lua_script("crawlproj.frontier", "revise.lua")
 

@@ -1,8 +1,8 @@
 """Crawl control: pause, resume and stop every worker of a crawl.
 
 The flag is written in every partition's control hash, where the frontier's
-one script (crawlproj/frontier/lua/sync.lua) reads it each time it hands out
-leases: a script touches its own partition only (one hash slot of a Redis
+one script (its part crawlproj/monitor/lua/sync_control.lua) reads it each
+time it hands out leases: a script touches its own partition only (one hash slot of a Redis
 Cluster), so the crawl-wide flag is one field per partition, all written in
 one pipeline, plus the crawl's record of the last command for the dashboard.
 

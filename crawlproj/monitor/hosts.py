@@ -1,11 +1,11 @@
 """The hosts that hold a crawl back, and why: Heritrix's hosts and frontier
 reports, read from the crawl's Redis (no writes).
 
-A host is in one of the frontier's states (crawlproj/frontier/lua/sync.lua):
+A host is in one of the frontier's states (crawlproj/frontier/lua/frontier.lua):
 ready (its turn has come: it waits for a worker), waiting on the heap until
 its next-contact time, leased (a download under way), or idle. Why a host
 waits is read from what decided its next-contact time: the frontier's record
-of the host (``hs``, written at each download's end by sync.lua: its
+of the host (``hs``, written at each download's end by frontier.lua: its
 politeness delay, which holds its robots.txt Crawl-delay when that decided
 it, and its backoff after connection errors or 429/503), its failures in a
 row (``fails``), its robots.txt as the crawl holds it (``r:<origin>``,

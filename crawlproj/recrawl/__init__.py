@@ -1,7 +1,8 @@
 """The recrawl model: change rates, change-rate buckets and recrawl policies.
 
 Edwards, McCurley & Tomlin 2001 (WebFountain) §4-5 and the work it builds on
-(Cho & Garcia-Molina, §2 there). Pure computation: no Redis, no Scrapy.
+(Cho & Garcia-Molina, §2 there). The Python is pure computation: no Redis, no
+Scrapy.
 
 - ``buckets``: the one-byte change-rate bucket <-> rate mapping;
 - ``estimate``: change-rate estimators from fetch observations;
@@ -10,5 +11,8 @@ Edwards, McCurley & Tomlin 2001 (WebFountain) §4-5 and the work it builds on
 - ``freshness``: closed forms of a page's expected freshness;
 - ``population``: pages per bucket, the input of a plan;
 - ``policies``: uniform, adaptive (Nutch), optimal (Lagrange) and webfountain plans;
-- ``webfountain``: the time-period model, equations 1-6, and its solver.
+- ``webfountain``: the time-period model, equations 1-6, and its solver;
+- ``lua/sync_recrawl.lua``: the frontier sync script's recrawl part, in Redis:
+  the hosts' recrawl queues, the budget's token bucket, the share of
+  never-crawled URLs (crawlproj/frontier/frontier.py, SYNC_PARTS).
 """

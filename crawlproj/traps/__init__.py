@@ -25,15 +25,17 @@ The other trap rules live where their facts are: the hop limit is
 DEPTH_LIMIT (Scrapy's DepthMiddleware, stat ``depth/request_ignored_count``);
 URL length is FRONTIER_MAX_URL_LENGTH (``frontier/refused/url_too_long``);
 the per-host budgets of queued and fetched URLs are counted by the frontier
-itself, crawl-wide (frontier/lua/sync.lua); near-duplicate pages per host are
-this package's too. docs/hardening.md has each rule's default and the
-measurement behind it.
+itself, crawl-wide (traps/lua/sync_budgets.lua, a part of its sync script);
+near-duplicate pages per host are this package's too. docs/hardening.md has
+each rule's default and the measurement behind it.
 
 Here:
     __init__.py    the URL rules (TrapGuard); ResponseHeadLimit, the extension
                    that bounds every response's head
     nearhost.py    near-duplicate pages per host: simhash, and each host's window
                    in Redis (lua/nearhost.lua)
+    lua/sync_budgets.lua  the frontier sync script's part of the trap guard: the
+                   per-host budgets and trapped hosts' suspects
     middleware.py  NearDuplicateHostsMiddleware, the spider middleware that acts
                    on it (middlewares/trapguard.py is its entry point)
 """

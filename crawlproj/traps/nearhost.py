@@ -142,7 +142,7 @@ class Verdict(NamedTuple):
 # with this added to its score, behind every other URL of its host, and once
 # the host is trapped (more than the budget of near duplicates in its window)
 # the frontier drops its suspects instead of leasing them
-# (frontier/lua/sync.lua, SUSPECT). Request meta key (never stored: '_').
+# (traps/lua/sync_budgets.lua, SUSPECT). Request meta key (never stored: '_').
 SUSPECT = 1e15
 SUSPECT_META = "_trap_suspect"
 

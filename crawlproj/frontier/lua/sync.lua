@@ -1,41 +1,21 @@
--- One worker's atomic round trip with ONE partition of the frontier.
---
--- Mercator's polite, prioritising frontier (Najork & Heydon 2001, §3.1), kept in
--- Redis so that every worker of a crawl shares it. A host is always in exactly
--- one of four states, each a key of the partition:
---   heap    ZSET host -> time (ms) it may next be contacted; it has queued URLs.
---           This is Mercator's heap of back queues keyed by next-contact time.
---   ready   ZSET host -> score of its best queued URL; its time has come.
---           Serving ZPOPMIN of ready gives the best URL among ready hosts.
---   leases  ZSET host -> lease deadline (ms); one of its URLs is being fetched
---           by some worker (weak politeness: one connection per host).
---   idle    ZSET host -> next-contact time (ms); no queued URL, not leased. Kept
---           until that time passes so a refilled queue still waits its turn.
---           A host on the heap with no new URL, waiting for a recrawl's due
---           time, is also here: its politeness time, for a new URL that comes.
---   rready  ZSET host -> due time of its earliest due recrawl; its time has come
---           (continuous crawling: beside ready, which holds never-crawled URLs).
--- A host's lease ends when its download ends, but the URL's does not: until the
--- worker has committed the page's links, the URL stays leased by itself, so
--- that a worker dying mid-page loses nothing while the host is already back on
--- the heap (its politeness delay runs from the end of the download):
---   pending ZSET token -> lease deadline (ms); pend HASH token -> the lease.
--- and per host:
---   q:<host> ZSET fingerprint -> score (lower = sooner): the host's back queue.
---   p:<host> HASH fingerprint -> payload: the queued requests themselves.
---   d:<host> ZSET fingerprint -> due time (ms): the host's recrawl queue, pages
---           fetched before and due again (WebFountain §3: per site, one queue
---           of URLs never crawled and one of URLs to recrawl); their payloads
---           are in p:<host> too (a fingerprint is in one of q and d at most).
--- Keying the queue by fingerprint lets a URL be found again when another link
--- to it is seen (its score may improve: backlink counts, OPIC cash) and lets
--- the ranker rewrite scores without moving payloads (rescore.lua).
--- The DUE's URL-seen test (crawlproj/due/lua/seen.lua, prepended to this script)
--- keeps its sets or Bloom filter in the same partition, so "unseen? then
--- enqueue" is one atomic step.
---
--- All times come from the server's clock (TIME), so workers on many machines
--- never compare their own clocks.
+-- The sync script's main part: one worker's atomic round trip with ONE
+-- partition of the frontier (Mercator's, Najork & Heydon 2001, §3.1, shared by
+-- every worker in Redis). It reads the arguments and calls the other parts'
+-- sections in order; crawlproj/frontier/frontier.py composes the script from
+-- the parts, in this order, and loads it once (one EVALSHA per partition per
+-- sync):
+--   crawlproj/due/lua/seen.lua           the DUE's URL-seen test (Mercator §3.2)
+--   crawlproj/monitor/lua/sync_control.lua   CRAWLLOST; pause and stop
+--   crawlproj/traps/lua/sync_budgets.lua     the trap guard's per-host budgets
+--   crawlproj/recrawl/lua/sync_recrawl.lua   recrawl queues, budget, new share
+--                                            (WebFountain, Edwards et al. 2001)
+--   crawlproj/frontier/lua/frontier.lua      host states, queues, leases, releases
+--   crawlproj/frontier/lua/sync.lua          this
+-- Each part says what it holds, defines and uses; a part uses only the parts
+-- before it. Uses: crawl_lost, crawl_control (control); budgets_open,
+-- over_queued, over_pages (budgets); recrawl_open, RREADY, leased_recrawl,
+-- budget_waits (recrawl); frontier_open, enqueue, release, renew, lease,
+-- tally and the counts (frontier).
 --
 -- KEYS[1]  the partition's key prefix, e.g. "cp:{crawl/3}:" (routes the call
 --          to the cluster node that holds the partition's hash slot)
@@ -76,577 +56,57 @@
 --              rbuckets (done with old_bucket >= 0: the page left the schedule)
 --   renew:   a count, then host, token                            (2 each)
 --   lease:   n, how many URLs to lease (one per host); none while the crawl
---            is paused (control, below), though expired leases still go back
+--            is paused (control), though expired leases still go back
 -- Returns { now_ms, {host, token, score, payload, kind, ...}, counts, lost }
 --   (kind 'r' for a recrawl, 'n' for a never-crawled URL), counts
 --   a flat list of name, value: added, duplicates, bumped, stale, expired,
 --   refused_host_queued, refused_host_pages, refused_suspects,
 --   next_ready_ms, heap, ready, leases, queued, pending, scheduled (URLs in
 --   recrawl queues), rready, leased_recrawl, budget_waits, paused, stopped
---   (the server ms of the crawl's pause and stop, 0 = none: `scrapy crawlctl`,
---   crawlproj/monitor/control.py, writes them in every partition's control
---   hash, this script's only view of the crawl-wide flag), backed_off (hosts
---   with failures in a row, the heartbeat's history); lost the tokens of
---   renewals that found no lease: they expired and went back to their queues,
---   the worker must not fetch them (a fencing answer, docs/frontier.md).
--- A token names one lease for the crawl's life: a counter, and the server's
--- time, so that a counter rewound by a crash (the AOF's last second lost)
--- never hands a stale worker's token to a new holder.
+--   (the server ms of the crawl's pause and stop, 0 = none), backed_off
+--   (hosts with failures in a row, the heartbeat's history); lost the tokens
+--   of renewals that found no lease: they expired and went back to their
+--   queues, the worker must not fetch them (a fencing answer, docs/frontier.md).
 
 local P = KEYS[1]
-local HEAP, READY, LEASES, LEASE = P .. 'heap', P .. 'ready', P .. 'leases', P .. 'lease'
-local IDLE, FAILS, STATS = P .. 'idle', P .. 'fails', P .. 'stats'
-local PENDING, PEND = P .. 'pending', P .. 'pend'
-local RREADY, RBUCKETS, BUDGET = P .. 'rready', P .. 'rbuckets', P .. 'budget'
-local HOSTREC = P .. 'hs'
--- leases over which the share of never-crawled URLs is held (halved past it)
-local SHARE_WINDOW = 100
-
--- The crawl's state must be here: a server restarted without it (no
--- persistence, or another server behind the address) would otherwise look
--- like an empty frontier, and workers would lease nothing and finish, or
--- enqueue into a crawl with no DUE. The DUE's per-partition record (written
--- when the crawl is set up, crawlproj/due/urlseen.py) marks the partition.
-if redis.call('EXISTS', P .. 'due') == 0 then
-  return redis.error_reply('CRAWLLOST the crawl\'s state is not on this server (no ' ..
-                           P .. 'due): it restarted without its data, or was flushed')
-end
+local gone = crawl_lost(P)
+if gone then return gone end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-
-local ttl = tonumber(ARGV[1])
-local backoff_base, backoff_max = tonumber(ARGV[2]), tonumber(ARGV[3])
-local backoff_after = tonumber(ARGV[4])
-local max_queued, max_pages = tonumber(ARGV[5]), tonumber(ARGV[6])
-local budget, burst, new_share = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+budgets_open(P, tonumber(ARGV[5]), tonumber(ARGV[6]))
+recrawl_open(P, now, tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]))
+frontier_open(P, now, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
+              tonumber(ARGV[4]))
 local i = 10
 
-local function queue(host) return P .. 'q:' .. host end
-local function payloads(host) return P .. 'p:' .. host end
-local function dues(host) return P .. 'd:' .. host end
-local HOSTS = P .. 'hosts'  -- hosts seen, kept only for host-first orders
-local HOSTPAGES = P .. 'hostpages'  -- host -> URLs leased, while max_pages is on
--- The trap guard's near-duplicate rule (crawlproj/traps/nearhost.py): a URL
--- found on a near duplicate of its host is queued with SUSPECT added to its
--- score, so it sorts behind the host's other URLs; a host in TRAPPED has its
--- suspects dropped when one of them would be leased.
-local TRAPPED, SUSPECT = P .. 'trapped', 1e15
-
-local queued_delta = 0
-local added, dups, stale, expired, bumped = 0, 0, 0, 0, 0
-local over_queued, over_pages, suspects = 0, 0, 0
-local scheduled_delta, leased_recrawl, budget_waits = 0, 0, 0
-
--- A host has a queued URL of this score: a ready host takes it as its score if
--- better; one on the heap or leased stays there (a leased host's release
--- looks at its queue); any other goes on the heap, at the time its politeness
--- delay ends (remembered in idle) or now. The states are exclusive, so the
--- commonest ones are asked first and the first hit ends it.
-local function offer(host, score)
-  if redis.call('ZSCORE', READY, host) then
-    redis.call('ZADD', READY, 'LT', score, host)
-    return
-  end
-  if redis.call('ZSCORE', RREADY, host) then  -- its time has come already
-    redis.call('ZADD', READY, score, host)
-    return
-  end
-  if redis.call('ZSCORE', LEASES, host) then return end
-  local at = tonumber(redis.call('ZSCORE', IDLE, host) or 0)
-  if redis.call('ZSCORE', HEAP, host) then
-    -- on the heap for a recrawl due later: a new URL waits for politeness only
-    if at > 0 then
-      redis.call('ZREM', IDLE, host)
-      redis.call('ZADD', HEAP, 'LT', math.max(at, now), host)
-    end
-    return
-  end
-  if at > 0 then redis.call('ZREM', IDLE, host) end
-  if at < now then at = now end
-  redis.call('ZADD', HEAP, at, host)
-end
-
--- A host has a recrawl due at time due: it waits on the heap for the later of
--- that and its politeness time (kept in idle meanwhile), unless it is ready
--- or leased already (a leased host's release looks at its recrawl queue).
-local function offer_due(host, due)
-  if redis.call('ZSCORE', LEASES, host) then return end
-  if redis.call('ZSCORE', RREADY, host) then
-    redis.call('ZADD', RREADY, 'LT', due, host)
-    return
-  end
-  if redis.call('ZSCORE', READY, host) then
-    if due <= now then redis.call('ZADD', RREADY, due, host) end
-    return
-  end
-  local polite = tonumber(redis.call('ZSCORE', IDLE, host) or 0)
-  if redis.call('ZSCORE', HEAP, host) then
-    if redis.call('EXISTS', queue(host)) == 0 then
-      redis.call('ZADD', HEAP, 'LT', math.max(due, polite), host)
-    end
-    return
-  end
-  if polite < now then polite = now end
-  redis.call('ZADD', IDLE, polite, host)
-  redis.call('ZADD', HEAP, math.max(due, polite), host)
-end
-
--- A URL enters its host's recrawl queue, due at time due.
-local function schedule(host, fp, due, payload)
-  if redis.call('ZADD', dues(host), due, fp) == 1 then scheduled_delta = scheduled_delta + 1 end
-  redis.call('HSET', payloads(host), fp, payload)
-  offer_due(host, due)
-end
-
--- Give a leased URL back to its queue (worker gone or shutting down): a
--- never-crawled URL to its host's queue, a recrawl to its recrawl queue at
--- its due time (its score). A lease is {token, score, payload, fingerprint,
--- kind}; pending ones are {token, score, payload, fingerprint, host, kind}.
-local function requeue(host, l, kind)
-  if kind == 'r' then
-    if not redis.call('ZSCORE', dues(host), l[4]) then
-      schedule(host, l[4], tonumber(l[2]), l[3])
-    end
-    return
-  end
-  if redis.call('ZADD', queue(host), 'NX', l[2], l[4]) == 1 then
-    redis.call('HSET', payloads(host), l[4], l[3])
-    queued_delta = queued_delta + 1
-  end
-end
-
--- A pending URL (its host already released) goes back to its host's queue;
--- the host, in whatever state, must then offer it.
-local function requeue_pending(token, lease)
-  local l = cmsgpack.unpack(lease)
-  requeue(l[5], l, l[6])
-  redis.call('HDEL', PEND, token)
-  redis.call('ZREM', PENDING, token)
-  if l[6] ~= 'r' then offer(l[5], tonumber(l[2])) end
-end
-
--- The URL of lease l stays leased by itself (pending) until its page is done.
-local function to_pending(host, l)
-  redis.call('HSET', PEND, l[1], cmsgpack.pack({l[1], l[2], l[3], l[4], host, l[5] or 'n'}))
-  redis.call('ZADD', PENDING, now + ttl, l[1])
-end
-
--- The host leaves its lease; it may be contacted again after delay_ms: at
--- once on the heap with a never-crawled URL queued, else at its first
--- recrawl's due time if later, else idle.
-local function unlease(host, delay_ms)
-  redis.call('HDEL', LEASE, host)
-  redis.call('ZREM', LEASES, host)
-  local at = now + delay_ms
-  if redis.call('ZCARD', queue(host)) > 0 then
-    redis.call('ZREM', IDLE, host)  -- no politeness time of an earlier turn stays
-    redis.call('ZADD', HEAP, at, host)
-    return
-  end
-  local head = redis.call('ZRANGE', dues(host), 0, 0, 'WITHSCORES')
-  if head[2] then
-    redis.call('ZADD', IDLE, at, host)
-    redis.call('ZADD', HEAP, math.max(at, tonumber(head[2])), host)
-  elseif delay_ms > 0 then
-    redis.call('ZADD', IDLE, at, host)
-  end
-end
-
--- The host's record for the operator (crawlproj/monitor/hosts.py): how its
--- downloads ended and why it waits, as Heritrix's hosts report keeps per host.
--- {ok, fail, busy, first_ms, last_ms, last_fate, delay_ms, block_ms, wait_ms,
---  backoffs, backoff_at_ms, backoff_ms, backoff_fate}: download ends by fate;
--- the first and the last; the last one's fate, politeness delay (the
--- worker's: Crawl-delay included), backoff block and Retry-After (-1: none);
--- the backoffs so far, and the last one's start, length and fate.
-local function note(host, fate, polite, block, wait)
-  local old = redis.call('HGET', HOSTREC, host)
-  local r = old and cmsgpack.unpack(old) or {0, 0, 0, now, now, '', 0, 0, -1, 0, 0, 0, ''}
-  if fate == 'ok' then r[1] = r[1] + 1 elseif fate == 'fail' then r[2] = r[2] + 1
-  elseif fate == 'busy' then r[3] = r[3] + 1 end
-  r[5], r[6], r[7], r[8], r[9] = now, fate, polite, block, wait
-  if block > 0 then
-    r[10], r[11], r[12], r[13] = r[10] + 1, now, block, fate
-  end
-  redis.call('HSET', HOSTREC, host, cmsgpack.pack(r))
-end
-
--- 1. enqueue: the DUE test-and-set, then the host's back queue. New URLs are
---    gathered per host and written with one ZADD and one HSET per host: most
---    of a page's new links share its host, and each command is a call here
---    and a record in the AOF.
-local E = ARGV[i] ~= '' and cmsgpack.unpack(ARGV[i]) or {}
+-- 1. enqueue
+enqueue(ARGV[i] ~= '' and cmsgpack.unpack(ARGV[i]) or {})
 i = i + 1
-local touched = {}
--- host -> {score, fp, ...} and host -> {fp, payload, ...}; fp -> index of its
--- score in its host's members (a fingerprint names one URL, so one host)
-local members, fields, at_of = {}, {}, {}
--- The trap guard's budgets: which rule refuses a new URL of host, if any. A
--- forced URL (a retry, a seed given again) was admitted once: never refused.
-local queued_of, leased_of = {}, {}
-local function over_budget(host)
-  if max_queued <= 0 and max_pages <= 0 then return nil end
-  local q = queued_of[host]
-  if q == nil then
-    q = redis.call('ZCARD', queue(host))
-    queued_of[host] = q
-  end
-  local m = members[host]
-  if m then q = q + #m / 2 end
-  if max_queued > 0 and q >= max_queued then return 'queued' end
-  if max_pages > 0 then
-    local l = leased_of[host]
-    if l == nil then
-      l = tonumber(redis.call('HGET', HOSTPAGES, host) or 0)
-      leased_of[host] = l
-    end
-    if l + q >= max_pages then return 'pages' end
-  end
-  return nil
-end
-for e = 1, #E, 8 do
-  local host, fp, aux, score, payload, force, bump, first =
-    E[e], E[e + 1], E[e + 2], E[e + 3], E[e + 4], E[e + 5], E[e + 6], E[e + 7]
-  local best = nil
-  local over = force ~= '1' and not at_of[fp] and over_budget(host)
-  local new, refused = false, false
-  if over then
-    -- tested without being marked seen: a link found again once the host's
-    -- queue has room is admitted then
-    refused = due_test(P, fp, aux)
-    if refused then
-      if over == 'queued' then over_queued = over_queued + 1 else over_pages = over_pages + 1 end
-    end
-  else
-    new = due_test_and_set(P, fp, aux)  -- crawlproj/due/lua/seen.lua
-  end
-  local at = at_of[fp]  -- queued by this very call (then it is not new)
-  if refused then
-    -- refused by a budget: neither queued nor a duplicate
-  elseif not at and (new or force == '1') then
-    if first ~= '' and redis.call('SADD', HOSTS, host) == 1 then score = first end
-    -- a forced URL (a retry) may still be queued, or scheduled for recrawl:
-    -- it keeps its place
-    if new or not (redis.call('ZSCORE', queue(host), fp) or redis.call('ZSCORE', dues(host), fp)) then
-      local m, f = members[host], fields[host]
-      if not m then
-        m, f = {}, {}
-        members[host], fields[host] = m, f
-      end
-      best = tonumber(score)
-      m[#m + 1] = best
-      m[#m + 1] = fp
-      at_of[fp] = #m - 1
-      f[#f + 1] = fp
-      f[#f + 1] = payload
-      queued_delta = queued_delta + 1
-      added = added + 1
-    end
-  else
-    dups = dups + 1
-    if string.byte(bump) == 60 then
-      -- '<' score: the URL takes this score if lower than its own (the best
-      -- of its links), never a higher one
-      local v = tonumber(string.sub(bump, 2))
-      if at then
-        local m = members[host]
-        if v < m[at] then
-          m[at] = v
-          bumped = bumped + 1
-          best = v
-        end
-      elseif redis.call('ZADD', queue(host), 'XX', 'LT', 'CH', v, fp) == 1 then
-        -- XX: only a URL still queued moves; one being fetched or done does not
-        bumped = bumped + 1
-        best = v
-      end
-    elseif bump ~= '0' then
-      if at then
-        local m = members[host]
-        m[at] = m[at] + tonumber(bump)
-        bumped = bumped + 1
-        best = m[at]
-      else
-        -- XX: only a URL still queued gains; one being fetched or done does not
-        local sc = redis.call('ZADD', queue(host), 'XX', 'INCR', bump, fp)
-        if sc then
-          bumped = bumped + 1
-          best = tonumber(sc)
-        end
-      end
-    end
-  end
-  if best and (touched[host] == nil or best < touched[host]) then touched[host] = best end
-end
-for host, m in pairs(members) do
-  local f = fields[host]
-  for j = 1, #m, 4000 do  -- unpack() is bounded by Lua's C stack
-    redis.call('ZADD', queue(host), unpack(m, j, math.min(j + 3999, #m)))
-    redis.call('HSET', payloads(host), unpack(f, j, math.min(j + 3999, #f)))
-  end
-end
-for host, best in pairs(touched) do offer(host, best) end
 
--- 2. release: the download ended; schedule the host's next contact
---    (strong politeness, Mercator §3.1; backoff for failing hosts), and end,
---    keep or give back the URL.
+-- 2. release
 local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
-  local host, token, host_fate, url_fate = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local delay, wait = tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
-  local due_ms, rpayload = tonumber(ARGV[i + 6]), ARGV[i + 7]
-  local old_bucket, new_bucket = tonumber(ARGV[i + 8]), tonumber(ARGV[i + 9])
+  release(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4]),
+          tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6]), ARGV[i + 7], tonumber(ARGV[i + 8]),
+          tonumber(ARGV[i + 9]))
   i = i + 10
-  local lease = redis.call('HGET', LEASE, host)
-  local mine = lease and cmsgpack.unpack(lease)
-  if mine and mine[1] ~= token then mine = nil end
-  -- the URL: in the host's lease (mine) or pending by itself
-  local found = true
-  if url_fate == 'pending' then
-    if mine then
-      to_pending(host, mine)
-    else
-      found = redis.call('ZSCORE', PENDING, token) ~= false
-    end
-  elseif url_fate == 'done' or url_fate == 'recrawl' then
-    -- a URL no longer pending nor in the host's lease expired meanwhile and
-    -- went back to its queue: it is not scheduled a second time
-    local l, kind = nil, nil
-    if mine then
-      l, kind = mine, mine[5]
-    else
-      local held = redis.call('HGET', PEND, token)
-      if held then
-        l = cmsgpack.unpack(held)
-        kind = l[6]
-        redis.call('HDEL', PEND, token)
-        redis.call('ZREM', PENDING, token)
-      end
-    end
-    if l and url_fate == 'recrawl' and not (kind ~= 'r' and redis.call('ZSCORE', dues(host), l[4])) then
-      -- (a never-crawled URL fetched again by a retry while already scheduled
-      -- keeps the schedule it has)
-      schedule(host, l[4], now + due_ms, rpayload)
-      if new_bucket >= 0 then redis.call('HINCRBY', RBUCKETS, new_bucket, 1) end
-      if old_bucket >= 0 then redis.call('HINCRBY', RBUCKETS, old_bucket, -1) end
-    elseif l and url_fate == 'done' and old_bucket >= 0 then
-      redis.call('HINCRBY', RBUCKETS, old_bucket, -1)  -- left the schedule (gone)
-    end
-  elseif url_fate == 'return' then
-    local held = redis.call('HGET', PEND, token)
-    if mine then
-      requeue(host, mine, mine[5])
-    elseif held then
-      requeue_pending(token, held)
-    else
-      found = false
-    end
-  end
-  -- the host
-  if host_fate ~= '' and not mine then
-    found = false  -- our lease had expired; whoever holds it now keeps it
-  elseif host_fate ~= '' then
-    local polite, block = delay, 0
-    if host_fate == 'ok' then
-      redis.call('HDEL', FAILS, host)
-    elseif host_fate == 'fail' or host_fate == 'busy' then
-      local fails = redis.call('HINCRBY', FAILS, host, 1)
-      if host_fate == 'busy' and wait >= 0 then
-        block = wait
-      elseif host_fate == 'busy' or fails >= backoff_after then
-        local k = host_fate == 'busy' and fails or (fails - backoff_after + 1)
-        block = backoff_base * 2 ^ (k - 1)
-      end
-      if block > backoff_max then block = backoff_max end
-      if block > delay then delay = block end
-    end
-    unlease(host, delay)
-    note(host, host_fate, polite, block, wait)
-  end
-  if not found then stale = stale + 1 end
 end
 
--- 3. renew the leases of downloads still running; a lease no longer here
---    is reported lost.
+-- 3. renew
 local lost = {}
 n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
-  local host, token = ARGV[i], ARGV[i + 1]
+  if not renew(ARGV[i], ARGV[i + 1]) then lost[#lost + 1] = ARGV[i + 1] end
   i = i + 2
-  local lease = redis.call('HGET', LEASE, host)
-  if lease and cmsgpack.unpack(lease)[1] == token then
-    redis.call('ZADD', LEASES, 'XX', now + ttl, host)
-  elseif redis.call('ZSCORE', PENDING, token) then
-    redis.call('ZADD', PENDING, 'XX', now + ttl, token)
-  else
-    lost[#lost + 1] = token
-  end
 end
 
--- 4. lease: expired leases first go back (their worker died), then hosts whose
---    time has come move from heap to ready (a never-crawled URL queued) and to
---    rready (a recrawl due), then the best ones are leased, within the budget.
+-- 4. lease: paused, every worker finishes what it holds and is given nothing new
 local asked = tonumber(ARGV[i])
-local control = redis.call('HMGET', P .. 'control', 'pause', 'stop')
-local paused, stopped = tonumber(control[1] or 0), tonumber(control[2] or 0)
--- paused: every worker finishes what it holds and is given nothing new
-local want = paused > 0 and 0 or asked
-local out = {}
-local tokens, starved = 0, false
-if asked > 0 then
-  for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
-    local l = cmsgpack.unpack(redis.call('HGET', LEASE, host))
-    requeue(host, l, l[5])
-    unlease(host, 0)
-    expired = expired + 1
-  end
-  for _, token in ipairs(redis.call('ZRANGEBYSCORE', PENDING, '-inf', now, 'LIMIT', 0, 1000)) do
-    requeue_pending(token, redis.call('HGET', PEND, token))
-    expired = expired + 1
-  end
-  for _, host in ipairs(redis.call('ZRANGEBYSCORE', HEAP, '-inf', now, 'LIMIT', 0, 1000)) do
-    redis.call('ZREM', HEAP, host)
-    local head = redis.call('ZRANGE', queue(host), 0, 0, 'WITHSCORES')
-    if head[2] then redis.call('ZADD', READY, head[2], host) end
-    local due = redis.call('ZRANGE', dues(host), 0, 0, 'WITHSCORES')
-    if due[2] then
-      if tonumber(due[2]) <= now then
-        redis.call('ZADD', RREADY, due[2], host)
-        redis.call('ZREM', IDLE, host)  -- its politeness time has passed
-      elseif not head[2] then
-        redis.call('ZADD', HEAP, due[2], host)  -- woken early (a due time moved): wait on
-      end
-    end
-  end
-end
-if want > 0 then
-  -- The budget [WebFountain §4, constraint (1)]: a token bucket of the
-  -- crawl's fetches per second (this partition's part), refilled by the
-  -- server's clock, so that it is spent alike by one worker or many.
-  if budget > 0 then
-    local b = redis.call('HMGET', BUDGET, 't', 'at')
-    tokens = tonumber(b[1] or burst)
-    local at = tonumber(b[2] or now)
-    tokens = math.min(burst, tokens + math.max(0, now - at) * budget / 1000)
-  end
-  -- the best URL of the best ready host, one host after another: a
-  -- never-crawled URL from ready or a recrawl from rready, the kind whose
-  -- share of the leases so far is under its due (new_share), when both wait.
-  -- The lease is {token, score, payload, fingerprint, kind}.
-  while #out < 5 * want do
-    if budget > 0 and tokens < 1 then
-      starved = redis.call('ZCARD', READY) + redis.call('ZCARD', RREADY) > 0
-      break
-    end
-    local n_new, n_old = redis.call('ZCARD', READY), redis.call('ZCARD', RREADY)
-    if n_new + n_old == 0 then break end
-    local recrawl = n_new == 0
-    if n_new > 0 and n_old > 0 then
-      -- the shares of the recent leases (the budget hash's sn and so, both
-      -- halved past SHARE_WINDOW): counted since the crawl's start, a first
-      -- pass that took every lease gave the recrawls every contested lease
-      -- for as long again, while the never-crawled URLs waited
-      local counts = redis.call('HMGET', BUDGET, 'sn', 'so')
-      local ln, lr = tonumber(counts[1] or 0), tonumber(counts[2] or 0)
-      recrawl = ln >= new_share * (ln + lr + 1)
-    end
-    local top = redis.call('ZPOPMIN', recrawl and RREADY or READY)
-    local host = top[1]
-    redis.call('ZREM', recrawl and READY or RREADY, host)
-    local item
-    if recrawl then
-      item = redis.call('ZPOPMIN', dues(host))
-    else
-      item = redis.call('ZPOPMIN', queue(host))
-    end
-    if not recrawl and item[1] and tonumber(item[2]) >= SUSPECT
-        and redis.call('HEXISTS', TRAPPED, host) == 1 then
-      -- the best URL is a suspect, so all that is left are: drop them
-      local rest = redis.call('ZRANGE', queue(host), 0, -1)
-      rest[#rest + 1] = item[1]
-      for j = 1, #rest, 4000 do
-        redis.call('HDEL', payloads(host), unpack(rest, j, math.min(j + 3999, #rest)))
-      end
-      redis.call('DEL', queue(host))
-      suspects = suspects + #rest
-      queued_delta = queued_delta - #rest
-      item = {}
-      local due = redis.call('ZRANGE', dues(host), 0, 0, 'WITHSCORES')
-      if due[2] then offer_due(host, tonumber(due[2])) end
-    end
-    if item[1] then
-      local fp, score = item[1], item[2]
-      local payload = redis.call('HGET', payloads(host), fp)
-      redis.call('HDEL', payloads(host), fp)
-      local token = redis.call('HINCRBY', STATS, 'leased', 1) .. '@' .. now
-      local kind = 'n'
-      if recrawl then
-        kind = 'r'
-        scheduled_delta = scheduled_delta - 1
-        leased_recrawl = leased_recrawl + 1
-        redis.call('HINCRBY', STATS, 'leased_recrawl', 1)
-      else
-        queued_delta = queued_delta - 1
-        redis.call('HINCRBY', STATS, 'leased_new', 1)
-      end
-      redis.call('HINCRBY', BUDGET, recrawl and 'so' or 'sn', 1)
-      local window = redis.call('HMGET', BUDGET, 'sn', 'so')
-      local wn, wo = tonumber(window[1] or 0), tonumber(window[2] or 0)
-      if wn + wo > SHARE_WINDOW then
-        redis.call('HSET', BUDGET, 'sn', math.floor(wn / 2), 'so', math.floor(wo / 2))
-      end
-      redis.call('HSET', LEASE, host, cmsgpack.pack({token, score, payload, fp, kind}))
-      if max_pages > 0 then redis.call('HINCRBY', HOSTPAGES, host, 1) end
-      redis.call('ZADD', LEASES, now + ttl, host)
-      tokens = tokens - 1
-      out[#out + 1] = host
-      out[#out + 1] = token
-      out[#out + 1] = score
-      out[#out + 1] = payload
-      out[#out + 1] = kind
-    end
-  end
-  if budget > 0 then
-    redis.call('HSET', BUDGET, 't', tostring(tokens), 'at', now)
-    if starved then budget_waits = 1 end
-  end
-end
+local paused, stopped = crawl_control(P)
+local out = lease(asked, paused > 0 and 0 or asked)
 
-if expired > 0 then redis.call('HINCRBY', STATS, 'expired', expired) end
-if dups > 0 then redis.call('HINCRBY', STATS, 'duplicates', dups) end
-if added > 0 then redis.call('HINCRBY', STATS, 'enqueued', added) end
-if bumped > 0 then redis.call('HINCRBY', STATS, 'bumped', bumped) end
-local queued = tonumber(redis.call('HINCRBY', STATS, 'queued', queued_delta))
-local scheduled = tonumber(redis.call('HINCRBY', STATS, 'scheduled', scheduled_delta))
--- Entries put in a queue by anything but this script enter uncounted and
--- leave counted: the counters stay in range, and queued is exact again
--- whenever no host can hold a queued URL (none on the heap, ready or leased).
--- The emptiness test reads those structures, not the counter (frontier.py).
-if queued < 0 or (queued > 0 and redis.call('ZCARD', HEAP) + redis.call('ZCARD', READY)
-                  + redis.call('ZCARD', LEASES) == 0) then
-  queued = 0
-  redis.call('HSET', STATS, 'queued', 0)
-end
-if scheduled < 0 then
-  scheduled = 0
-  redis.call('HSET', STATS, 'scheduled', 0)
-end
-
-local next_ready = -1
-local first = redis.call('ZRANGE', HEAP, 0, 0, 'WITHSCORES')
-if first[2] then next_ready = tonumber(first[2]) end
-if redis.call('ZCARD', READY) + redis.call('ZCARD', RREADY) > 0 then next_ready = now end
-if starved then  -- ready hosts wait for the budget's next token
-  next_ready = now + math.ceil((1 - tokens) * 1000 / budget)
-end
-for _, held in ipairs({LEASES, PENDING}) do
-  local first_lease = redis.call('ZRANGE', held, 0, 0, 'WITHSCORES')
-  if first_lease[2] and (next_ready < 0 or tonumber(first_lease[2]) < next_ready) then
-    next_ready = tonumber(first_lease[2])  -- an expiry may free work then
-  end
-end
-
+local queued, scheduled, next_ready = tally()
 return {now, out, {'added', added, 'duplicates', dups, 'bumped', bumped, 'stale', stale,
                    'expired', expired, 'refused_host_queued', over_queued,
                    'refused_host_pages', over_pages, 'refused_suspects', suspects, 'next_ready_ms', next_ready,
