@@ -107,3 +107,29 @@ def test_never_crawled_urls_keep_their_share_after_a_first_pass(redis_url):
     # after the window's transition (its 100 leases), 20 % of the leases
     new = sum(not x.recrawl for x in leased[150:])
     assert 0.1 * 150 <= new <= 0.3 * 150, new
+
+
+def test_a_retry_queued_while_its_page_is_leased_keeps_one_queue_and_its_payload(redis_url):
+    """A retry (a forced enqueue) of a URL whose lease then ends as a recrawl:
+    the URL stays in its host's queue alone, with the retry's payload, and
+    the schedule counts it in no bucket; scheduled too, it would share one
+    payload with the queue, and the second lease would find none."""
+    r = redis.Redis.from_url(redis_url)
+    f = Frontier(r, Keyspace.open(r, "retry", 1))
+    url, host = "http://h.ex/a", "h.ex"
+    f.sync({0: Batch(enqueue=[f.entry(host, url, 0.0, b"first")])})
+    lease = f.sync({0: Batch(lease=1)})[0].leased[0]
+    # the download ends (the host goes back), the page is pending, and a retry
+    # of it is queued meanwhile
+    f.sync({0: Batch(release=[Release(host, lease.token, Host.OK, URL.PENDING, 0)])})
+    f.sync({0: Batch(enqueue=[f.entry(host, url, 0.0, b"retry", force=True)])})
+    f.sync({0: Batch(release=[Release(host, lease.token, Host.NONE, URL.RECRAWL, 0, -1, 0,
+                                      _payload("/a"), -1, 4)])})
+    ks = f.keyspace
+    assert r.zcard(ks.queue(0, host)) == 1
+    assert r.zcard(ks.recrawl_queue(0, host)) == 0
+    assert r.hgetall(ks.rate_buckets(0)) in ({}, {b"4": b"0"})
+    got = []
+    for _ in range(5):
+        got += f.sync({0: Batch(lease=1)})[0].leased
+    assert [(x.payload, x.recrawl) for x in got] == [(b"retry", False)]

@@ -144,7 +144,8 @@ end
 -- kind}; pending ones are {token, score, payload, fingerprint, host, kind}.
 local function requeue(host, l, kind)
   if kind == 'r' then
-    if not recrawl_has(host, l[4]) then
+    -- (not beside a retry of it queued meanwhile: one payload per fingerprint)
+    if not (recrawl_has(host, l[4]) or redis.call('ZSCORE', queue(host), l[4])) then
       schedule(host, l[4], tonumber(l[2]), l[3])
     end
     return
@@ -336,7 +337,12 @@ local function release(host, token, host_fate, url_fate, delay, wait, due_ms, rp
         redis.call('ZREM', PENDING, token)
       end
     end
-    if l and url_fate == 'recrawl' and not (kind ~= 'r' and recrawl_has(host, l[4])) then
+    if l and url_fate == 'recrawl' and redis.call('ZSCORE', queue(host), l[4]) then
+      -- a retry of the page is queued (a forced enqueue while it was leased):
+      -- that fetch is still to come and schedules the page when it ends; one
+      -- fingerprint in both queues would share one payload
+      rbuckets_move(old_bucket, -1)
+    elseif l and url_fate == 'recrawl' and not (kind ~= 'r' and recrawl_has(host, l[4])) then
       -- (a never-crawled URL fetched again by a retry while already scheduled
       -- keeps the schedule it has)
       schedule(host, l[4], now + due_ms, rpayload)
