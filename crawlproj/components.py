@@ -5,9 +5,12 @@ Redis guard that the frontier and the stores both report to, the stores'
 group commit, the book of each page's pending writes, the worker's id, and
 the frontier's parts that the middlewares ask (the lease check, the recent
 links, the robots.txt hand-back). Scrapy's components reach each other
-through the Crawler; this keeps them in one registry beside it, keyed by the
-Crawler weakly (a finished crawl's components go with it), instead of as
-attributes hung on the Crawler.
+through the Crawler; this keeps them in one registry per Crawler, in one
+attribute that only this module touches, instead of an attribute each. Not
+in a table keyed weakly by the Crawler: most components hold their crawler,
+and a weak-keyed table whose values hold their keys keeps every crawler and
+its components alive (tests/test_frontier_api.py); an attribute of the
+Crawler goes with it.
 
     component(crawler, StoreGuard)          built once (cls(crawler), or build(crawler))
     register(crawler, downloads)            put by its owner (the scheduler)
@@ -20,17 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TypeVar
-from weakref import WeakKeyDictionary
 
 T = TypeVar("T")
 
-_COMPONENTS: WeakKeyDictionary = WeakKeyDictionary()
+_ATTRIBUTE = "_crawlproj_components"
 
 
 def _of(crawler) -> dict[type, object]:
-    found = _COMPONENTS.get(crawler)
+    found = crawler.__dict__.get(_ATTRIBUTE)
     if found is None:
-        found = _COMPONENTS[crawler] = {}
+        found = crawler.__dict__[_ATTRIBUTE] = {}
     return found
 
 
@@ -58,5 +60,5 @@ def register(crawler, obj: T, cls: type[T] | None = None) -> T:
 
 def registered(crawler, cls: type[T]) -> T | None:
     """The crawler's cls if one was built or registered, else None."""
-    found = _COMPONENTS.get(crawler)
+    found = crawler.__dict__.get(_ATTRIBUTE)
     return None if found is None else found.get(cls)  # type: ignore[return-value]
