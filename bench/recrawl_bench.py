@@ -194,6 +194,7 @@ def states(sw, redis_url: str, crawl_id: str) -> list[dict]:
     Last-Modified was found unusable, visits and changes seen."""
     import redis as redis_lib
 
+    from crawlproj.frontier.frontier import Frontier
     from crawlproj.frontier.recrawl import scheduled_bucket, scheduled_states
     from crawlproj.recrawl.state import LM_UNUSABLE
     from crawlproj.redis.keyspace import Keyspace
@@ -201,7 +202,7 @@ def states(sw, redis_url: str, crawl_id: str) -> list[dict]:
     web = sw.web
     node_of = {web.url(v): v for v in range(web.n_nodes) if web.is_html(v)}
     rows = []
-    for url, st in scheduled_states(r, Keyspace.found(r, crawl_id)):
+    for url, st in scheduled_states(Frontier(r, Keyspace.found(r, crawl_id))):
         v = node_of.get(url)
         if v is not None:
             rows.append((web.true_rate(v), st))

@@ -76,7 +76,7 @@ def main() -> None:
             t0 = time.perf_counter()
             totals = f.rescore(score)
             t_rescore = time.perf_counter() - t0
-            queued = f.status()["queued"]
+            queued = f.status().queued
         finally:
             server.kill()
             server.wait()

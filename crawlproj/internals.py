@@ -37,7 +37,6 @@ NEEDS = (
     (f"{_ENGINE}.ExecutionEngine", "_slot", SET_BY_INIT),          # all engine hooks
     (f"{_ENGINE}._Slot", "nextcall", SET_BY_INIT),                 # wake
     (f"{_ENGINE}._Slot", "closing", SET_BY_INIT),                  # wake
-    (f"{_ENGINE}._Slot", "scheduler", SET_BY_INIT),                # scheduler() before 2.19
     ("scrapy.utils.reactor.CallLaterOnce", "schedule", ATTRIBUTE),  # wake
     (f"{_ENGINE}._Slot", "remove_request", ATTRIBUTE),             # on_request_done
     (f"{_ENGINE}._Slot", "close", ATTRIBUTE),                      # on_close_started
@@ -103,15 +102,6 @@ def _engine(crawler):
 
 def _slot(crawler):
     return getattr(_engine(crawler), "_slot", None)
-
-
-def scheduler(crawler):
-    """The crawl's scheduler, None before the engine has one: Scrapy 2.19's
-    public ExecutionEngine.scheduler, on 2.18 (which lacks it) the engine's slot's."""
-    engine = _engine(crawler)
-    if isinstance(getattr(type(engine), "scheduler", None), property):
-        return engine.scheduler
-    return getattr(_slot(crawler), "scheduler", None)
 
 
 def wake(crawler) -> None:

@@ -7,15 +7,16 @@ longer may find, when it goes on, requests in its engine whose leases the
 frontier has meanwhile given to another worker: fetching them would fetch a
 page twice and contact a host another worker now holds. Nearest to the
 downloader, after every other middleware (retries and redirects come back
-through the frontier with leases of their own), this asks the scheduler
-whether the request's lease is still this worker's, and drops it if not.
+through the frontier with leases of their own), this asks the frontier's
+Downloads (crawlproj.components) whether the request's lease is still this worker's, and drops it if not.
 """
 
 from __future__ import annotations
 
 from scrapy.exceptions import IgnoreRequest
 
-from crawlproj import internals
+from crawlproj.components import registered
+from crawlproj.frontier.downloads import Downloads
 
 
 class LeaseCheckMiddleware:
@@ -27,7 +28,7 @@ class LeaseCheckMiddleware:
         return cls(crawler)
 
     def process_request(self, request, spider=None):
-        may = getattr(internals.scheduler(self.crawler), "may_download", None)
-        if may is not None and not may(request):
+        downloads = registered(self.crawler, Downloads)  # None: another scheduler
+        if downloads is not None and not downloads.may_download(request):
             raise IgnoreRequest("frontier lease expired before the download started")
         return None

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from scrapy import Request
 
-from crawlproj import internals
+from crawlproj.components import registered
+from crawlproj.frontier.admission import Admission
 
 
 class RecentLinksMiddleware:
@@ -29,9 +30,10 @@ class RecentLinksMiddleware:
 
     def _filter(self):
         """A predicate that is True for a request to drop, or None."""
-        sent = getattr(internals.scheduler(self.crawler), "sent_lately", None)
-        if sent is None:
+        admission = registered(self.crawler, Admission)  # None: another scheduler
+        if admission is None or admission.sent is None:
             return None
+        sent = admission.sent_lately
         stats = self.crawler.stats
 
         def drop(x) -> bool:

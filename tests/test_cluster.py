@@ -135,7 +135,7 @@ def test_partitions_spread_over_nodes_and_each_script_is_atomic(cluster_url):
         rounds += 1
     assert sorted(x.payload.decode() for x in got) == sorted(urls)
     st = f.status()
-    assert (st["queued"], st["hosts_leased"]) == (0, 0)
+    assert (st.queued, st.hosts_leased) == (0, 0)
 
 
 def test_a_new_crawl_gets_a_few_partitions_per_primary_spread_evenly(cluster_url):

@@ -100,7 +100,7 @@ def test_expired_lease_returns_url(redis_url):
     time.sleep(0.35)
     (y,) = lease(f)  # the worker that held it is presumed dead
     assert y.payload == x.payload and y.token != x.token
-    assert f.status()["counters"]["expired"] == 1
+    assert f.status().counters["expired"] == 1
     # the late release of the old holder changes nothing
     r = release(f, [x])[0]
     assert r.stale == 1 and r.leases == 1
@@ -138,7 +138,7 @@ def test_host_released_at_download_end_url_pending_until_done(redis_url):
     assert r.pending == 0 and r.stale == 0
     release(f, [y])
     time.sleep(0.35)  # nothing pending is left to expire
-    assert lease(f) == [] and "expired" not in f.status()["counters"]
+    assert lease(f) == [] and "expired" not in f.status().counters
 
 
 def test_pending_url_of_dead_worker_returns_to_its_host(redis_url):
@@ -153,7 +153,7 @@ def test_pending_url_of_dead_worker_returns_to_its_host(redis_url):
     time.sleep(0.35)  # the worker died before its page was done
     (y,) = lease(f)
     assert y.payload == x.payload and y.token != x.token
-    assert f.status()["counters"]["expired"] == 1
+    assert f.status().counters["expired"] == 1
     r = release(f, [x], host=Host.NONE)[0]  # too late: changes nothing
     assert (r.pending, r.leases) == (0, 1)
 
@@ -167,7 +167,7 @@ def test_pending_url_returned_on_shutdown(redis_url):
     r = lease(f)
     assert r == []  # the host still waits out its politeness delay
     st = f.status()
-    assert (st["queued"], st["pages_pending"], st["hosts_waiting"]) == (2, 0, 1)
+    assert (st.queued, st.pages_pending, st.hosts_waiting) == (2, 0, 1)
 
 
 def test_backoff_blocks_failing_host(redis_url):
@@ -219,7 +219,7 @@ def test_racing_workers_enqueue_each_url_once(redis_url):
     for t in threads:
         t.join()
     assert sum(totals) == len(urls)
-    assert make(redis_url).status()["queued"] == len(urls)
+    assert make(redis_url).status().queued == len(urls)
 
 
 def test_admission_refuses_bad_urls(redis_url):
@@ -288,7 +288,7 @@ def test_rescore_of_ready_host_and_leased_member(redis_url):
     got = lease(f, 10)
     assert [(x.payload, x.score) for x in got] == [(b"http://b.ex/1", -5.0),
                                                    (b"http://a.ex/2", 50.0)]
-    assert f.status()["queued"] == 0
+    assert f.status().queued == 0
 
 
 def test_duplicate_links_bump_a_queued_url(redis_url):
@@ -313,7 +313,7 @@ def test_duplicate_links_bump_a_queued_url(redis_url):
     assert r.bumped == 0
     release(f, first)
     assert [(x.payload, x.score) for x in lease(f)] == [(b"http://a.ex/1", -1.0)]
-    assert f.status()["counters"]["bumped"] == 2
+    assert f.status().counters["bumped"] == 2
 
 
 def test_links_in_one_call_are_queued_once_and_bumped(redis_url):
@@ -357,7 +357,7 @@ def test_a_better_link_lowers_a_queued_urls_score_and_a_worse_one_leaves_it(redi
     assert (r.duplicates, r.bumped, r.queued) == (1, 0, 1)
     release(f, first)
     assert [(x.payload, x.score) for x in lease(f)] == [(b"http://a.ex/2 3", 3.0)]
-    assert f.status()["counters"]["bumped"] == 2
+    assert f.status().counters["bumped"] == 2
 
 
 def test_recent_urls_cache_is_least_recently_seen_first_out():

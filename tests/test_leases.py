@@ -193,14 +193,14 @@ def test_random_workers_lose_nothing_against_the_real_frontier(redis_url):
             sync(w)
         status = f.status()
         assert stale == 0 and done
-        assert (status["hosts_leased"], status["pages_pending"]) == (0, 0)
+        assert (status.hosts_leased, status.pages_pending) == (0, 0)
         # what is left in the frontier is exactly every URL whose page was not done
         left = []
         for _ in range(200):
             got = [x for r in f.sync({p: Batch(lease=1000) for p in range(2)}).values()
                    for x in r.leased]
             if not got:
-                if not f.status()["queued"]:
+                if not f.status().queued:
                     break
                 time.sleep(0.01)  # hosts still waiting out their politeness or backoff
             left += [x.payload for x in got]
@@ -249,12 +249,12 @@ def test_a_pages_lease_ends_only_once_its_stores_have_written_it(redis_url):
     for host in ("a.example", "b.example"):
         lease = book.next()
         request = Request(f"http://{host}/page")
-        scheduler._inflight[request] = lease
+        scheduler.downloads._inflight[request] = lease
         pages.append((request, lease))
     write = Deferred()
     PendingWrites.of(crawler).hold("http://a.example/page", write)
     for request, _ in pages:
-        scheduler._done(request)
+        scheduler.downloads._done(request)
     assert [book.holds(x) for _, x in pages] == [True, False]
     write.callback(None)
     assert [book.holds(x) for _, x in pages] == [False, False]

@@ -54,11 +54,11 @@ def test_a_stop_closes_the_workers_running_then_and_not_those_started_after(redi
     f = _frontier(r)
     running, late = [], []
     before = _sync(f, running)
-    before._control(f.sync({0: Batch()}))  # its first answer: it runs from here
+    before.control.answered(f.sync({0: Batch()}))  # its first answer: it runs from here
     control.control(r, f.keyspace, "stop")
     after = _sync(f, late)  # a worker starting as the stop is given
-    after._control(f.sync({0: Batch()}))
-    before._control(f.sync({0: Batch()}))
+    after.control.answered(f.sync({0: Batch()}))
+    before.control.answered(f.sync({0: Batch()}))
     assert running == [True] and late == []
     # the stop also ended nothing else: the crawl's URLs are all still queued
     assert f.sync({0: Batch()})[0].queued == 4

@@ -262,12 +262,12 @@ def served(r, crawl: str) -> str:
 
     _leased(r, crawl, "a.ex")
     beat = _beat(r, crawl, [(1000, 10)])
-    beat._tick_rates()
+    beat._meter.tick(beat.stats)
     for name in ("figures/attempts", "figures/status/200", "figures/outcome/200 OK",
                  "figures/type/text/html", "figures/errors/5xx"):
         beat.stats.set_value(name, 3 if name != "figures/errors/5xx" else 1)
     time.sleep(0.05)
-    beat._tick_rates()  # the worker's pages/s over its last interval
+    beat._meter.tick(beat.stats)  # the worker's pages/s over its last interval
     beat.answered(r.execute_command(*beat.command()))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(CrawlCollector(lambda: r))

@@ -298,7 +298,7 @@ def _fetched_daily(recrawl, wall0: float, server_dates, ages, versions):
         date = server_dates(i)
         fetch = Fetch(200, f'"v{versions[i]}"', formatdate(date - ages[i], usegmt=True),
                       formatdate(date, usegmt=True), bytes([versions[i] % 256]) * 8,
-                      wall0 + i * day / recrawl.scale)
+                      wall0 + i * day / recrawl.config.scale)
         request = Request(url, meta={HELD: record, OBSERVED: fetch})
         scheduled = recrawl.after(request, recrawl=record is not None)
         record = codec.decode(scheduled.payload, host="www.example.org").meta[STORED]

@@ -23,6 +23,7 @@ import pytest
 import redis
 
 from crawlproj.frontier import codec
+from crawlproj.frontier.frontier import Frontier
 from crawlproj.frontier.recrawl import Recrawl, scheduled_bucket, scheduled_states
 from crawlproj.recrawl.buckets import DAY, rate_of
 from crawlproj.recrawl.record import STORED, pack_payload
@@ -203,7 +204,7 @@ def test_recrawl_plan_shows_the_plan_in_force_of_a_live_crawl(redis_url, tmp_pat
             versions.setdefault(checks.url_of(rec), []).append(rec["v"])
     served: Counter = Counter()
     visits: Counter = Counter()
-    for url, st in scheduled_states(r, Keyspace.found(r, "rcplan")):
+    for url, st in scheduled_states(Frontier(r, Keyspace.found(r, "rcplan"))):
         if url not in versions:     # not an HTML page (an image): it never changes
             assert st.changes == 0
             visits[scheduled_bucket(st)] += st.fetches

@@ -595,7 +595,7 @@ def test_the_live_plans_clamped_intervals_spend_the_budget():
     for policy in ("optimal", "uniform", "adaptive"):
         rc = live_planner(policy)
         rc.set_plan(counts, 0)
-        spend = sum(n / rc.interval(k) for k, n in counts.items()) * rc.scale
+        spend = sum(n / rc.interval(k) for k, n in counts.items()) * rc.config.scale
         assert spend == pytest.approx(50.0, rel=0.01), policy
     rc = live_planner()
     rc.set_plan(counts, 0)
@@ -740,7 +740,7 @@ def test_a_bucket_webfountain_leaves_out_of_a_cycle_is_due_the_next():
     left_out = [k for k, f in zip(known, make_plan("webfountain", pop, budget, strategy=3).frequency)
                 if not f > 0]
     assert sum(counts[k] for k in left_out) > 0.1 * 2000
-    cycle = rc.period * rc.periods
-    assert rc.max_interval > 5 * cycle
+    cycle = rc.config.period * rc.config.periods
+    assert rc.config.max_interval > 5 * cycle
     assert all(rc.interval(k) == pytest.approx(cycle) for k in left_out)
     assert not any(rc.starved(k) for k in known)

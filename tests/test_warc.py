@@ -488,7 +488,9 @@ import json, sys, time
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 from twisted.internet import reactor
+from crawlproj.components import register
 from crawlproj.pipelines.warc import WarcPipeline
+from crawlproj.stores.common import WorkerId
 from crawlproj.stores.exchange import Exchange
 from crawlproj.stores.signals import exchange_recorded
 from settings import base
@@ -500,7 +502,7 @@ settings.update(CRAWL_ID="gather", WARC_DIR=sys.argv[1], PAGEMETA_ENABLED=False,
                 WARC_GATHER=float(sys.argv[2]), EXTENSIONS={}, DOWNLOADER_MIDDLEWARES={},
                 DOWNLOADER_MIDDLEWARES_BASE={}, CRAWL_DATA_DIR=sys.argv[1] + "/data")
 crawler = get_crawler(settings_dict=settings)
-crawler._crawlproj_worker_id = "h:1:gather"  # a scheduler's id
+register(crawler, WorkerId("h:1:gather"))  # a scheduler's id
 pipeline = WarcPipeline.from_crawler(crawler)
 if sys.argv[4] == "downloading":
     # a download that stays in flight: its transfer began and has not ended

@@ -55,7 +55,7 @@ class Command(ScrapyCommand):
         if opts.host is not None:
             print(json.dumps(story, indent=2) if opts.json else host_text(story))
             return
-        out = [Frontier(redis, keyspace).status() for keyspace in keyspaces]
+        out = [Frontier(redis, keyspace).status().as_dict() for keyspace in keyspaces]
         if opts.json:
             print(json.dumps(out, indent=2))
             return

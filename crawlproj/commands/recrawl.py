@@ -36,8 +36,7 @@ def live_plan(settings, crawl_id: str):
     """(Plan or None, pages not yet estimated, their per-page frequency,
     Recrawl, the estimate against the observed changes per bucket) of a
     running crawl, from Redis; CrawlprojError in one line."""
-    from types import SimpleNamespace
-
+    from crawlproj.frontier.frontier import Frontier
     from crawlproj.frontier.recrawl import Recrawl, observed_by_bucket, scheduled_states
     from crawlproj.redis.client import get_redis
     from crawlproj.redis.keyspace import Keyspace
@@ -49,9 +48,9 @@ def live_plan(settings, crawl_id: str):
     if not terms:
         raise CrawlprojError(f"crawl {crawl_id!r} has no recrawl plan: no worker of it ran "
                              "with RECRAWL_ENABLED")
-    recrawl = Recrawl.from_terms(terms, SimpleNamespace(redis=redis, keyspace=keyspace,
-                                                        new_share=0.0))
-    observed = observed_by_bucket(scheduled_states(redis, keyspace))
+    frontier = Frontier(redis, keyspace)
+    recrawl = Recrawl.from_terms(terms, frontier)
+    observed = observed_by_bucket(scheduled_states(frontier))
     return (*recrawl.plan_in_force(), recrawl, observed_json(observed))
 
 
@@ -198,16 +197,16 @@ class Command(ScrapyCommand):
             plot_plan(p, opts.png)
 
     def _print_live(self, opts, p, unknown, unknown_f, recrawl, observed) -> None:
-        head = {"crawl_id": opts.crawl_id, "policy": recrawl.policy,
-                "budget": recrawl.budget * recrawl.scale, "time_scale": recrawl.scale,
+        head = {"crawl_id": opts.crawl_id, "policy": recrawl.config.policy,
+                "budget": recrawl.config.budget * recrawl.config.scale, "time_scale": recrawl.config.scale,
                 "boost": recrawl.boost, "unestimated_pages": unknown,
                 "unestimated_fetches_per_day": unknown * unknown_f * DAY}
         if opts.json:
             doc = ({"buckets": []} if p is None else plan_json(p)) | head | {"observed": observed}
             print(json.dumps(doc, indent=1))
         else:
-            print(f"crawl {opts.crawl_id}: policy {recrawl.policy}, RECRAWL_BUDGET "
-                  f"{head['budget']:g} fetches/s, time scale {recrawl.scale:g} (days below are "
+            print(f"crawl {opts.crawl_id}: policy {recrawl.config.policy}, RECRAWL_BUDGET "
+                  f"{head['budget']:g} fetches/s, time scale {recrawl.config.scale:g} (days below are "
                   f"the crawl clock's), intervals / {recrawl.boost:.3g} to spend the budget; "
                   f"{unknown} pages not yet estimated, {head['unestimated_fetches_per_day']:.4g} "
                   "fetches/day")

@@ -16,7 +16,7 @@ from scrapy.crawler import Crawler
 from crawlproj.addon import CommandSettings, check_settings
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.admission import Refused, admit
-from crawlproj.frontier.frontier import Batch, Frontier
+from crawlproj.frontier.frontier import Frontier
 from crawlproj.frontier.urlfilter import URLFilter
 from crawlproj.prioritizers import load_prioritizer
 from crawlproj.redis.client import get_redis
@@ -60,7 +60,7 @@ class Command(ScrapyCommand):
             return
         for problem in problems:
             print(f"skipped {problem}", file=sys.stderr)
-        batches: dict[int, Batch] = {}
+        entries = []
         for url in urls:
             try:
                 p, entry = admit(frontier, prioritizer, Request(url, meta={"depth": 0}), None,
@@ -69,8 +69,7 @@ class Command(ScrapyCommand):
             except Refused as exc:
                 print(f"skipped {url}: {exc.message}", file=sys.stderr)
                 continue
-            batches.setdefault(p, Batch()).enqueue.append(entry)
-        results = frontier.sync(batches) if batches else {}
-        added = sum(r.added for r in results.values())
-        dups = sum(r.duplicates for r in results.values())
-        print(f"crawl {frontier.crawl_id}: {added} seed(s) added, {dups} already seen")
+            entries.append((p, entry))
+        put = frontier.put_urls(entries)
+        print(f"crawl {frontier.crawl_id}: {put.added} seed(s) added, "
+              f"{put.duplicates} already seen")

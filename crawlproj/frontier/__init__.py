@@ -2,22 +2,33 @@
 each host may next be contacted, and leases, shared by every worker in Redis.
 
 Here:
+    frontier.py    Frontier, the one typed interface to the frontier in Redis, in
+                   URLFrontier's terms (its docstring maps each call): the sync
+                   round trip (put URLs, get leases, release them with the host's
+                   next contact), counts, queues, one host's state, the recrawl
+                   schedule; nothing outside this package names a frontier key
     scheduler.py   FrontierScheduler, Scrapy's SCHEDULER on the shared frontier:
-                   a thin adapter between the engine and the parts below
+                   Scrapy's interface and the wiring of the parts below, which it
+                   registers as the crawler's components (crawlproj/components.py)
+    admission.py   Admission: the worker's side of a URL's entry (refusals, score,
+                   payload) and the URLs sent lately
     leases.py      the lease book: where each of this worker's leases is, and
                    what its end sends (no Scrapy, no Redis)
+    downloads.py   Downloads: a lease from the engine's pull to its end (the lease
+                   check, the downloader's signals, the page's end, robots.txt)
     politeness.py  a host's wait after a download, and how the download left it
     sync.py        the worker's one round trip at a time: what it says, which
-                   leases it asks for, when it looks again
-    frontier.py    the Redis side: one sync round trip per batch, per partition
+                   leases it asks for, when it looks again; the crawl's control
+    recrawl.py     continuous crawling: a page's next due time, the plan, re-plans
+    urlfilter.py   the user's URL filters
     lua/           frontier.lua (host states, back queues, leases, releases) and
                    sync.lua (the arguments, the sections in order): with the parts
                    of due/, monitor/, traps/ and recrawl/, the sync script (every
                    change to a partition, in one script call; frontier.py,
                    SYNC_PARTS, composes it); rescore.lua (the ranker's bulk
                    rewrite of queued priorities), revise.lua (scheduled pages a
-                   sitemap says changed)
-    admission.py   the worker's side of a URL's entry: refusals, score, payload
+                   sitemap says changed), queues.lua (many hosts' queue lengths
+                   in one call)
     codec.py       requests to and from msgpack payloads (never pickle)
 
 Elsewhere:

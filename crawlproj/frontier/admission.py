@@ -12,11 +12,17 @@ each rule is decided in this one place.
 
 from __future__ import annotations
 
+import logging
 import math
 
 from crawlproj.frontier import codec
+from crawlproj.frontier.urlfilter import URLFilter
+from crawlproj.prioritizers.basic import Prioritizer
+from crawlproj.traps import TrapGuard
 from crawlproj.traps.nearhost import SUSPECT, SUSPECT_META
 from crawlproj.urls import host_of, refusal
+
+logger = logging.getLogger(__name__)
 
 
 class RecentURLs:
@@ -96,3 +102,57 @@ def admit(frontier, prioritizer, request, spider, max_length: int, guard=None, u
                            first=first if first is None or math.isfinite(first) else None,
                            best=getattr(prioritizer, "BEST_LINK", False))
     return frontier.partition_of(host), entry
+
+
+class Admission:
+    """The worker's gate to the frontier: each request the engine enqueues
+    is admitted (admit) or refused with its reason logged and counted, and
+    the URLs sent lately are remembered (sent_lately, asked by
+    middlewares/recentlinks.py through crawlproj.components)."""
+
+    def __init__(self, frontier, prioritizer, stats, max_url_length: int, trap_guard=None,
+                 url_filter=None, recent: int = 0):
+        self.frontier = frontier
+        self.prioritizer = prioritizer
+        self.stats = stats
+        self.max_url_length = max_url_length
+        self.trap_guard = trap_guard  # crawlproj.traps.TrapGuard, or None
+        self.url_filter = url_filter  # urlfilter.URLFilter, or None: no filter set
+        # The URLs this worker sent lately; none when duplicates must arrive
+        # (a prioritizer that bumps, or whose estimate is its best link's).
+        bumps = getattr(type(prioritizer), "bump", Prioritizer.bump) is not Prioritizer.bump \
+            or getattr(prioritizer, "BEST_LINK", False)
+        self.sent = RecentURLs(recent) if recent > 0 and not bumps else None
+
+    @classmethod
+    def from_settings(cls, settings, frontier, prioritizer, stats) -> Admission:
+        return cls(frontier, prioritizer, stats, settings.getint("FRONTIER_MAX_URL_LENGTH"),
+                   TrapGuard.from_settings(settings), URLFilter.from_settings(settings),
+                   settings.getint("DUE_CACHE_SIZE"))
+
+    def admit(self, request, spider):
+        """(partition, enqueue entry) for request, or None: refused, and
+        said so (the log, the stats)."""
+        try:
+            p, entry = admit(self.frontier, self.prioritizer, request, spider,
+                             self.max_url_length, self.trap_guard, self.url_filter)
+        except Filtered as exc:
+            self.url_filter.log(exc.reason, request.url, exc.message)
+            self.stats.inc_value(f"{exc.stat}/{exc.reason}")
+            return None
+        except Trap as exc:
+            self.trap_guard.log(host_of(request.url), exc.reason, request.url, exc.message)
+            self.stats.inc_value(f"{exc.stat}/{exc.reason}")
+            return None
+        except Refused as exc:
+            logger.warning("Frontier refused %s: %s", request.url[:200], exc.message)
+            self.stats.inc_value(f"{exc.stat}/{exc.reason}")
+            return None
+        if self.sent is not None and not request.dont_filter:
+            self.sent.seen(request.url)
+        return p, entry
+
+    def sent_lately(self, url: str) -> bool:
+        """Did this worker send this exact URL to the frontier lately? Then
+        another link to it changes nothing (middlewares/recentlinks.py)."""
+        return self.sent is not None and url in self.sent

@@ -6,13 +6,36 @@ network round trip carries a batch of pages' links, the releases of the hosts
 those pages came from, lease renewals and the next leases.
 
 The keys, their partitions and hash tags are crawlproj.redis.keyspace's (the layout
-is listed there; lua/sync.lua says what each key holds).
+is listed there; lua/sync.lua says what each key holds). Frontier is the one
+way to them: the scheduler, the middlewares, the monitor and the commands ask
+it, and nothing outside this package names a frontier key.
+
+Frontier's calls, in the terms of URLFrontier's service API
+(crawler-commons/url-frontier, urlfrontier.proto):
+
+    Frontier                  URLFrontier      what it does here
+    sync(Batch.enqueue)       PutURLs          new URLs: DUE test, host back queues
+    put_urls(entries)         PutURLs          the same, alone (`scrapy seed`)
+    sync(Batch.lease)         GetURLs          a host's lease with its best URL (Leased)
+    sync(Batch.release)       PutURLs(known)   a lease's end: the URL done, due again
+                                               or returned, its host's next contact
+    Release.delay_ms          SetDelay         a host's politeness wait, per release
+    Release.wait_ms (BUSY)    BlockQueueUntil  a host blocked until its Retry-After
+    status(), counters()      GetStats         counts over all partitions
+    list_queues()             ListQueues       hosts with work, failures or a record
+    host(name)                (GetStats of one queue) one host's state and counts
+    queued_urls(host, n)      (GetURLs, peeking) a host's next URLs, not leased
+    rescore(score)            (PutURLs, known) every queued URL's score rewritten
+    revise(host, pages)       (PutURLs, known) scheduled pages known to have changed
+    scheduled(host, fps)      (none)           scheduled pages' payloads and due times
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
 from typing import NamedTuple
 
 import msgpack
@@ -39,6 +62,9 @@ SYNC_PARTS = (
 SYNC_LUA = "".join(lua_script(package, name) for package, name in SYNC_PARTS)
 RESCORE_LUA = lua_script("crawlproj.frontier", "rescore.lua")
 REVISE_LUA = lua_script("crawlproj.frontier", "revise.lua")
+QUEUES_LUA = lua_script("crawlproj.frontier", "queues.lua")
+# Host queues whose lengths one queues.lua call reads.
+QUEUES_PER_CALL = 5000
 
 
 class CrawlMismatch(CrawlprojError):
@@ -126,9 +152,10 @@ class Batch:
         # C call and the server one unpack, where eight arguments per link
         # would be packed and parsed one by one (bench/args_bench.py;
         # docs/benchmarks.md).
-        out = [frontier.lease_ttl_ms, frontier.backoff_base_ms, frontier.backoff_max_ms,
-               frontier.backoff_after, frontier.host_max_queued, frontier.host_max_pages,
-               repr(frontier.budget_per_partition), repr(frontier.budget_burst),
+        t = frontier.limits
+        out = [t.lease_ttl_ms, t.backoff_base_ms, t.backoff_max_ms, t.backoff_after,
+               t.host_max_queued, t.host_max_pages,
+               repr(t.budget_per_partition), repr(t.budget_burst),
                repr(frontier.new_share),
                msgpack.packb([x for e in self.enqueue for x in e], use_bin_type=False)
                if self.enqueue else ""]
@@ -185,6 +212,103 @@ class Result:
     lost: list = field(default_factory=list)  # tokens whose renewal found no lease
 
 
+@dataclass
+class Status:
+    """The frontier's counts over all partitions (Frontier.status)."""
+
+    crawl_id: str
+    partitions: int
+    queued: int
+    hosts_ready: int
+    hosts_waiting: int
+    hosts_leased: int
+    pages_pending: int
+    recrawls_scheduled: int
+    oldest_lease_age_s: float | None
+    counters: dict[str, int]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Queue:
+    """One host's queue as ListQueues finds it (Frontier.list_queues)."""
+
+    host: str
+    partition: int
+    state: str                  # waiting, ready, leased or idle
+    until_ms: int | None        # waiting: its next-contact time; leased: the lease's deadline
+    fails: int = 0              # failures in a row (errors, 429/503)
+    record: bytes | None = None  # sync.lua's record of the host (msgpack), if any
+
+
+class HostTimes(NamedTuple):
+    """A host's next-contact time (on the heap), lease deadline and record."""
+
+    next_contact_ms: int | None
+    lease_deadline_ms: int | None
+    record: bytes | None
+
+
+@dataclass
+class HostView:
+    """Everything the frontier holds of one host (Frontier.host)."""
+
+    host: str
+    partition: int
+    next_contact_ms: int | None    # on the heap, waiting
+    ready: bool                    # its turn has come (new URLs)
+    recrawl_ready: bool            # a recrawl is due, politeness allowing
+    lease_deadline_ms: int | None  # leased
+    idle_until_ms: int | None      # no URL queued: may next be contacted then
+    fails: int | None              # failures in a row; None: none recorded
+    record: bytes | None           # sync.lua's record of the host (msgpack)
+    queued: int                    # URLs in its back queue
+    scheduled: int                 # URLs in its recrawl queue
+    pages_leased: int | None       # the trap guard's page count; None: none
+    trapped: int | None            # the trap guard found it trapped (traps/nearhost.py)
+
+    def known(self) -> bool:
+        """Does the frontier hold anything of this host?"""
+        return bool(self.queued or self.scheduled or self.ready or self.recrawl_ready) \
+            or any(x is not None for x in (
+                self.next_contact_ms, self.lease_deadline_ms, self.idle_until_ms, self.fails,
+                self.record, self.pages_leased, self.trapped))
+
+
+class Overview(NamedTuple):
+    """Host counts over all partitions and a sample of hosts with work
+    (Frontier.overview); due: hosts on the heap whose time has come."""
+
+    waiting: int
+    due: int
+    ready: int
+    leased: int
+    pending: int
+    backed_off: int
+    sample: list         # (partition, host): ready, waiting
+    leased_sample: list  # (partition, host): leased
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The frontier's settings that every sync sends (milliseconds, counts)."""
+
+    lease_ttl_ms: int
+    backoff_base_ms: int
+    backoff_max_ms: int
+    backoff_after: int
+    # the trap guard's per-host budgets, counted here for the whole crawl
+    host_max_queued: int
+    host_max_pages: int
+    # the recrawl budget (fetches per second, whole crawl; 0 = none): each
+    # partition spends its share through its own token bucket, a second's
+    # worth deep (at least one fetch)
+    budget_per_partition: float
+    budget_burst: float
+
+
 class Frontier:
     """One crawl's frontier on one Redis server or cluster."""
 
@@ -195,27 +319,39 @@ class Frontier:
                  budget: float = 0.0, new_share: float = 0.0):
         self.redis = redis
         self.keyspace = keyspace
-        self.crawl_id = keyspace.crawl_id
-        self.partitions = keyspace.partitions
-        self.partition_of = keyspace.partition_of
-        self.prefix = keyspace.prefix
-        self.lease_ttl_ms = int(lease_ttl * 1000)
-        self.backoff_base_ms = int(backoff_base * 1000)
-        self.backoff_max_ms = int(backoff_max * 1000)
-        self.backoff_after = int(backoff_after)
-        # the trap guard's per-host budgets, counted here for the whole crawl
-        self.host_max_queued = int(host_max_queued)
-        self.host_max_pages = int(host_max_pages)
-        # the recrawl budget (fetches per second, whole crawl; 0 = none): each
-        # partition spends its share through its own token bucket, a second's
-        # worth deep (at least one fetch)
-        self.budget_per_partition = float(budget) / self.partitions
-        self.budget_burst = max(1.0, self.budget_per_partition)
+        share = float(budget) / keyspace.partitions
+        self.limits = Limits(int(lease_ttl * 1000), int(backoff_base * 1000),
+                             int(backoff_max * 1000), int(backoff_after), int(host_max_queued),
+                             int(host_max_pages), share, max(1.0, share))
+        # never-crawled URLs' share of the recrawl budget; the webfountain
+        # policy revises it at each plan (recrawl.py)
         self.new_share = float(new_share)
         # the URL-seen test [Mercator §3.2], in the same partitions (docs/due.md)
         self.due = URLSeen(redis, keyspace, due)
         self._sha = None
         self._shas: dict[str, str] = {}  # script text -> its SHA1 on the server
+
+    @property
+    def crawl_id(self) -> str:
+        return self.keyspace.crawl_id
+
+    @property
+    def partitions(self) -> int:
+        return self.keyspace.partitions
+
+    @property
+    def lease_ttl_ms(self) -> int:
+        return self.limits.lease_ttl_ms
+
+    @lease_ttl_ms.setter
+    def lease_ttl_ms(self, ms: int) -> None:
+        self.limits = replace(self.limits, lease_ttl_ms=int(ms))
+
+    def partition_of(self, host: str) -> int:
+        return self.keyspace.partition_of(host)
+
+    def prefix(self, partition: int) -> str:
+        return self.keyspace.prefix(partition)
 
     @classmethod
     def from_settings(cls, settings, redis):
@@ -385,8 +521,9 @@ class Frontier:
 
     # -- operator views ---------------------------------------------------
 
-    def status(self) -> dict:
-        """Counts over all partitions, for `scrapy frontier` and stats."""
+    def status(self) -> Status:
+        """Counts over all partitions, for `scrapy frontier` and stats
+        (URLFrontier's GetStats; it syncs every partition, leasing nothing)."""
         results = self.sync({p: Batch() for p in range(self.partitions)})
         pipe = self.redis.pipeline(transaction=False)
         for p in range(self.partitions):
@@ -408,19 +545,19 @@ class Frontier:
         ready = sum(r.ready for r in results.values())
         waiting = sum(r.heap for r in results.values())
         # a host on the heap whose time has passed is ready too
-        return {
-            "crawl_id": self.crawl_id,
-            "partitions": self.partitions,
-            "queued": sum(r.queued for r in results.values()),
-            "hosts_ready": ready,
-            "hosts_waiting": waiting,
-            "hosts_leased": sum(r.leases for r in results.values()),
-            "pages_pending": sum(r.pending for r in results.values()),
-            "recrawls_scheduled": sum(r.scheduled for r in results.values()),
-            "oldest_lease_age_s": None if oldest is None
+        return Status(
+            crawl_id=self.crawl_id,
+            partitions=self.partitions,
+            queued=sum(r.queued for r in results.values()),
+            hosts_ready=ready,
+            hosts_waiting=waiting,
+            hosts_leased=sum(r.leases for r in results.values()),
+            pages_pending=sum(r.pending for r in results.values()),
+            recrawls_scheduled=sum(r.scheduled for r in results.values()),
+            oldest_lease_age_s=None if oldest is None
             else max(0.0, (now - (oldest - self.lease_ttl_ms)) / 1000.0),
-            "counters": totals,
-        }
+            counters=totals,
+        )
 
     def counters(self) -> dict:
         """The partitions' counters summed (queued, enqueued, leased, ...) and
@@ -447,3 +584,225 @@ class Frontier:
         frontier's script would put off (lua/sync.lua)."""
         return all(r.heap == 0 and r.ready == 0 and r.rready == 0 and r.leases == 0
                    and r.pending == 0 and r.scheduled == 0 for r in results.values())
+
+    # -- the frontier's hosts, read only (ListQueues and the like) ----------
+
+    def now_ms(self) -> int:
+        """The server's clock, in ms."""
+        t = self.redis.time()
+        return int(t[0]) * 1000 + int(t[1]) // 1000
+
+    def list_queues(self, limit: int) -> dict[str, Queue]:
+        """host -> its Queue, for the hosts with work, failures or a record:
+        at most limit of each state and of the records per partition (the
+        heap's longest waits and the ready set's best first)."""
+        ks = self.keyspace
+        pipe = self.redis.pipeline(transaction=False)
+        for p in range(self.partitions):
+            pipe.zrange(ks.heap(p), 0, limit - 1, desc=True, withscores=True)
+            pipe.zrange(ks.ready(p), 0, limit - 1)
+            pipe.zrange(ks.recrawl_ready(p), 0, limit - 1)
+            pipe.zrange(ks.leases(p), 0, limit - 1, withscores=True)
+            pipe.hscan(ks.fails(p), 0, count=limit)
+        replies = pipe.execute()
+        out: dict[str, Queue] = {}
+        for p in range(self.partitions):
+            heap, ready, rready, leases, (_, fails) = replies[5 * p:5 * p + 5]
+            for h, score in heap:
+                out[h.decode()] = Queue(h.decode(), p, "waiting", int(score))
+            for h in ready + rready:
+                out[h.decode()] = Queue(h.decode(), p, "ready", None)
+            for h, score in leases:
+                out[h.decode()] = Queue(h.decode(), p, "leased", int(score))
+            for h, n in fails.items():
+                q = out.get(h.decode())
+                if q is None:
+                    q = out[h.decode()] = Queue(h.decode(), p, "idle", None)
+                q.fails = int(n)
+        # every host's record, and so the hosts done with (idle): pages fetched, errors
+        for p in range(self.partitions):
+            key = ks.host_records(p)
+            if self.redis.hlen(key) <= limit:
+                records = self.redis.hgetall(key).items()
+            else:
+                records = itertools.islice(self.redis.hscan_iter(key, count=1000), limit)
+            for h, raw in records:
+                q = out.get(h.decode())
+                if q is None:
+                    q = out[h.decode()] = Queue(h.decode(), p, "idle", None)
+                q.record = raw
+        return out
+
+    def queue_lengths(self, partition: int, hosts: list[str]) -> list[int]:
+        """The back queue length of each host of one partition: a script call
+        per QUEUES_PER_CALL hosts, where a command each would cost the client
+        more than the server (bench/operator_bench.py)."""
+        out: list[int] = []
+        for i in range(0, len(hosts), QUEUES_PER_CALL):
+            keys = [self.keyspace.queue(partition, h) for h in hosts[i:i + QUEUES_PER_CALL]]
+            out += [int(n) for n in self.redis.execute_command("EVAL", QUEUES_LUA, len(keys),
+                                                                *keys)]
+        return out
+
+    def queue_sizes(self, hosts: list[tuple[int, str]]) -> list[int]:
+        """The back queue length of each (partition, host), in one pipeline."""
+        pipe = self.redis.pipeline(transaction=False)
+        for p, h in hosts:
+            pipe.zcard(self.keyspace.queue(p, h))
+        return pipe.execute() if hosts else []
+
+    def host(self, host: str) -> HostView:
+        """What the frontier holds of host (its key, crawlproj.urls.host_of),
+        in one round trip."""
+        ks, p, h = self.keyspace, self.partition_of(host), host
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.zscore(ks.heap(p), h)
+        pipe.zscore(ks.ready(p), h)
+        pipe.zscore(ks.recrawl_ready(p), h)
+        pipe.zscore(ks.leases(p), h)
+        pipe.zscore(ks.idle(p), h)
+        pipe.hget(ks.fails(p), h)
+        pipe.hget(ks.host_records(p), h)
+        pipe.zcard(ks.queue(p, h))
+        pipe.zcard(ks.recrawl_queue(p, h))
+        pipe.hget(ks.host_pages(p), h)
+        pipe.hget(ks.trapped(p), h)
+        heap, ready, rready, lease, idle, fails, rec, queued, scheduled, pages, trapped = \
+            pipe.execute()
+
+        def ms(score):
+            return None if score is None else int(score)
+
+        def count(value):
+            return None if value is None else int(value)
+
+        return HostView(h, p, ms(heap), ready is not None, rready is not None, ms(lease),
+                        ms(idle), count(fails), rec, int(queued), int(scheduled), count(pages),
+                        count(trapped))
+
+    def queued_urls(self, host: str, n: int) -> list[bytes]:
+        """The payloads of host's next n queued URLs, best first, not leased
+        (a URL leased meanwhile is left out)."""
+        ks, p = self.keyspace, self.partition_of(host)
+        head = self.redis.zrange(ks.queue(p, host), 0, n - 1)
+        if not head:
+            return []
+        return [x for x in self.redis.hmget(ks.payloads(p, host), head) if x is not None]
+
+    def host_times(self, hosts: list[tuple[int, str]]) -> list[HostTimes]:
+        """Each (partition, host)'s next-contact time, lease deadline and record."""
+        ks = self.keyspace
+        pipe = self.redis.pipeline(transaction=False)
+        for p, h in hosts:
+            pipe.zscore(ks.heap(p), h)
+            pipe.zscore(ks.leases(p), h)
+            pipe.hget(ks.host_records(p), h)
+        replies = pipe.execute() if hosts else []
+        return [HostTimes(None if heap is None else int(heap),
+                          None if lease is None else int(lease), rec)
+                for heap, lease, rec in zip(replies[::3], replies[1::3], replies[2::3])]
+
+    def overview(self, now_ms: int, sample: int) -> Overview:
+        """Host counts over all partitions, and up to sample hosts with work
+        of each partition: half ready and waiting, half leased."""
+        ks, half = self.keyspace, sample // 2
+        pipe = self.redis.pipeline(transaction=False)
+        for p in range(self.partitions):
+            pipe.zcard(ks.heap(p))
+            pipe.zcount(ks.heap(p), "-inf", now_ms)
+            pipe.zcard(ks.ready(p))
+            pipe.zcard(ks.leases(p))
+            pipe.zcard(ks.pending(p))
+            pipe.hlen(ks.fails(p))
+            pipe.zrange(ks.ready(p), 0, half - 1)
+            pipe.zrange(ks.heap(p), 0, half - 1)
+            pipe.zrange(ks.leases(p), 0, half - 1)
+        replies = pipe.execute()
+        parts = [replies[9 * p:9 * p + 9] for p in range(self.partitions)]
+        counts = [sum(part[i] for part in parts) for i in range(6)]
+        sample = [(p, x.decode()) for p, part in enumerate(parts) for x in part[6] + part[7]]
+        leased = [(p, x.decode()) for p, part in enumerate(parts) for x in part[8]]
+        return Overview(*counts, sample, leased)
+
+    def pages_leased(self, limit: int) -> list[int] | None:
+        """URLs leased per host so far (the trap guard's page budget counts
+        them), every host's; None when a partition holds more than limit hosts."""
+        values: list[int] = []
+        for p in range(self.partitions):
+            key = self.keyspace.host_pages(p)
+            if self.redis.hlen(key) > limit:
+                return None
+            values += [int(v) for v in self.redis.hvals(key)]
+        return values
+
+    def put_urls(self, entries: list[tuple[int, tuple]]) -> Result:
+        """Add (partition, entry()) URLs in one round trip, leasing nothing:
+        the counts of every partition's answer summed (added, duplicates)."""
+        batches: dict[int, Batch] = {}
+        for p, entry in entries:
+            batches.setdefault(p, Batch()).enqueue.append(entry)
+        results = self.sync(batches) if batches else {}
+        return Result(max((r.now_ms for r in results.values()), default=0), [],
+                      added=sum(r.added for r in results.values()),
+                      duplicates=sum(r.duplicates for r in results.values()))
+
+    # -- the recrawl schedule, read only (recrawl.py, crawlproj/sitemaps) ---
+
+    def scheduled(self, host: str, fingerprints: list[str]) -> list[tuple]:
+        """(payload, due ms) of each of host's pages given by fingerprint in
+        its recrawl queue; (None, None) for one not scheduled (never crawled,
+        or leased now)."""
+        if not fingerprints:
+            return []
+        ks, p = self.keyspace, self.partition_of(host)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hmget(ks.payloads(p, host), fingerprints)
+        pipe.zmscore(ks.recrawl_queue(p, host), fingerprints)
+        payloads, dues = pipe.execute()
+        return [(payload if due is not None else None, due if payload is not None else None)
+                for payload, due in zip(payloads, dues)]
+
+    def scheduled_payloads(self, batch: int = 500) -> Iterator[tuple[str, bytes]]:
+        """(host, payload) of every page in the crawl's recrawl schedule (a
+        scan: for a command or a benchmark, not a worker's loop)."""
+        ks = self.keyspace
+        for p in range(self.partitions):
+            for key in self.redis.scan_iter(match=ks.recrawl_queues_pattern(p), count=1000):
+                host = key.decode().rsplit("d:", 1)[1]
+                fps = self.redis.zrange(key, 0, -1)
+                for i in range(0, len(fps), batch):
+                    for payload in self.redis.hmget(ks.payloads(p, host), fps[i:i + batch]):
+                        if payload is not None:     # leased meanwhile
+                            yield host, payload
+
+    def schedule_population(self) -> tuple[dict[int, int], int]:
+        """(pages in the recrawl schedule per change-rate bucket, URLs never
+        crawled) of the whole crawl."""
+        ks = self.keyspace
+        pipe = self.redis.pipeline(transaction=False)
+        for p in range(self.partitions):
+            pipe.hgetall(ks.rate_buckets(p))
+            pipe.hget(ks.stats(p), "queued")
+        replies = pipe.execute()
+        counts: dict[int, int] = {}
+        new = 0
+        for i in range(self.partitions):
+            for k, v in replies[2 * i].items():
+                if int(v) > 0:
+                    counts[int(k)] = counts.get(int(k), 0) + int(v)
+            new += int(replies[2 * i + 1] or 0)
+        return counts, max(0, new)
+
+    def recrawl_progress(self) -> tuple[int, float]:
+        """(leases of the whole crawl so far, wall seconds the longest-waiting
+        host with a recrawl due has waited for a lease: 0 when none waits)."""
+        ks = self.keyspace
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.time()
+        for p in range(self.partitions):
+            pipe.hget(ks.stats(p), "leased")
+            pipe.zrange(ks.recrawl_ready(p), 0, 0, withscores=True)
+        replies = pipe.execute()
+        now_ms = replies[0][0] * 1000 + replies[0][1] / 1000
+        oldest = min((r[0][1] for r in replies[2::2] if r), default=now_ms)
+        return sum(int(x or 0) for x in replies[1::2]), max(0.0, now_ms - oldest) / 1000

@@ -39,10 +39,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scrapy import Request
+from twisted.internet import task, threads
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier import codec
@@ -101,25 +102,17 @@ class RecrawlSettingsError(CrawlprojError):
     pass
 
 
-def scheduled_states(redis, keyspace, batch: int = 500):
+def scheduled_states(frontier, batch: int = 500):
     """(URL, RecrawlState) of every page in the crawl's recrawl schedule,
     read from the payloads its recrawl queues name (a scan: for a command or
-    a benchmark, not a worker's loop)."""
-    for p in range(keyspace.partitions):
-        for key in redis.scan_iter(match=keyspace.recrawl_queues_pattern(p), count=1000):
-            host = key.decode().rsplit("d:", 1)[1]
-            fps = redis.zrange(key, 0, -1)
-            for i in range(0, len(fps), batch):
-                chunk = fps[i:i + batch]
-                for payload in redis.hmget(keyspace.payloads(p, host), chunk):
-                    if payload is None:     # leased meanwhile
-                        continue
-                    try:
-                        request = codec.decode(payload, host=host)
-                        state = RecrawlState.unpack(request.meta[STORED][0])
-                    except (codec.BadPayload, KeyError, ValueError, TypeError):
-                        continue
-                    yield request.url, state
+    a benchmark, not a worker's loop); frontier: the crawl's Frontier."""
+    for host, payload in frontier.scheduled_payloads(batch):
+        try:
+            request = codec.decode(payload, host=host)
+            state = RecrawlState.unpack(request.meta[STORED][0])
+        except (codec.BadPayload, KeyError, ValueError, TypeError):
+            continue
+        yield request.url, state
 
 
 def live_bucket(state: RecrawlState) -> int:
@@ -196,6 +189,27 @@ def check_settings(settings) -> None:
                                    f"{settings.get('RECRAWL_WEBFOUNTAIN_STRATEGY')!r}")
 
 
+@dataclass(frozen=True)
+class RecrawlConfig:
+    """RECRAWL_* as a Recrawl uses them (budget in fetches per crawl-second)."""
+
+    policy: str
+    budget: float
+    new_share: float
+    scale: float
+    min_interval: float
+    max_interval: float
+    strategy: int
+    period: float
+    periods: int
+    change: float | None            # resemblance threshold; None: the digest
+    # a sitemap is read for what it says of its pages, not kept fresh for
+    # its own sake: fetched again on a schedule of its own, outside the
+    # plan's population (crawlproj/sitemaps/lastmod.py)
+    sitemap_refresh: float
+    plan_interval: float            # seconds between plans (a worker's re-plan loop)
+
+
 class Recrawl:
     """The plan in force and each page's next due time."""
 
@@ -203,19 +217,12 @@ class Recrawl:
                  scale: float = 1.0, min_interval: float = 60.0,
                  max_interval: float = 90 * buckets.DAY, strategy: int = 1,
                  period: float = buckets.DAY, periods: int = 14,
-                 change: float | None = None, sitemap_refresh: float = buckets.DAY):
+                 change: float | None = None, sitemap_refresh: float = buckets.DAY,
+                 plan_interval: float = 60.0):
         self.frontier = frontier
-        # a sitemap is read for what it says of its pages, not kept fresh for
-        # its own sake: fetched again on a schedule of its own, outside the
-        # plan's population (crawlproj/sitemaps/lastmod.py)
-        self.sitemap_refresh = sitemap_refresh
-        self.change = change                  # resemblance threshold; None: the digest
-        self.policy = policy
-        self.budget = budget / scale          # fetches per crawl-second
-        self.new_share = new_share
-        self.scale = scale
-        self.min_interval, self.max_interval = min_interval, max_interval
-        self.strategy, self.period, self.periods = strategy, period, periods
+        self.config = RecrawlConfig(policy, budget / scale, new_share, scale, min_interval,
+                                    max_interval, strategy, period, periods, change,
+                                    sitemap_refresh, plan_interval)
         self.pages = 0                       # in the schedule, at the last plan
         # Feedback on the spend: the plan's intervals are divided by boost,
         # raised while the crawl spends less than the budget (intervals the
@@ -231,6 +238,7 @@ class Recrawl:
         # schedule has grown by that much since its population was read
         self._firsts = 0
         self._known = 0                      # pages scheduled and never crawled, at the last plan
+        self._loop = None                    # the re-plan's LoopingCall, in a worker
 
     @classmethod
     def from_settings(cls, settings, frontier) -> Recrawl | None:
@@ -245,43 +253,33 @@ class Recrawl:
                    settings.getfloat("RECRAWL_WEBFOUNTAIN_PERIOD"),
                    settings.getint("RECRAWL_WEBFOUNTAIN_PERIODS"),
                    change_threshold(settings.get("RECRAWL_CHANGE")),
-                   settings.getfloat("SITEMAP_REFRESH"))
+                   settings.getfloat("SITEMAP_REFRESH"),
+                   settings.getfloat("RECRAWL_PLAN_INTERVAL"))
+
+    # -- the re-plan loop (a worker's) --------------------------------------
+
+    def start(self) -> None:
+        """Plan now, and again every RECRAWL_PLAN_INTERVAL seconds."""
+        self._loop = task.LoopingCall(self._replan)
+        self._loop.start(self.config.plan_interval, now=True)
+        logger.info("Continuous crawl: policy %s, budget %g fetches/s", self.config.policy,
+                    self.config.budget * self.config.scale)
+
+    def stop(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+
+    def _replan(self):
+        """The recrawl plan again, from the schedule's population (a read of
+        Redis, in a thread)."""
+        d = threads.deferToThread(self.replan)
+        d.addErrback(lambda f: logger.warning("recrawl plan not renewed: %s", f.getErrorMessage()))
+        return d
 
     def now(self) -> float:
-        return time.time() * self.scale
+        return time.time() * self.config.scale
 
     # -- the plan ---------------------------------------------------------
-
-    def population(self) -> tuple[dict[int, int], int]:
-        """(pages per bucket, URLs never crawled) of the whole crawl, from Redis."""
-        ks = self.frontier.keyspace
-        pipe = self.frontier.redis.pipeline(transaction=False)
-        for p in range(ks.partitions):
-            pipe.hgetall(ks.rate_buckets(p))
-            pipe.hget(ks.stats(p), "queued")
-        replies = pipe.execute()
-        counts: dict[int, int] = {}
-        new = 0
-        for i in range(ks.partitions):
-            for k, v in replies[2 * i].items():
-                if int(v) > 0:
-                    counts[int(k)] = counts.get(int(k), 0) + int(v)
-            new += int(replies[2 * i + 1] or 0)
-        return counts, max(0, new)
-
-    def leased(self) -> tuple[int, float]:
-        """(leases of the whole crawl so far, wall seconds the longest-waiting
-        host with a recrawl due has waited for a lease: 0 when none waits)."""
-        ks = self.frontier.keyspace
-        pipe = self.frontier.redis.pipeline(transaction=False)
-        pipe.time()
-        for p in range(ks.partitions):
-            pipe.hget(ks.stats(p), "leased")
-            pipe.zrange(ks.recrawl_ready(p), 0, 0, withscores=True)
-        replies = pipe.execute()
-        now_ms = replies[0][0] * 1000 + replies[0][1] / 1000
-        oldest = min((r[0][1] for r in replies[2::2] if r), default=now_ms)
-        return sum(int(x or 0) for x in replies[1::2]), max(0.0, now_ms - oldest) / 1000
 
     def steer(self, leased: int, at: float, waited: float = 0.0) -> None:
         """Adjust boost from the leases of the whole crawl since the last call
@@ -296,7 +294,7 @@ class Recrawl:
         if last is None or at - last[0] <= 0:
             return
         spent = (leased - last[1]) / (at - last[0])        # fetches per wall second
-        budget = self.budget * self.scale
+        budget = self.config.budget * self.config.scale
         self.spent = spent
         if waited > BACKLOG / budget:
             self.boost = max(1.0, self.boost * 0.9)
@@ -307,13 +305,13 @@ class Recrawl:
         """The plan of the policy in force for the schedule as it is now
         (read from Redis: call it off the reactor thread); its terms go to
         the crawl's record of them, for `scrapy recrawl plan --crawl-id`."""
-        counts, new = self.population()
-        leased, waited = self.leased()
+        counts, new = self.frontier.schedule_population()
+        leased, waited = self.frontier.recrawl_progress()
         self.steer(leased, time.time(), waited)
         self.set_plan(counts, new)
         logger.info("Recrawl plan: %d pages scheduled, %d never crawled; spent %.4g of %g "
                     "fetches/s, intervals / %.3g", self.pages, new, self.spent,
-                    self.budget * self.scale, self.boost)
+                    self.config.budget * self.config.scale, self.boost)
         self.frontier.redis.hset(self.frontier.keyspace.recrawl_terms, mapping=self.terms())
 
     # The terms a plan is made of, beside the population: what a reader of the
@@ -322,14 +320,15 @@ class Recrawl:
              "strategy", "period", "periods", "boost")
 
     def terms(self) -> dict[str, str]:
-        values = {"budget": self.budget * self.scale, "new_share": self.frontier.new_share}
-        return {k: str(values.get(k, getattr(self, k))) for k in self.TERMS} | {
-            "at": str(time.time())}
+        values = {"budget": self.config.budget * self.config.scale, "new_share": self.frontier.new_share,
+                  "boost": self.boost}
+        return {k: str(values[k] if k in values else getattr(self.config, k))
+                for k in self.TERMS} | {"at": str(time.time())}
 
     @classmethod
     def from_terms(cls, terms: dict[str, str], frontier) -> Recrawl:
         """The planner of a crawl as its workers last recorded it; frontier:
-        anything with the crawl's redis, keyspace and new_share."""
+        the crawl's Frontier (its new_share is set from the terms)."""
         t = {k: terms[k] for k in cls.TERMS}
         frontier.new_share = float(t["new_share"])
         r = cls(frontier, t["policy"], float(t["budget"]), float(t["new_share"]),
@@ -343,7 +342,7 @@ class Recrawl:
         with no estimate yet, their fetches per page per crawl-second), from
         the schedule in Redis: per bucket the frequency of its pages' due
         times, the bounds and the spend's boost applied."""
-        counts, new = self.population()
+        counts, new = self.frontier.schedule_population()
         self.set_plan(counts, new)
         known = sorted(k for k, n in counts.items() if k >= buckets.FIRST and n > 0)
         unknown = counts.get(buckets.UNKNOWN, 0)
@@ -353,8 +352,8 @@ class Recrawl:
         pop = Population(np.array(known), np.array([float(counts[k]) for k in known]),
                          np.array([buckets.rate_of(k) for k in known]), np.ones(len(known)), new)
         freq = np.array([self.boost / self.interval(k) for k in known])
-        new_rate = self.budget * self.frontier.new_share if new else 0.0
-        return Plan(self.policy, pop, freq, new_rate, self.budget), unknown, unknown_f
+        new_rate = self.config.budget * self.frontier.new_share if new else 0.0
+        return Plan(self.config.policy, pop, freq, new_rate, self.config.budget), unknown, unknown_f
 
     def set_plan(self, counts: dict[int, int], new: int) -> None:
         total = sum(counts.values())
@@ -364,14 +363,14 @@ class Recrawl:
         known = sorted(k for k in counts if k >= buckets.FIRST)
         # RECRAWL_NEW_SHARE of the budget goes to never-crawled URLs while any wait
         part = 1.0 - self.frontier.new_share if new else 1.0
-        recrawl_budget = self.budget * part
-        uniform = total / recrawl_budget if total else self.min_interval
+        recrawl_budget = self.config.budget * part
+        uniform = total / recrawl_budget if total else self.config.min_interval
         intervals = {buckets.UNKNOWN: self._clamp(uniform)}
         if known:
             pages = np.array([float(counts[k]) for k in known])
             # the unknown bucket's pages share the budget at the uniform rate
             unknown = counts.get(buckets.UNKNOWN, 0)
-            budget = self.budget * (1.0 - unknown / total) if total else self.budget
+            budget = self.config.budget * (1.0 - unknown / total) if total else self.config.budget
             budget *= part
             pop = Population(np.array(known), pages, np.array([buckets.rate_of(k) for k in known]),
                              np.ones(len(known)), new)
@@ -384,13 +383,14 @@ class Recrawl:
             # out of this cycle only (the model plans one cycle of its
             # periods, and its per-bucket solution is all or nothing), and
             # are due again when the next cycle could take them.
-            wf = self.policy == "webfountain"
-            idle = self.period * self.periods if wf else math.inf
+            wf = self.config.policy == "webfountain"
+            idle = self.config.period * self.config.periods if wf else math.inf
             aim = budget
             for _ in range(1 if wf else 4):
                 try:
-                    p = plan(self.policy, pop, max(aim, 1e-12), new_share=0.0,
-                             strategy=self.strategy, period=self.period, periods=self.periods)
+                    p = plan(self.config.policy, pop, max(aim, 1e-12), new_share=0.0,
+                             strategy=self.config.strategy, period=self.config.period,
+                             periods=self.config.periods)
                 except (PolicyError, ValueError) as exc:
                     logger.warning("recrawl plan failed (%s): uniform intervals meanwhile", exc)
                     p = plan("uniform", pop, max(aim, 1e-12))
@@ -404,12 +404,12 @@ class Recrawl:
                 intervals[k] = float(interval)
             self._starved = frozenset() if wf else frozenset(
                 k for k, f in zip(known, p.frequency) if not f > 0)
-            if self.policy == "webfountain" and p.new_rate > 0 and new:
+            if self.config.policy == "webfountain" and p.new_rate > 0 and new:
                 self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
         self._interval = intervals
 
     def _clamp(self, interval: float) -> float:
-        return min(self.max_interval, max(self.min_interval, interval))
+        return min(self.config.max_interval, max(self.config.min_interval, interval))
 
     def _planned(self, bucket: int) -> int:
         """The bucket of the plan that stands for this one: itself, or for a
@@ -439,7 +439,7 @@ class Recrawl:
         got = self._interval.get(self._planned(bucket))
         if got is None or bucket == buckets.UNKNOWN:
             known = max(self._known, self.pages + self._firsts)
-            got = max(got or 0.0, self._clamp(known / self.budget))
+            got = max(got or 0.0, self._clamp(known / self.config.budget))
         return got
 
     # -- a page done ------------------------------------------------------
@@ -471,7 +471,7 @@ class Recrawl:
             etag = etag or held[1]
         else:
             digest = fetch.kept
-            changed = bool(held) and not rebase and changed_since(held[3], fetch, self.change)
+            changed = bool(held) and not rebase and changed_since(held[3], fetch, self.config.change)
         lm_at = parse_http_date(lm)
         date = parse_http_date(fetch.date) or fetch.at    # none: the worker's own clock
         if lm_at is None or lm_at > date + CLOCK_SKEW:
@@ -483,7 +483,7 @@ class Recrawl:
             stats.inc_value("recrawl/not_modified" if fetch.status == 304
                             else "recrawl/reported" if rebase
                             else "recrawl/changed" if changed else "recrawl/unchanged")
-        now = fetch.at * self.scale
+        now = fetch.at * self.config.scale
         server_lm = parse_http_date(lm)
         if server_lm is None and fetch.status == 304 and held and held[2]:
             server_lm = float(held[2])      # a 304 without Last-Modified: the one held stands
@@ -517,10 +517,10 @@ class Recrawl:
         the server's seconds), and kept (WALL_DATES); the first fetch's age
         is then put in crawl seconds."""
         if prev.flags & WALL_DATES:
-            ratio = self.scale
+            ratio = self.config.scale
         elif prev.fetches == 0 and prev.last_fetch > 0.0 and held_lm and prev.lm_usable:
             first_date = held_lm + prev.last_change_age
-            ratio = server_clock_ratio(date - first_date, now - prev.last_fetch, self.scale)
+            ratio = server_clock_ratio(date - first_date, now - prev.last_fetch, self.config.scale)
             if ratio != 1.0:
                 prev = replace(prev, flags=prev.flags | WALL_DATES,
                                last_change_age=prev.last_change_age * ratio)
@@ -584,8 +584,8 @@ class Recrawl:
                 meta["depth"] = request.meta["depth"]
             payload = codec.encode(Request(request.url, meta=meta), host=host)
         if SITEMAP in sitemap:
-            return Schedule(self.sitemap_refresh / self.scale, payload, -1, -1)
-        return Schedule(self.interval(new) / self.boost / self.scale, payload, old, new)
+            return Schedule(self.config.sitemap_refresh / self.config.scale, payload, -1, -1)
+        return Schedule(self.interval(new) / self.boost / self.config.scale, payload, old, new)
 
     @staticmethod
     def frontier_host(url: str) -> str:

@@ -54,6 +54,84 @@ BUSY_POLL = SOON_MS / 1000.0
 ENQUEUE, RELEASE, RENEW = 0, 1, 2
 
 
+class Control:
+    """The crawl's control as the sync's answers carry it
+    (crawlproj/monitor/control.py): a pause or resume is passed on once; so
+    is a stop stamped after this worker's first answer (a stop before it was
+    meant for the workers running then)."""
+
+    def __init__(self, crawl_id: str, on_pause: Callable[[bool], None] | None = None,
+                 on_stop: Callable[[], None] | None = None):
+        self.crawl_id = crawl_id
+        self.on_pause = on_pause      # on_pause(paused): the crawl was paused or resumed
+        self.on_stop = on_stop        # the crawl was stopped while this worker ran
+        self.paused = False
+        self.opened_ms: int | None = None  # server time of this worker's first answer
+        self.stopped = False
+
+    def answered(self, results: dict[int, Result]) -> None:
+        if self.opened_ms is None:
+            self.opened_ms = min(r.now_ms for r in results.values())
+        paused = any(r.paused for r in results.values())
+        if paused != self.paused:
+            self.paused = paused
+            logger.info("Frontier: crawl %r %s", self.crawl_id,
+                        "paused: finishing the downloads under way, leasing nothing"
+                        if paused else "resumed")
+            if self.on_pause is not None:
+                self.on_pause(paused)
+        stopped = max(r.stopped for r in results.values())
+        if stopped >= self.opened_ms and not self.stopped:
+            self.stopped = True
+            logger.info("Frontier: crawl %r stopped (scrapy crawlctl stop): closing, "
+                        "giving back every lease", self.crawl_id)
+            if self.on_stop is not None:
+                self.on_stop()
+
+
+class IdleWait:
+    """A worker started before its crawl's seeds are in (jobs scheduled
+    together, workers started before `scrapy seed`) waits for them
+    FRONTIER_IDLE_WAIT seconds from open instead of closing, while the crawl
+    shows no work (this worker sent no URL, and the frontier had none queued,
+    leased or pending)."""
+
+    def __init__(self, crawl_id: str, close: bool, wait: float):
+        self.crawl_id = crawl_id
+        self.close = close            # FRONTIER_IDLE_CLOSE: close when the crawl is done
+        self.wait = wait              # seconds to wait for a crawl that shows no work yet
+        self.work_seen = False        # this worker sent URLs, or the frontier had some
+        self._end = None              # the call that ends the wait for work
+        self._said = False
+
+    def open(self, wake: Callable[[], None]) -> None:
+        if self.close and self.wait > 0:
+            self._end = reactor.callLater(self.wait, self._waited, wake)
+
+    def _waited(self, wake: Callable[[], None]) -> None:
+        if not self.work_seen:
+            logger.info("Frontier: no work in crawl %r after %g s (FRONTIER_IDLE_WAIT)",
+                        self.crawl_id, self.wait)
+        wake()  # the engine looks again, and closes if the crawl is still empty
+
+    def may_wait(self) -> bool:
+        return not self.work_seen and self._end is not None and self._end.active()
+
+    def waiting(self) -> bool:
+        """may_wait(), said once in the log."""
+        if not self.may_wait():
+            return False
+        if not self._said:
+            self._said = True
+            logger.info("Frontier: crawl %r has no work yet; waiting up to %g s for it "
+                        "(FRONTIER_IDLE_WAIT)", self.crawl_id, self.wait)
+        return True
+
+    def cancel(self) -> None:
+        if self._end is not None and self._end.active():
+            self._end.cancel()
+
+
 class FrontierSync:
     def __init__(self, frontier: Frontier, book: LeaseBook, stats, target: int,
                  idle_close: bool, idle_wait: float, wake: Callable[[], None],
@@ -64,18 +142,13 @@ class FrontierSync:
         self.book = book
         self.stats = stats
         self.target = target          # leases to hold (prefetch)
-        self.idle_close = idle_close
-        self.idle_wait = idle_wait    # seconds to wait for a crawl that shows no work yet
+        self.idle = IdleWait(frontier.crawl_id, idle_close, idle_wait)
         self.wake = wake              # the engine should pull: new work, or none left
         self.results: dict[int, Result] = {}
         self._received: dict[int, float] = {}  # partition -> monotonic time of its result
-        self.on_pause = on_pause      # on_pause(paused): the crawl was paused or resumed
-        self.on_stop = on_stop        # the crawl was stopped while this worker ran
-        self.paused = False
-        self.opened_ms: int | None = None  # server time of this worker's first answer
-        self._stopped = False
+        self.control = Control(frontier.crawl_id, on_pause, on_stop)
         self._riders: list = []       # (command, answered) for the next sync
-        self.commit = self._commit = GroupCommit(
+        self.commit = GroupCommit(
             self._send, "frontier", stats, prepare=self._batches, on_result=self._synced,
             on_unreachable=on_unreachable, replay=True)
         self._sent_at = 0.0           # monotonic time the sync under way was sent
@@ -84,30 +157,32 @@ class FrontierSync:
         self._timer = None
         self._renewal = None
         self._was_empty = False
-        self._work_seen = False       # this worker sent URLs, or the frontier had some
-        self._wait_end = None         # the call that ends the wait for work
-        self._said_waiting = False
         self._held = False            # a download was held back: wake when Redis answers
+
+    @property
+    def paused(self) -> bool:
+        """The crawl is paused (crawlproj/monitor/control.py)."""
+        return self.control.paused
 
     # -- what the worker says ----------------------------------------------
 
     def enqueue(self, partition: int, entry) -> None:
-        self._work_seen = True
-        self._commit.add((ENQUEUE, partition, entry), GATHER)
+        self.idle.work_seen = True
+        self.commit.add((ENQUEUE, partition, entry), GATHER)
 
     def release(self, releases: list[Release], partition: int) -> None:
         """Send releases now if one frees a host with (almost) no wait, when
         another lease may take it; else with the page's links, within GATHER."""
         now = False
         for r in releases:
-            self._commit.add((RELEASE, partition, r), GATHER)
+            self.commit.add((RELEASE, partition, r), GATHER)
             now = now or (r.host_fate != Host.NONE and r.delay_ms <= SOON_MS)
         if now:
-            self._commit.flush()
+            self.commit.flush()
 
     def ask(self) -> None:
         """Sync now (next reactor turn): the book has room."""
-        self._commit.flush()
+        self.commit.flush()
 
     def carry(self, command: tuple, answered: Callable, within: float) -> None:
         """Send command with the next sync: the poll already armed, or else
@@ -118,7 +193,7 @@ class FrontierSync:
         if self._timer is not None and self._timer.active() \
                 and self._timer.getTime() - reactor.seconds() <= LONGEST_SLEEP:
             return  # the next poll, at most a second away, takes it: no round trip of its own
-        self._commit.flush(within)
+        self.commit.flush(within)
 
     def holding(self) -> bool:
         """Start no download now: Redis does not take this worker's writes
@@ -126,7 +201,7 @@ class FrontierSync:
         before its lease ends, and would be fetched again by whoever gets the
         lease next; the leases held wait, and go on when Redis answers (or
         are dropped at their deadline)."""
-        if self._commit.stalled():
+        if self.commit.stalled():
             self._held = True
             return True
         return False
@@ -139,28 +214,16 @@ class FrontierSync:
 
     def known(self) -> bool:
         """Every partition has answered, and nothing is under way."""
-        return len(self.results) == self.frontier.partitions and self._commit.idle
+        return len(self.results) == self.frontier.partitions and self.commit.idle
 
     def is_empty(self) -> bool:
         return self.frontier.is_empty(self.results)
 
     def waiting(self) -> bool:
-        """The crawl has shown no work yet (this worker sent no URL, and the
-        frontier had none queued, leased or pending) and FRONTIER_IDLE_WAIT
-        has not passed since open: a worker started before its crawl's seeds
-        are in (jobs scheduled together, workers started before `scrapy
-        seed`) keeps polling for them instead of closing. Asked by the
-        scheduler when the engine would close, so said once, then."""
-        if not self._may_wait():
-            return False
-        if not self._said_waiting:
-            self._said_waiting = True
-            logger.info("Frontier: crawl %r has no work yet; waiting up to %g s for it "
-                        "(FRONTIER_IDLE_WAIT)", self.frontier.crawl_id, self.idle_wait)
-        return True
-
-    def _may_wait(self) -> bool:
-        return not self._work_seen and self._wait_end is not None and self._wait_end.active()
+        """The crawl has shown no work yet and FRONTIER_IDLE_WAIT has not
+        passed since open (IdleWait): keep polling for its seeds instead of
+        closing. Asked by the scheduler when the engine would close."""
+        return self.idle.waiting()
 
     def _due_in(self, p: int) -> float | None:
         """Seconds until partition p may have a ready host, by its last answer
@@ -269,7 +332,7 @@ class FrontierSync:
                 self.stats.inc_value("frontier/leases_lost", len(r.lost))
             back = self.book.add(r.leased, deadline)  # closing: given back at once
             for release in back:
-                self._commit.add((RELEASE, p, release))
+                self.commit.add((RELEASE, p, release))
             got += len(r.leased) - len(back)
             for key, value in (("added", r.added), ("duplicates", r.duplicates),
                                ("bumped", r.bumped), ("stale_releases", r.stale),
@@ -284,40 +347,18 @@ class FrontierSync:
         self.stats.inc_value("frontier/leased", got)
         self.stats.inc_value("frontier/redis_commands", len(results))
         if results:
-            self._control(results)
+            self.control.answered(results)
         empty = self.is_empty()
         if not empty:
-            self._work_seen = True
+            self.idle.work_seen = True
         if got or (empty and not self._was_empty) or self._held:
             self._held = False
             self.wake()  # new work, or time to see that there is none
         self._was_empty = empty
         if got and self.low():
-            self._commit.flush()
+            self.commit.flush()
         else:
             self._arm_timer()
-
-    def _control(self, results: dict[int, Result]) -> None:
-        """The crawl's control as this answer has it: a pause or resume is
-        passed on once; so is a stop stamped after this worker's first answer
-        (a stop before it was meant for the workers running then)."""
-        if self.opened_ms is None:
-            self.opened_ms = min(r.now_ms for r in results.values())
-        paused = any(r.paused for r in results.values())
-        if paused != self.paused:
-            self.paused = paused
-            logger.info("Frontier: crawl %r %s", self.frontier.crawl_id,
-                        "paused: finishing the downloads under way, leasing nothing"
-                        if paused else "resumed")
-            if self.on_pause is not None:
-                self.on_pause(paused)
-        stopped = max(r.stopped for r in results.values())
-        if stopped >= self.opened_ms and not self._stopped:
-            self._stopped = True
-            logger.info("Frontier: crawl %r stopped (scrapy crawlctl stop): closing, "
-                        "giving back every lease", self.frontier.crawl_id)
-            if self.on_stop is not None:
-                self.on_stop()
 
     def _arm_timer(self) -> None:
         """Look again when the earliest waiting host may be ready."""
@@ -328,7 +369,8 @@ class FrontierSync:
             delay = LONGEST_SLEEP  # nothing will be leased: only look for a resume
         elif delays:
             delay = min(max(0.001, min(delays)), LONGEST_SLEEP)
-        elif self.idle_close and self.is_empty() and not len(self.book) and not self._may_wait():
+        elif self.idle.close and self.is_empty() and not len(self.book) \
+                and not self.idle.may_wait():
             return  # nothing anywhere: the engine will close us
         else:
             delay = POLL_INTERVAL
@@ -336,33 +378,27 @@ class FrontierSync:
 
     def _poll_now(self) -> None:
         self._poll = True
-        self._commit.flush()
+        self.commit.flush()
 
     def _renew(self) -> None:
         for lease in self.book:
-            self._commit.add((RENEW, lease.partition, (lease.host, lease.token)))
+            self.commit.add((RENEW, lease.partition, (lease.host, lease.token)))
         self._renewal = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
 
     # -- open and close ----------------------------------------------------
 
     def open(self) -> None:
         self._renewal = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
-        if self.idle_close and self.idle_wait > 0:
-            self._wait_end = reactor.callLater(self.idle_wait, self._waited)
-        self._commit.flush()
-
-    def _waited(self) -> None:
-        if not self._work_seen:
-            logger.info("Frontier: no work in crawl %r after %g s (FRONTIER_IDLE_WAIT)",
-                        self.frontier.crawl_id, self.idle_wait)
-        self.wake()  # the engine looks again, and closes if the crawl is still empty
+        self.idle.open(self.wake)
+        self.commit.flush()
 
     def close(self, releases: list[Release]) -> Deferred:
         """Send the last releases (the book is closing: no more leases)."""
-        for call in (self._timer, self._renewal, self._wait_end):
+        for call in (self._timer, self._renewal):
             if call is not None and call.active():
                 call.cancel()
+        self.idle.cancel()
         for r in releases:
             p = self.frontier.partition_of(r.host)
-            self._commit.add((RELEASE, p, r))
-        return self._commit.close()
+            self.commit.add((RELEASE, p, r))
+        return self.commit.close()

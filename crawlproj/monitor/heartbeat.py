@@ -35,6 +35,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task, threads
 
 from crawlproj import internals
+from crawlproj.components import registered
 from crawlproj.errors import CrawlprojError
 from crawlproj.monitor import history
 from crawlproj.redis.client import get_redis, lua_script
@@ -71,6 +72,24 @@ def counters(stats: dict) -> dict[str, int]:
             if isinstance(v, int) and not isinstance(v, bool) and not k.startswith(LOCAL)}
 
 
+class RateMeter:
+    """Pages and bytes per second between two ticks (the worker's "now")."""
+
+    def __init__(self):
+        self.rates = (0.0, 0.0)
+        self._last = None               # (monotonic, pages, bytes) of the last tick
+
+    def tick(self, stats) -> None:
+        now = time.monotonic()
+        pages = stats.get_value("figures/attempts", 0)
+        size = stats.get_value("figures/document_bytes", 0)
+        if self._last is not None:
+            t, p, b = self._last
+            if now > t:
+                self.rates = ((pages - p) / (now - t), (size - b) / (now - t))
+        self._last = (now, pages, size)
+
+
 class Heartbeat:
     def __init__(self, crawler, redis, keyspace: Keyspace, interval: float, lease_ttl: float,
                  rings: list[tuple[int, int]] = ()):
@@ -86,9 +105,7 @@ class Heartbeat:
         self._acked: dict[str, int] = {}    # counters as of the last answered heartbeat
         self._sending: dict[str, int] | None = None
         self._loop = None
-        self._sync = None
-        self._rate_from = None               # (monotonic, pages, bytes) of the last tick
-        self._rates = (0.0, 0.0)
+        self._meter = RateMeter()
         self._log = ""
         self._reason = ""
 
@@ -108,17 +125,20 @@ class Heartbeat:
 
     # -- what a heartbeat says ------------------------------------------------
 
-    def _scheduler(self):
-        return internals.scheduler(self.crawler)
+    def _frontier(self):
+        """The frontier's sync of this worker (crawlproj.components), None
+        under another scheduler."""
+        from crawlproj.frontier.sync import FrontierSync  # after Scrapy installed its reactor
+
+        return registered(self.crawler, FrontierSync)
 
     def _record(self) -> dict[str, str]:
-        scheduler = self._scheduler()
-        book = getattr(scheduler, "book", None)
-        sync = getattr(scheduler, "sync", None)
+        sync = self._frontier()
+        book = sync.book if sync is not None else None
         state = self.state
-        if state == "running" and getattr(sync, "paused", False):
+        if state == "running" and sync is not None and sync.paused:
             state = "paused"
-        pages_s, bytes_s = self._rates
+        pages_s, bytes_s = self._meter.rates
         return {"state": state, "interval": f"{self.interval:g}",
                 "lease_ttl": f"{self.lease_ttl:g}",
                 "host": socket.gethostname(), "pid": str(os.getpid()),
@@ -133,8 +153,8 @@ class Heartbeat:
     def _gauges(self) -> dict[str, int]:
         """The frontier as this worker's last syncs saw it, summed over the
         partitions (each as of its last answer)."""
-        results = getattr(getattr(self._scheduler(), "sync", None), "results", None) or {}
-        rs = list(results.values())
+        sync = self._frontier()
+        rs = list(sync.results.values()) if sync is not None else []
         return {"queued": sum(r.queued for r in rs), "ready": sum(r.ready for r in rs),
                 "waiting": sum(r.heap for r in rs), "leased": sum(r.leases for r in rs),
                 "pending": sum(r.pending for r in rs),
@@ -143,16 +163,6 @@ class Heartbeat:
     def _when(self, name: str) -> str:
         value = self.stats.get_value(name)
         return value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else ""
-
-    def _tick_rates(self) -> None:
-        now = time.monotonic()
-        pages = self.stats.get_value("figures/attempts", 0)
-        size = self.stats.get_value("figures/document_bytes", 0)
-        if self._rate_from is not None:
-            t, p, b = self._rate_from
-            if now > t:
-                self._rates = ((pages - p) / (now - t), (size - b) / (now - t))
-        self._rate_from = (now, pages, size)
 
     def command(self) -> tuple:
         """The heartbeat's call, and the counters it reports, kept until answered."""
@@ -187,9 +197,6 @@ class Heartbeat:
         if self._log:
             self._log = str(log_path(Path(self._log),
                                      self.keyspace.crawl_id, self.worker))
-        self._sync = getattr(self._scheduler(), "sync", None)
-        if not hasattr(self._sync, "carry"):
-            self._sync = None  # another scheduler: a round trip of its own
         internals.on_close_started(self.crawler, self._closing)
         self._loop = task.LoopingCall(self.beat)
         # the first after one interval: a worker's start-up syncs (its crawl's
@@ -197,10 +204,11 @@ class Heartbeat:
         self._loop.start(self.interval, now=False)
 
     def beat(self) -> None:
-        self._tick_rates()
-        if self._sync is not None:
+        self._meter.tick(self.stats)
+        sync = self._frontier()  # None: another scheduler: a round trip of its own
+        if sync is not None:
             # within a tenth of the interval: joins a sync under way if there is one
-            self._sync.carry(self.command(), self.answered, within=min(1.0, self.interval / 10))
+            sync.carry(self.command(), self.answered, within=min(1.0, self.interval / 10))
         else:
             command = self.command()
             d = threads.deferToThread(self.redis.execute_command, *command)
@@ -220,8 +228,8 @@ class Heartbeat:
             return  # the crawl's state is gone from the server: no record to litter it with
         self.state = "closed"
         self._reason = reason or ""
-        self._tick_rates()
-        self._rates = (0.0, 0.0)
+        self._meter.tick(self.stats)
+        self._meter.rates = (0.0, 0.0)
         command = self.command()
 
         def send():

@@ -17,7 +17,6 @@ fetches from the crawl logs of the workers on this machine.
 
 from __future__ import annotations
 
-import itertools
 import os
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import msgpack
 
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier import codec
-from crawlproj.redis.client import lua_script
+from crawlproj.frontier.frontier import Frontier
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.robots import MAX_EXPIRY, Rules, describe
 from crawlproj.stores.common import crawllog_dir
@@ -38,8 +37,6 @@ from crawlproj.urls import host_of
 HOSTS_READ = 50_000
 # Rows a list answers at most.
 MAX_ROWS = 1000
-QUEUES_LUA = lua_script("crawlproj.monitor", "queues.lua")
-QUEUES_PER_CALL = 5000
 SORTS = ("queue", "wait", "errors", "fetched", "backoff", "host")
 # Bytes read from the end of each crawl log for a host's last fetches.
 LOG_TAIL_BYTES = 4 << 20
@@ -103,48 +100,15 @@ def interval_s(record: dict | None) -> float | None:
     return (record["last_ms"] - record["first_ms"]) / 1000.0 / (record["fetched"] - 1)
 
 
-def _now_ms(redis) -> int:
-    t = redis.time()
-    return int(t[0]) * 1000 + int(t[1]) // 1000
+def _candidates(frontier: Frontier) -> dict[str, dict]:
+    """host -> {partition, state, until_ms, fails, raw} for the hosts with
+    work, failures or a record (HOSTS_READ of each per partition at most)."""
+    return {h: {"partition": q.partition, "state": q.state, "until_ms": q.until_ms,
+                "fails": q.fails, "raw": q.record}
+            for h, q in frontier.list_queues(HOSTS_READ).items()}
 
 
-def _candidates(redis, keyspace: Keyspace) -> dict[str, dict]:
-    """host -> {partition, state, until_ms, fails} for the hosts with work,
-    failures or a record (HOSTS_READ of each per partition at most)."""
-    pipe = redis.pipeline(transaction=False)
-    for p in range(keyspace.partitions):
-        pipe.zrange(keyspace.heap(p), 0, HOSTS_READ - 1, desc=True, withscores=True)
-        pipe.zrange(keyspace.ready(p), 0, HOSTS_READ - 1)
-        pipe.zrange(keyspace.recrawl_ready(p), 0, HOSTS_READ - 1)
-        pipe.zrange(keyspace.leases(p), 0, HOSTS_READ - 1, withscores=True)
-        pipe.hscan(keyspace.fails(p), 0, count=HOSTS_READ)
-    replies = pipe.execute()
-    out: dict[str, dict] = {}
-    for p in range(keyspace.partitions):
-        heap, ready, rready, leases, (_, fails) = replies[5 * p:5 * p + 5]
-        for h, score in heap:
-            out[h.decode()] = {"partition": p, "state": "waiting", "until_ms": int(score)}
-        for h in ready + rready:
-            out[h.decode()] = {"partition": p, "state": "ready", "until_ms": None}
-        for h, score in leases:
-            out[h.decode()] = {"partition": p, "state": "leased", "until_ms": int(score)}
-        for h, n in fails.items():
-            row = out.setdefault(h.decode(), {"partition": p, "state": "idle", "until_ms": None})
-            row["fails"] = int(n)
-    # every host's record, and so the hosts done with (idle): pages fetched, errors
-    for p in range(keyspace.partitions):
-        key = keyspace.host_records(p)
-        if redis.hlen(key) <= HOSTS_READ:
-            records = redis.hgetall(key).items()
-        else:
-            records = itertools.islice(redis.hscan_iter(key, count=1000), HOSTS_READ)
-        for h, raw in records:
-            row = out.setdefault(h.decode(), {"partition": p, "state": "idle", "until_ms": None})
-            row["raw"] = raw
-    return out
-
-
-def _queues(redis, keyspace: Keyspace, rows: list[dict]) -> None:
+def _queues(frontier: Frontier, rows: list[dict]) -> None:
     """Each row's queue length: the hosts with work, a script call per
     partition and QUEUES_PER_CALL hosts (an idle host has none)."""
     by_partition: dict[int, list[dict]] = {}
@@ -153,11 +117,8 @@ def _queues(redis, keyspace: Keyspace, rows: list[dict]) -> None:
         if row["state"] != "idle":
             by_partition.setdefault(row["partition"], []).append(row)
     for p, some in by_partition.items():
-        for i in range(0, len(some), QUEUES_PER_CALL):
-            chunk = some[i:i + QUEUES_PER_CALL]
-            keys = [keyspace.queue(p, row["host"]) for row in chunk]
-            for row, n in zip(chunk, redis.execute_command("EVAL", QUEUES_LUA, len(keys), *keys)):
-                row["queue"] = int(n)
+        for row, n in zip(some, frontier.queue_lengths(p, [row["host"] for row in some])):
+            row["queue"] = n
 
 
 def _robots(redis, keyspace: Keyspace, hosts: list[str], useragent: str) -> dict[str, dict]:
@@ -286,14 +247,14 @@ def hosts(redis, keyspace: Keyspace, settings, sort: str = "queue", search: str 
     offset..offset+n with why each waits: {"total", "matched", "rows"}."""
     if sort not in SORTS:
         raise BadRequest(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
-    now_ms = _now_ms(redis)
-    found = _candidates(redis, keyspace)
+    frontier = Frontier(redis, keyspace)
+    now_ms = frontier.now_ms()
+    found = _candidates(frontier)
     rows = []
     for h, row in found.items():
         row.update(host=h, record=_record(row.pop("raw", None)))
-        row.setdefault("fails", 0)
         rows.append(row)
-    _queues(redis, keyspace, rows)
+    _queues(frontier, rows)
     search = (search or "").strip().lower()
     matched = [r for r in rows if search in r["host"]] if search else rows
     matched.sort(key=lambda r: r["host"])  # ties in name order
@@ -316,62 +277,42 @@ def host(redis, keyspace: Keyspace, name: str, settings, log_dirs: list[Path] = 
     as the crawl holds it, its budgets, and its last fetches from the crawl
     logs under log_dirs. NoSuchHost when the crawl knows nothing of it."""
     h = host_name(name)
-    p = keyspace.partition_of(h)
-    now_ms = _now_ms(redis)
-    pipe = redis.pipeline(transaction=False)
-    pipe.zscore(keyspace.heap(p), h)
-    pipe.zscore(keyspace.ready(p), h)
-    pipe.zscore(keyspace.recrawl_ready(p), h)
-    pipe.zscore(keyspace.leases(p), h)
-    pipe.zscore(keyspace.idle(p), h)
-    pipe.hget(keyspace.fails(p), h)
-    pipe.hget(keyspace.host_records(p), h)
-    pipe.zcard(keyspace.queue(p, h))
-    pipe.zcard(keyspace.recrawl_queue(p, h))
-    pipe.hget(keyspace.host_pages(p), h)
-    pipe.hget(keyspace.trapped(p), h)
-    pipe.hget(keyspace.sitemap_files(p), h)
-    pipe.zrange(keyspace.queue(p, h), 0, NEXT_URLS - 1)
-    heap, ready, rready, lease, idle, fails, rec, queue, scheduled, pages, trapped, \
-        sitemaps, head = pipe.execute()
+    frontier = Frontier(redis, keyspace)
+    now_ms = frontier.now_ms()
+    view = frontier.host(h)
+    sitemaps = redis.hget(keyspace.sitemap_files(view.partition), h)
     useragent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
     robots = _robots(redis, keyspace, [h], useragent)[h]
-    record = _record(rec)
-    if not any(x is not None for x in (heap, ready, rready, lease, idle, fails, rec, pages,
-                                       trapped, sitemaps)) and not queue and not scheduled \
-            and not robots["origins"]:
+    record = _record(view.record)
+    if not view.known() and sitemaps is None and not robots["origins"]:
         raise NoSuchHost(h, keyspace.crawl_id)
-    if lease is not None:
-        state, until = "leased", int(lease)
-    elif ready is not None or rready is not None:
+    if view.lease_deadline_ms is not None:
+        state, until = "leased", view.lease_deadline_ms
+    elif view.ready or view.recrawl_ready:
         state, until = "ready", None
-    elif heap is not None:
-        state, until = "waiting", int(heap)
+    elif view.next_contact_ms is not None:
+        state, until = "waiting", view.next_contact_ms
     else:
-        state, until = "idle", int(idle) if idle is not None else None
-    row = {"host": h, "partition": p, "state": state, "until_ms": until,
-           "fails": int(fails or 0), "queue": queue, "record": record, "robots": robots,
-           "pages_leased": int(pages) if pages is not None else None}
+        state, until = "idle", view.idle_until_ms
+    row = {"host": h, "partition": view.partition, "state": state, "until_ms": until,
+           "fails": view.fails or 0, "queue": view.queued, "record": record, "robots": robots,
+           "pages_leased": view.pages_leased}
     next_urls = []
-    if head:
-        payloads = redis.hmget(keyspace.payloads(p, h), head)
-        for payload in payloads:
-            if payload is None:
-                continue
-            try:
-                next_urls.append(codec.decode(payload, None, h).url)
-            except Exception:  # a payload no worker could read either: said, not shown
-                next_urls.append("(unreadable queued request)")
+    for payload in frontier.queued_urls(h, NEXT_URLS) if view.queued else ():
+        try:
+            next_urls.append(codec.decode(payload, None, h).url)
+        except Exception:  # a payload no worker could read either: said, not shown
+            next_urls.append("(unreadable queued request)")
     return {
         "crawl_id": keyspace.crawl_id, "now_ms": now_ms, **row,
         "why": why(row, now_ms, settings), "interval_s": interval_s(record),
-        "scheduled": scheduled, "next_urls": next_urls,
+        "scheduled": view.scheduled, "next_urls": next_urls,
         "budgets": {
-            "queued": queue, "max_queued": settings.getint("TRAPGUARD_HOST_MAX_QUEUED"),
+            "queued": view.queued, "max_queued": settings.getint("TRAPGUARD_HOST_MAX_QUEUED"),
             "pages_leased": row["pages_leased"],
             "max_pages": settings.getint("TRAPGUARD_HOST_MAX_PAGES"),
             "reached": _budget_reached(row, settings),
-            "trapped": int(trapped) if trapped is not None else None,
+            "trapped": view.trapped,
             "sitemap_files": int(sitemaps) if sitemaps is not None else 0,
             "max_sitemap_files": settings.getint("SITEMAP_MAX_FILES"),
         },
@@ -437,18 +378,12 @@ def rows(redis, keyspace: Keyspace, picks: list[tuple[int, str, int]]) -> list[d
     their state, next-contact time and record, for the ETA (eta.py)."""
     if not picks:
         return []
-    pipe = redis.pipeline(transaction=False)
-    for p, h, _ in picks:
-        pipe.zscore(keyspace.heap(p), h)
-        pipe.zscore(keyspace.leases(p), h)
-        pipe.hget(keyspace.host_records(p), h)
-    replies = pipe.execute()
+    times = Frontier(redis, keyspace).host_times([(p, h) for p, h, _ in picks])
     out = []
-    for i, (p, h, queue) in enumerate(picks):
-        heap, lease, rec = replies[3 * i:3 * i + 3]
+    for (p, h, queue), (heap, lease, rec) in zip(picks, times):
         state = "leased" if lease is not None else "waiting" if heap is not None else "ready"
         record = _record(rec)
         out.append({"host": h, "partition": p, "queue": queue, "state": state,
-                    "until_ms": int(heap) if heap is not None and lease is None else None,
+                    "until_ms": heap if lease is None else None,
                     "record": record, "interval_s": interval_s(record)})
     return out

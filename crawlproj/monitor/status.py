@@ -85,36 +85,17 @@ def _workers(redis, keyspace: Keyspace, now_ms: int) -> list[dict]:
 def _frontier(redis, keyspace: Keyspace, now_ms: int) -> dict:
     frontier = Frontier(redis, keyspace)
     counts = frontier.counters()
-    pipe = redis.pipeline(transaction=False)
-    for p in range(keyspace.partitions):
-        pipe.zcard(keyspace.heap(p))
-        pipe.zcount(keyspace.heap(p), "-inf", now_ms)
-        pipe.zcard(keyspace.ready(p))
-        pipe.zcard(keyspace.leases(p))
-        pipe.zcard(keyspace.pending(p))
-        pipe.hlen(keyspace.fails(p))
-        pipe.zrange(keyspace.ready(p), 0, QUEUE_SAMPLE // 2 - 1)
-        pipe.zrange(keyspace.heap(p), 0, QUEUE_SAMPLE // 2 - 1)
-        pipe.zrange(keyspace.leases(p), 0, QUEUE_SAMPLE // 2 - 1)
-    replies = pipe.execute()
-    heap = due = ready = leased = pending = backed_off = 0
-    sample, leased_sample = [], []
-    for p in range(keyspace.partitions):
-        h, d, r, lz, pe, f, ready_hosts, heap_hosts, leased_hosts = replies[9 * p:9 * p + 9]
-        heap, due, ready, leased = heap + h, due + d, ready + r, leased + lz
-        pending, backed_off = pending + pe, backed_off + f
-        sample += [(p, x) for x in ready_hosts + heap_hosts]
-        # a leased host keeps the rest of its queue: a one-site crawl's one
-        # host is leased nearly all the time
-        leased_sample += [(p, x) for x in leased_hosts]
+    o = frontier.overview(now_ms, QUEUE_SAMPLE)
+    heap, due, ready, leased = o.waiting, o.due, o.ready, o.leased
+    pending, backed_off = o.pending, o.backed_off
+    # a leased host keeps the rest of its queue: a one-site crawl's one
+    # host is leased nearly all the time
+    sample, leased_sample = o.sample, o.leased_sample
     deepest = 0
     with_queue = heap + ready
     lengths = []
     if sample or leased_sample:
-        pipe = redis.pipeline(transaction=False)
-        for p, host in sample + leased_sample:
-            pipe.zcard(keyspace.queue(p, host.decode()))
-        lengths = pipe.execute()
+        lengths = frontier.queue_sizes(sample + leased_sample)
         deepest = max(lengths)
         if leased_sample:
             # the leased hosts with a queue, of those read, in proportion
@@ -129,18 +110,16 @@ def _frontier(redis, keyspace: Keyspace, now_ms: int) -> dict:
         "enqueued": counts.get("enqueued", 0), "duplicates": counts.get("duplicates", 0),
         "leased": counts.get("leased", 0), "expired_leases": counts.get("expired", 0),
         "live_leases": counts.get("live_leases", 0),
-        "_sampled": sorted(((n, p, h.decode()) for n, (p, h) in
+        "_sampled": sorted(((n, p, h) for n, (p, h) in
                             zip(lengths, sample + leased_sample) if n), reverse=True),
     }
 
 
 def _pages_per_host(redis, keyspace: Keyspace) -> list[list[int]]:
     """Mercator Figure 9a: [y, x] = x hosts had at least y pages (leased)."""
-    values = []
-    for p in range(keyspace.partitions):
-        if redis.hlen(keyspace.host_pages(p)) > HOSTS_SAMPLE:
-            return []
-        values += [int(v) for v in redis.hvals(keyspace.host_pages(p))]
+    values = Frontier(redis, keyspace).pages_leased(HOSTS_SAMPLE)
+    if values is None:
+        return []
     out, y = [], 1
     while values and y <= max(values):
         out.append([y, sum(1 for v in values if v >= y)])

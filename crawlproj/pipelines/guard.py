@@ -16,6 +16,7 @@ import logging
 
 from scrapy.utils.defer import deferred_from_coro
 
+from crawlproj.components import component
 from crawlproj.stores.common import describe_os_error
 
 logger = logging.getLogger(__name__)
@@ -32,10 +33,7 @@ class StoreGuard:
 
     @classmethod
     def of(cls, crawler) -> StoreGuard:
-        guard = getattr(crawler, "_crawlproj_store_guard", None)
-        if guard is None:
-            guard = crawler._crawlproj_store_guard = cls(crawler)
-        return guard
+        return component(crawler, cls)
 
     def fail(self, store: str, path, exc: BaseException, requests=()) -> None:
         stats = self.crawler.stats

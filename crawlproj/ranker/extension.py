@@ -98,7 +98,7 @@ class RankerExtension(LockedWork):
         """In a thread: hold the lock, and run when due."""
         if not self.lock.hold():
             return
-        leased = self.ranker.frontier.status()["counters"].get("leased", 0) \
+        leased = self.ranker.frontier.status().counters.get("leased", 0) \
             if self.cadence.counts_pages else 0
         if not self.cadence.due(leased):
             return

@@ -56,9 +56,8 @@ class RedisGuard:
     @classmethod
     def of(cls, crawler) -> RedisGuard:
         """The crawler's one guard: the frontier and the stores share it."""
-        if not hasattr(crawler, "_crawlproj_redis_guard"):
-            crawler._crawlproj_redis_guard = cls(crawler)
-        return crawler._crawlproj_redis_guard
+        from crawlproj.components import component
+        return component(crawler, cls)
 
     def watch(self, commit) -> None:
         """commit (a GroupCommit) reports refusals here, and is told when the

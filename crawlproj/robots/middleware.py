@@ -42,8 +42,9 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
-from crawlproj import internals
+from crawlproj.components import registered
 from crawlproj.dns import HostUnresolvable, is_dns_error
+from crawlproj.frontier.downloads import Downloads
 from crawlproj.redis.client import get_redis
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.robots.cache import (
@@ -116,8 +117,8 @@ class RobotsMiddleware:
                 self.stats.inc_value("robotstxt/cache/redis")
         if rules is None or not rules.known:
             rules, wait = await self._fetch(origin, rules or Rules(), request)
-            scheduler = internals.scheduler(self.crawler)
-            robots_fetched = getattr(scheduler, "robots_fetched", None)
+            downloads = registered(self.crawler, Downloads)  # None: another scheduler
+            robots_fetched = downloads.robots_fetched if downloads is not None else None
             if (rules is None or rules.resolves) and robots_fetched is not None and \
                     robots_fetched(request, rules.crawl_delay if rules else None, wait):
                 raise RobotsFetched("robots.txt fetched on this request's turn")

@@ -96,7 +96,7 @@ class LastmodFeed:
     def __init__(self, frontier, recrawl, batch: int = 1000):
         self.frontier = frontier
         self.recrawl = recrawl
-        self.scale = recrawl.scale
+        self.scale = recrawl.config.scale
         self.batch = batch
 
     def on_crawl_clock(self, payload: bytes, age: float, now: float) -> float:
@@ -131,7 +131,6 @@ class LastmodFeed:
 
     def _host(self, host: str, items: list[tuple[str, float]], now: float) -> int:
         f = self.frontier
-        p = f.partition_of(host)
         fps = []
         for url, _ in items:
             try:
@@ -141,14 +140,10 @@ class LastmodFeed:
         known = [(fp, at) for fp, (_, at) in zip(fps, items) if fp is not None]
         if not known:
             return 0
-        members = [fp for fp, _ in known]
-        pipe = f.redis.pipeline(transaction=False)
-        pipe.hmget(f.keyspace.payloads(p, host), members)
-        pipe.zmscore(f.keyspace.recrawl_queue(p, host), members)
-        payloads, dues = pipe.execute()
+        scheduled = f.scheduled(host, [fp for fp, _ in known])
         pages = []
-        for (fp, age), payload, due in zip(known, payloads, dues):
-            if payload is None or due is None:
+        for (fp, age), (payload, _) in zip(known, scheduled):
+            if payload is None:
                 continue  # never crawled, or being fetched: nothing to revise
             seen = observe(payload, self.on_crawl_clock(payload, max(0.0, age), now), now)
             if seen is not None:

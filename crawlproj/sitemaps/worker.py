@@ -50,7 +50,9 @@ from scrapy import Request, signals
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
-from crawlproj import internals
+from crawlproj.components import registered
+from crawlproj.frontier.frontier import Frontier
+from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.recrawl.estimate import parse_http_date
 from crawlproj.redis.client import get_redis
 from crawlproj.redis.keyspace import Keyspace
@@ -291,9 +293,8 @@ class Sitemaps:
 
     def _lastmod_feed(self) -> LastmodFeed | None:
         if self._feed is None:
-            scheduler = internals.scheduler(self.crawler)
-            frontier = getattr(scheduler, "frontier", None)
-            recrawl = getattr(scheduler, "recrawl", None)
+            frontier = registered(self.crawler, Frontier)
+            recrawl = registered(self.crawler, Recrawl)
             if frontier is None or recrawl is None:
                 self.lastmod = False
                 return None

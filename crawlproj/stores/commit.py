@@ -104,14 +104,16 @@ class StoreCommit:
     @classmethod
     def of(cls, crawler) -> StoreCommit:
         """The crawler's one store commit, watched by its RedisGuard."""
-        commit = getattr(crawler, "_crawlproj_store_commit", None)
-        if commit is None:
+        from crawlproj.components import component
+
+        def build(crawler) -> StoreCommit:
             s = crawler.settings
             redis = get_redis(s)
-            commit = crawler._crawlproj_store_commit = cls(
-                redis, crawler.stats, embedded_restarter(s), Keyspace.from_settings(s, redis).due(0))
+            commit = cls(redis, crawler.stats, embedded_restarter(s),
+                         Keyspace.from_settings(s, redis).due(0))
             RedisGuard.of(crawler).watch(commit.commit)
-        return commit
+            return commit
+        return component(crawler, cls, build)
 
     def part(self, name: str, queue, answer, on_result=None) -> None:
         self.parts[name] = Part(queue, answer, on_result)

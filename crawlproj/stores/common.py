@@ -8,8 +8,10 @@ import re
 import socket
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
+from crawlproj.components import component
 from crawlproj.errors import CrawlprojError
 
 # the second utc_second() formatted last: records come many a second, and
@@ -90,19 +92,20 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:64] or "_"
 
 
-def worker_id(crawler) -> str:
-    """This process's worker id, the same for every store of one crawler.
+@dataclass(frozen=True)
+class WorkerId:
+    """A worker's id, host:pid:random (so that a restarted worker with a
+    recycled pid is still a new worker)."""
 
-    The frontier's scheduler names its worker host:pid:random (so that a
-    restarted worker with a recycled pid is still a new worker); when it is
-    the running scheduler its id is used, so the crawl log and the WARC
-    files name the worker the frontier's leases name.
-    """
-    wid = getattr(crawler, "_crawlproj_worker_id", None)
-    if wid:
-        return wid
-    wid = getattr(getattr(getattr(crawler, "engine", None), "scheduler", None), "worker_id", None)
-    if not isinstance(wid, str) or not wid:
-        wid = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-    crawler._crawlproj_worker_id = wid
-    return wid
+    value: str
+
+    @classmethod
+    def new(cls, crawler=None) -> WorkerId:
+        return cls(f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}")
+
+
+def worker_id(crawler) -> str:
+    """This process's worker id, the same for every part of one crawler: the
+    frontier's scheduler, the crawl log, the WARC files and the heartbeat
+    name the same worker (crawlproj.components)."""
+    return component(crawler, WorkerId, WorkerId.new).value

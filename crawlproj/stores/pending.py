@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from twisted.internet.defer import Deferred
 
+from crawlproj.components import component
+
 
 class _Page:
     """The writes under way for one URL's page, and who waits for them all."""
@@ -44,10 +46,7 @@ class PendingWrites:
     @classmethod
     def of(cls, crawler) -> PendingWrites:
         """The crawler's one book of pending writes."""
-        pending = getattr(crawler, "_crawlproj_pending_writes", None)
-        if pending is None:
-            pending = crawler._crawlproj_pending_writes = cls()
-        return pending
+        return component(crawler, cls, lambda _: cls())
 
     def hold(self, url: str, write: Deferred) -> None:
         """The page of url is not stored until write fires."""
