@@ -5,6 +5,8 @@ composed script (crawlproj.frontier.frontier.Frontier) on a real server."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import redis
 
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
@@ -60,13 +62,13 @@ def test_the_token_bucket_limits_the_leases_to_its_depth(redis_url):
     r = redis.Redis.from_url(redis_url)
     f = Frontier(r, Keyspace.open(r, "bucket", 1))
     _fetched_once(f, [f"h{i}.ex" for i in range(10)], due_ms=0)
-    f.budget_per_partition, f.budget_burst = 0.5, 2.0   # one token per 2 s
+    f.limits = replace(f.limits, budget_per_partition=0.5, budget_burst=2.0)  # a token per 2 s
     res = f.sync({0: Batch(lease=10)})[0]
     assert len(res.leased) == 2 and all(x.recrawl for x in res.leased)
     assert res.budget_waits == 1 and res.rready == 8
     # the next token is at most 2 s away on the server's clock
     assert res.now_ms < res.next_ready_ms <= res.now_ms + 2000
-    f.budget_per_partition = 0.0                         # no budget: all of them
+    f.limits = replace(f.limits, budget_per_partition=0.0)  # no budget: all of them
     assert len(f.sync({0: Batch(lease=10)})[0].leased) == 8
 
 
