@@ -216,7 +216,7 @@ class Recrawl:
     def __init__(self, frontier, policy: str, budget: float, new_share: float = 0.2,
                  scale: float = 1.0, min_interval: float = 60.0,
                  max_interval: float = 90 * buckets.DAY, strategy: int = 1,
-                 period: float = buckets.DAY, periods: int = 14,
+                 period: float = buckets.DAY, periods: int = 28,
                  change: float | None = None, sitemap_refresh: float = buckets.DAY,
                  plan_interval: float = 60.0):
         self.frontier = frontier
@@ -378,13 +378,11 @@ class Recrawl:
             # is still fetched every RECRAWL_MAX_INTERVAL): the plan is made
             # again for the budget less that, so that its clamped intervals
             # spend the budget, not more (webfountain, slow to solve: once).
-            # A bucket the plan gives nothing: optimal's change too fast for
-            # the budget and wait RECRAWL_MAX_INTERVAL; webfountain's are left
-            # out of this cycle only (the model plans one cycle of its
-            # periods, and its per-bucket solution is all or nothing), and
-            # are due again when the next cycle could take them.
+            # A bucket the plan gives nothing changes too fast for the budget
+            # (optimal's cut-off, and webfountain's, whose model counts a page
+            # that changes again within the period as obsolete): it waits
+            # RECRAWL_MAX_INTERVAL.
             wf = self.config.policy == "webfountain"
-            idle = self.config.period * self.config.periods if wf else math.inf
             aim = budget
             for _ in range(1 if wf else 4):
                 try:
@@ -394,7 +392,7 @@ class Recrawl:
                 except (PolicyError, ValueError) as exc:
                     logger.warning("recrawl plan failed (%s): uniform intervals meanwhile", exc)
                     p = plan("uniform", pop, max(aim, 1e-12))
-                clamped = np.array([self._clamp(1.0 / f if f > 0 else idle)
+                clamped = np.array([self._clamp(1.0 / f if f > 0 else math.inf)
                                     for f in p.frequency])
                 spend = float((pages / clamped).sum())
                 if abs(spend - budget) <= 0.01 * budget:
@@ -402,8 +400,7 @@ class Recrawl:
                 aim *= budget / spend
             for k, interval in zip(known, clamped):
                 intervals[k] = float(interval)
-            self._starved = frozenset() if wf else frozenset(
-                k for k, f in zip(known, p.frequency) if not f > 0)
+            self._starved = frozenset(k for k, f in zip(known, p.frequency) if not f > 0)
             if self.config.policy == "webfountain" and p.new_rate > 0 and new:
                 self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
         self._interval = intervals
