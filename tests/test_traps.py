@@ -232,3 +232,28 @@ def lease_all_payloads(f: Frontier, limit: int) -> list[bytes]:
                 Release(x.host, x.token, Host.OK, URL.DONE, 0, -1))
         f.sync(batches)
     return [x for x in out if x != b"other"]
+
+
+def test_the_near_duplicate_test_as_a_part_of_a_round_trip_agrees_with_its_own(redis_url):
+    """queue()/answer() (the stores' shared pipeline) give the verdicts
+    test_many() gives, send the script's text to a server that does not hold
+    it and its digest afterwards, and leave a page with no words unasked."""
+    r = redis.Redis.from_url(redis_url)
+    ks = crawl_keyspace(r, "nearpart")
+    text = " ".join(f"word{i}" for i in range(200))
+    pages = [("a.ex", text), ("a.ex", text + " tail"), ("a.ex", ""), ("b.ex", text)]
+    r.script_flush()
+    part = NearHosts(r, ks, window=8, bits=3, budget=1)
+    pipe = r.pipeline(transaction=False)
+    asked = part.queue(pipe, pages)
+    assert asked == [True, True, False, True]
+    assert [c[0][0] for c in pipe.command_stack] == ["EVAL"] * 3
+    got = part.answer(asked, pipe.execute(raise_on_error=False))
+    assert got[2] is None
+    assert [(v.near, v.count) for v in got if v is not None] == [(False, 0), (True, 1), (False, 0)]
+    pipe = r.pipeline(transaction=False)
+    part.queue(pipe, pages[:1])
+    assert pipe.command_stack[0][0][0] == "EVALSHA"
+    again = part.answer([True], pipe.execute(raise_on_error=False))
+    own = NearHosts(r, ks, window=8, bits=3, budget=1).test_many([("a.ex", simhash(text))])
+    assert again[0].near and own[0].near and again[0].count + 1 == own[0].count

@@ -8,8 +8,8 @@ for the revisit record that refers to it); the `web` spider then records the pag
 ``item["duplicate_of"]`` and does not extract its links again. The tests of
 the responses that arrive together go in one round trip, and the reactor
 never waits on Redis: the exact test in the stores' round trip
-(StoreCommit.call, crawlproj/stores/commit.py), which the reactor sends on a
-non-blocking connection; the near test, which needs its replies to know what
+(StoreCommit.call, crawlproj/stores/commit.py), sent in its writer thread;
+the near test, which needs its replies to know what
 else to ask, in round trips of its own in a thread (GroupCall).
 
 Settings: CONTENTSEEN_ENABLED, CONTENTSEEN_NEAR, CONTENTSEEN_NEAR_THRESHOLD

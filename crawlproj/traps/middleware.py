@@ -15,14 +15,15 @@ worker's pages of a host go into one.
 
 It reads the text the `web` spider put in the page's item, which comes out of
 the spider before the page's links; the tests of the pages that arrive
-together run in a thread, in one round trip (GroupCall: redis-py is
-blocking). The URL rules of the trap guard are the frontier's
+together ride the stores' round trip (crawlproj/stores/commit.py), hashed
+and sent in its writer thread. The URL rules of the trap guard are the frontier's
 (crawlproj/traps/__init__.py).
 """
 
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from redis import RedisError
 from scrapy import Request
@@ -32,23 +33,29 @@ from scrapy.utils.misc import load_object
 
 from crawlproj.items import PageItem
 from crawlproj.redis.client import get_redis
-from crawlproj.redis.groupcommit import GroupCall
 from crawlproj.redis.guard import RedisGuard
 from crawlproj.redis.keyspace import Keyspace
-from crawlproj.traps.nearhost import SUSPECT_META, NearHosts, Verdict, simhash
+from crawlproj.stores.commit import StoreCommit
+from crawlproj.traps.nearhost import SUSPECT_META, NearHosts, Verdict
 from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
 
 
+PART = "near-duplicate test"
+
+
 class NearDuplicateHostsMiddleware:
-    def __init__(self, near: NearHosts, budget: int, stats, guard: RedisGuard):
+    def __init__(self, near: NearHosts, budget: int, stats, guard: RedisGuard,
+                 commit: StoreCommit):
         self.near = near
         self.budget = budget
         self.stats = stats
         self.guard = guard
         self._logged: set[str] = set()
-        self._test = GroupCall(self._test_many, name="trapguard", stats=stats)
+        # the test rides the stores' round trip (one per batch of pages)
+        commit.part(PART, near.queue, near.answer)
+        self._test = partial(commit.call, PART)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -67,13 +74,7 @@ class NearDuplicateHostsMiddleware:
         near = NearHosts(redis, Keyspace.from_settings(s, redis),
                          window=s.getint("TRAPGUARD_NEAR_DUPLICATE_WINDOW"),
                          bits=s.getint("TRAPGUARD_NEAR_DUPLICATE_BITS"), budget=budget)
-        return cls(near, budget, crawler.stats, RedisGuard.of(crawler))
-
-    def _test_many(self, pages: list[tuple[str, str]]) -> list[Verdict | None]:
-        """In a thread: the verdicts of (host, text) pages (None: no words)."""
-        hashes = [(host, simhash(text)) for host, text in pages]
-        verdicts = iter(self.near.test_many([(h, fp) for h, fp in hashes if fp is not None]))
-        return [None if fp is None else next(verdicts) for _, fp in hashes]
+        return cls(near, budget, crawler.stats, RedisGuard.of(crawler), StoreCommit.of(crawler))
 
     async def _verdict(self, response, item) -> Verdict | None:
         """The near-duplicate test of the page of item; None when not tested."""
@@ -84,13 +85,13 @@ class NearDuplicateHostsMiddleware:
             verdict = await maybe_deferred_to_future(self._test((host, item["text"])))
         except RedisError as exc:  # never lose a page's links to a Redis hiccup; said once
             self.stats.inc_value("trapguard/errors")
-            self.guard.failed("near-duplicate test", exc)
+            self.guard.failed(PART, exc)
             return None
         except Exception as exc:
             logger.error("near-duplicate test failed for %s: %s", response.url[:200], exc)
             self.stats.inc_value("trapguard/errors")
             return None
-        self.guard.answered("near-duplicate test")
+        self.guard.answered(PART)
         if verdict is None or not verdict.near:
             return None
         self.stats.inc_value("trapguard/near_duplicate_pages")

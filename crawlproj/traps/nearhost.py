@@ -17,6 +17,7 @@ date, a path or an id. crawlproj/traps/middleware.py acts on its verdict.
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -158,6 +159,10 @@ class NearHosts:
         self.bits = bits
         self.budget = budget
         self._sha: str | None = None
+        # the stores' round trip (queue/answer): EVAL until the server is
+        # known to hold the script, then EVALSHA
+        self._digest = hashlib.sha1(NEARHOST_LUA.encode()).hexdigest()
+        self._server_has_script = False
 
     def test(self, host: str, fingerprint: int) -> Verdict:
         return self.test_many([(host, fingerprint)])[0]
@@ -175,6 +180,47 @@ class NearHosts:
             self._sha = self.redis.script_load(NEARHOST_LUA)
             replies = self._run(pages)
         return [Verdict(bool(near), int(count)) for near, count in replies]
+
+    def queue(self, pipe, pages: list[tuple[str, str]]) -> list[bool]:
+        """The tests of (host, text) pages queued on pipe, a part of the
+        stores' round trip (crawlproj/stores/commit.py, in its writer thread,
+        where the texts are hashed too): for each page whether it was asked
+        (a text with no words is not)."""
+        asked = []
+        for host, text in pages:
+            fingerprint = simhash(text)
+            asked.append(fingerprint is not None)
+            if fingerprint is None:
+                continue
+            p = self.keyspace.partition_of(host)
+            keys = (self.keyspace.trap_hashes(p, host), self.keyspace.trapped(p),
+                    self.keyspace.due(p))
+            args = (fingerprint >> 32, fingerprint & 0xFFFFFFFF, self.window, self.bits,
+                    self.budget, host)
+            # raw commands: a cluster pipeline routes them by their first key
+            if self._server_has_script:
+                pipe.execute_command("EVALSHA", self._digest, 3, *keys, *args)
+            else:
+                pipe.execute_command("EVAL", NEARHOST_LUA, 3, *keys, *args)
+        return asked
+
+    def answer(self, asked: list[bool], replies: list) -> list[Verdict | None]:
+        """The verdicts of queue()'s pages (None: not asked), from their
+        replies; raises the first error (a server that lost the script is
+        sent its text from then on)."""
+        out, replies = [], iter(replies)
+        for was_asked in asked:
+            if not was_asked:
+                out.append(None)
+                continue
+            reply = next(replies)
+            if isinstance(reply, NoScriptError):
+                self._server_has_script = False
+            if isinstance(reply, Exception):
+                raise reply
+            self._server_has_script = True
+            out.append(Verdict(bool(reply[0]), int(reply[1])))
+        return out
 
     def _run(self, pages: list[tuple[str, int]]) -> list:
         pipe = self.redis.pipeline(transaction=False)
