@@ -195,7 +195,7 @@ def states(sw, redis_url: str, crawl_id: str) -> list[dict]:
     import redis as redis_lib
 
     from crawlproj.frontier.frontier import Frontier
-    from crawlproj.frontier.recrawl import scheduled_bucket, scheduled_states
+    from crawlproj.recrawl.schedule import scheduled_bucket, scheduled_states
     from crawlproj.recrawl.state import LM_UNUSABLE
     from crawlproj.redis.keyspace import Keyspace
     r = redis_lib.Redis.from_url(redis_url)

@@ -3,7 +3,7 @@ page's estimate as the workers run them, on Poisson pages, in seconds of CPU
 instead of minutes of crawling, for working out the estimator and the
 defaults before a live run confirms them.
 
-What is the live crawl's own code: the plan (crawlproj.frontier.recrawl.Recrawl:
+What is the live crawl's own code: the plan (crawlproj.recrawl.schedule.Recrawl:
 set_plan, interval, steer and its boost, the bounds, bucket_for,
 on_crawl_clock), each page's state (crawlproj.recrawl.state.update), the settings' defaults
 (settings/base.py, unless given). What is modelled: the token bucket of
@@ -42,8 +42,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crawlproj.frontier import recrawl as frontier_recrawl  # noqa: E402
 from crawlproj.recrawl import buckets  # noqa: E402
+from crawlproj.recrawl import schedule as frontier_recrawl  # noqa: E402
 from crawlproj.recrawl.freshness import freshness as closed_form  # noqa: E402
 from crawlproj.recrawl.policies import optimal, plan, uniform  # noqa: E402
 from crawlproj.recrawl.population import Population  # noqa: E402

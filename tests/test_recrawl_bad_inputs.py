@@ -26,7 +26,7 @@ import pytest
 import redis
 
 from crawlproj.frontier import codec
-from crawlproj.frontier.recrawl import Recrawl
+from crawlproj.recrawl.schedule import Recrawl
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.warc import NOT_MODIFIED_PROFILE
 from crawlproj.urls import host_of
@@ -169,10 +169,10 @@ def refetches(change: str, bodies: list[bytes]):
     from scrapy.settings import Settings
     from scrapy.statscollectors import MemoryStatsCollector
 
-    from crawlproj.frontier.recrawl import Recrawl
+    from crawlproj.recrawl.middleware import RecrawlMiddleware
     from crawlproj.recrawl.record import HELD, OBSERVED, STORED
+    from crawlproj.recrawl.schedule import Recrawl
     from crawlproj.recrawl.state import RecrawlState
-    from middlewares.recrawl import RecrawlMiddleware
 
     settings = Settings()
     settings.setmodule("settings.base", priority="project")
@@ -258,8 +258,8 @@ def test_last_modified_on_another_calendar_is_read_as_the_pages_age():
 
     from scrapy import Request
 
-    from crawlproj.frontier.recrawl import Recrawl
     from crawlproj.recrawl.record import HELD, OBSERVED, STORED, Fetch
+    from crawlproj.recrawl.schedule import Recrawl
     from crawlproj.recrawl.state import RecrawlState
 
     scale, day = 43200.0, 86400.0
@@ -339,8 +339,8 @@ def test_the_first_fetchs_last_modified_dates_a_page_never_seen_changed():
     at three daily visits: its Last-Modified says it changes about once in
     300 days, and the plan puts it there, not at the few days it was watched
     (which put it near 0.1 a day)."""
-    from crawlproj.frontier.recrawl import live_bucket
     from crawlproj.recrawl import buckets
+    from crawlproj.recrawl.schedule import live_bucket
 
     day = 86400.0
     state = _fetched_daily(Recrawl(SimpleNamespace(new_share=0.0), "optimal", 1.0),
@@ -357,8 +357,8 @@ def test_a_page_is_not_starved_on_a_few_dated_changes():
     Gamma-distributed rates; given nothing, it would never be fetched again
     to correct that. Its rate's lower 10 % quantile is below the cut-off, so
     it is planned there; a page with 30 changes in 7.5 days is starved."""
-    from crawlproj.frontier.recrawl import live_bucket
     from crawlproj.recrawl import buckets
+    from crawlproj.recrawl.schedule import live_bucket
     from crawlproj.recrawl.state import RecrawlState
 
     day = 86400.0

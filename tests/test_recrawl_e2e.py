@@ -24,9 +24,9 @@ import redis
 
 from crawlproj.frontier import codec
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.frontier.recrawl import Recrawl, scheduled_bucket, scheduled_states
 from crawlproj.recrawl.buckets import DAY, rate_of
 from crawlproj.recrawl.record import STORED, pack_payload
+from crawlproj.recrawl.schedule import Recrawl, scheduled_bucket, scheduled_states
 from crawlproj.recrawl.state import LM_UNUSABLE, SCHEDULED, RecrawlState
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks

@@ -575,12 +575,12 @@ def test_a_scheduled_page_costs_at_most_40_bytes_beyond_a_queued_url(redis_url):
     assert per_url["msgpack"] - per_url["packed"] >= 10
 
 
-# -- the live planner (crawlproj/frontier/recrawl.py) --------------------------------------
+# -- the live planner (crawlproj/recrawl/schedule.py) --------------------------------------
 
 def live_planner(policy="optimal", budget=50.0):
     from types import SimpleNamespace
 
-    from crawlproj.frontier.recrawl import Recrawl
+    from crawlproj.recrawl.schedule import Recrawl
     return Recrawl(SimpleNamespace(new_share=0.0), policy, budget, 0.0, scale=43200.0,
                    min_interval=60.0, max_interval=30 * DAY)
 
@@ -635,7 +635,7 @@ def test_a_page_fetched_once_waits_for_a_turn_over_every_page_known():
     the pages scheduled since."""
     from types import SimpleNamespace
 
-    from crawlproj.frontier.recrawl import Recrawl
+    from crawlproj.recrawl.schedule import Recrawl
 
     start = Recrawl(SimpleNamespace(new_share=0.2), "optimal", 2.0, max_interval=1e9)
     start.set_plan({}, 0)
@@ -655,7 +655,7 @@ def test_a_page_changed_at_every_visit_is_planned_above_its_point_estimate():
     any page, and the plan uses its rate's posterior median instead, several
     times higher. A page never seen changed is planned lower the longer it
     stays unchanged."""
-    from crawlproj.frontier.recrawl import live_bucket
+    from crawlproj.recrawl.schedule import live_bucket
 
     every = RecrawlState()
     for v in range(6):
@@ -697,7 +697,7 @@ def test_a_bucket_empty_at_the_last_plan_is_planned_like_its_nearest_neighbour()
     starved of nothing and given too much, or the reverse."""
     from types import SimpleNamespace
 
-    from crawlproj.frontier.recrawl import Recrawl
+    from crawlproj.recrawl.schedule import Recrawl
 
     rc = Recrawl(SimpleNamespace(new_share=0.2), "optimal", 2000 * 0.2 / DAY,
                  max_interval=1e9)
@@ -721,8 +721,8 @@ def test_the_buckets_webfountain_leaves_out_are_the_fast_ones_and_wait_longest()
     crawled."""
     from types import SimpleNamespace
 
-    from crawlproj.frontier.recrawl import Recrawl
     from crawlproj.recrawl.policies import plan as make_plan
+    from crawlproj.recrawl.schedule import Recrawl
 
     base = importlib.import_module("settings.base")
     rng = np.random.default_rng(1)

@@ -15,8 +15,8 @@ import redis
 
 from crawlproj.frontier import codec
 from crawlproj.frontier.frontier import URL, Batch, Frontier, Host, Release
-from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.recrawl.record import pack_payload, unpack_payload
+from crawlproj.recrawl.schedule import Recrawl
 from crawlproj.recrawl.state import REPORTED, Observation, RecrawlState, update
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.sitemaps.budget import FileBudget
@@ -379,8 +379,8 @@ def test_a_page_the_plan_gives_nothing_is_revised_not_made_due(frontier):
     """Optimal's cut-off: a page changing too fast for the budget is stale
     again soon after any fetch; its reported change is counted, its due time
     stays."""
-    from crawlproj.frontier.recrawl import live_bucket
     from crawlproj.recrawl import buckets
+    from crawlproj.recrawl.schedule import live_bucket
 
     f = frontier
     now = time.time()

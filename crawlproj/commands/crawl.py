@@ -153,11 +153,11 @@ class Command(ScrapyCrawlCommand):
         from crawlproj.addressguard import AllowList, guarded_handlers
         from crawlproj.due.urlseen import DueConfig
         from crawlproj.frontier.frontier import join
-        from crawlproj.frontier.recrawl import check_settings as check_recrawl
         from crawlproj.frontier.urlfilter import URLFilter
         from crawlproj.monitor.heartbeat import monitor_interval
         from crawlproj.monitor.history import rings
         from crawlproj.prioritizers import prioritizer_class
+        from crawlproj.recrawl.schedule import check_settings as check_recrawl
         from crawlproj.scope import scope_mode
         from crawlproj.search.realtime import Session
         from crawlproj.seeds import read_seeds

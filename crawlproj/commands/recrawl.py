@@ -37,7 +37,7 @@ def live_plan(settings, crawl_id: str):
     Recrawl, the estimate against the observed changes per bucket) of a
     running crawl, from Redis; CrawlprojError in one line."""
     from crawlproj.frontier.frontier import Frontier
-    from crawlproj.frontier.recrawl import Recrawl, observed_by_bucket, scheduled_states
+    from crawlproj.recrawl.schedule import Recrawl, observed_by_bucket, scheduled_states
     from crawlproj.redis.client import get_redis
     from crawlproj.redis.keyspace import Keyspace
 

@@ -19,7 +19,6 @@ Here:
     politeness.py  a host's wait after a download, and how the download left it
     sync.py        the worker's one round trip at a time: what it says, which
                    leases it asks for, when it looks again; the crawl's control
-    recrawl.py     continuous crawling: a page's next due time, the plan, re-plans
     urlfilter.py   the user's URL filters
     lua/           frontier.lua (host states, back queues, leases, releases) and
                    sync.lua (the arguments, the sections in order): with the parts
@@ -38,6 +37,12 @@ Elsewhere:
     crawlproj/prioritizers/  each URL's score: the order the frontier serves them in
                              (FRONTIER_PRIORITIZER)
     crawlproj/ranker/        PageRank on the crawled graph, rewriting queued priorities
+    crawlproj/recrawl/       continuous crawling: the change-rate model, the plans,
+                             each page's next due time (schedule.py, the scheduler's
+                             Recrawl part)
+    crawlproj/robots/        the robots cache (Mercator §3) and robots meta tags
+    crawlproj/traps/         the trap guard: URL rules, per-host budgets, near
+                             duplicates
     crawlproj/urls.py        the URL rule: which URLs may enter, and each one's host
     crawlproj/redis/keyspace.py    the key layout: crawl id, partitions, every key name
     crawlproj/redis/groupcommit.py one write to Redis at a time, in a thread (the sync's and

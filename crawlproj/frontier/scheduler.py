@@ -39,9 +39,9 @@ from crawlproj.frontier.downloads import Downloads
 from crawlproj.frontier.frontier import Frontier
 from crawlproj.frontier.leases import LeaseBook
 from crawlproj.frontier.politeness import Politeness
-from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.frontier.sync import FrontierSync
 from crawlproj.prioritizers import load_prioritizer
+from crawlproj.recrawl.schedule import Recrawl
 from crawlproj.redis.client import embedded_restarter, get_redis
 from crawlproj.redis.guard import RedisGuard
 from crawlproj.stores.common import worker_id

@@ -1,8 +1,8 @@
-"""The recrawl model: change rates, change-rate buckets and recrawl policies.
+"""Continuous crawling: the recrawl model and its place in the crawl.
 
 Edwards, McCurley & Tomlin 2001 (WebFountain) §4-5 and the work it builds on
-(Cho & Garcia-Molina, §2 there). The Python is pure computation: no Redis, no
-Scrapy.
+(Cho & Garcia-Molina, §2 there). The model's modules are pure computation (no
+Redis, no Scrapy); ``schedule`` and ``middleware`` put it to work in a crawl.
 
 - ``buckets``: the one-byte change-rate bucket <-> rate mapping;
 - ``estimate``: change-rate estimators from fetch observations;
@@ -12,6 +12,10 @@ Scrapy.
 - ``population``: pages per bucket, the input of a plan;
 - ``policies``: uniform, adaptive (Nutch), optimal (Lagrange) and webfountain plans;
 - ``webfountain``: the time-period model, equations 1-6, and its solver;
+- ``schedule``: Recrawl, the frontier's side of a continuous crawl: each page's
+  next due time, the plan in force and its re-plan loop (the scheduler's part);
+- ``middleware``: conditional GET and what a fetch showed (downloader
+  middleware 945; middlewares/recrawl.py is its entry point);
 - ``lua/sync_recrawl.lua``: the frontier sync script's recrawl part, in Redis:
   the hosts' recrawl queues, the budget's token bucket, the share of
   never-crawled URLs (crawlproj/frontier/frontier.py, SYNC_PARTS).

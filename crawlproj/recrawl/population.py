@@ -2,7 +2,7 @@
 estimated rate and importance, and how many URLs were never crawled.
 
 The input of every policy. A live crawl's comes from its schedule in Redis
-(crawlproj/frontier/recrawl.py: pages per bucket as sync.lua counts them);
+(crawlproj/recrawl/schedule.py: pages per bucket as sync.lua counts them);
 otherwise from a JSON file, or generated (``simulate``).
 """
 

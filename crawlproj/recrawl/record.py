@@ -1,6 +1,6 @@
 """A page's recrawl record and what a fetch shows of it: the part of
-continuous crawling that the downloader middleware (middlewares/recrawl.py)
-and the frontier (crawlproj/frontier/recrawl.py) share.
+continuous crawling that the downloader middleware (crawlproj/recrawl/middleware.py)
+and the frontier (crawlproj/recrawl/schedule.py) share.
 
 The record travels in a scheduled page's payload (request meta "rc"):
     [state (crawlproj.recrawl.state, 36 bytes), ETag, Last-Modified (Unix
@@ -86,7 +86,7 @@ def changed(previous: bytes, fetch: Fetch, threshold: float | None) -> bool:
 
 @dataclass(frozen=True)
 class Fetch:
-    """What middlewares/recrawl.py saw of a page's response."""
+    """What crawlproj/recrawl/middleware.py saw of a page's response."""
     status: int
     etag: str
     last_modified: str | None

@@ -54,12 +54,12 @@ VALIDATOR_UNSTABLE = 0x02
 # fetch starts the next interval instead of counting one (rebase).
 REPORTED = 0x04
 # The bucket byte is the one the page is scheduled in (the frontier's choice,
-# crawlproj/frontier/recrawl.py), counted in the schedule's population; clear:
+# crawlproj/recrawl/schedule.py), counted in the schedule's population; clear:
 # the bucket of the estimate. update() clears it.
 SCHEDULED = 0x08
 # The server's dates count the wall clock while the crawl clock runs
 # RECRAWL_TIME_SCALE times as fast: its seconds of age are that many crawl
-# seconds (crawlproj/frontier/recrawl.py, Recrawl.on_crawl_clock).
+# seconds (crawlproj/recrawl/schedule.py, Recrawl.on_crawl_clock).
 WALL_DATES = 0x10
 CLOCK_SKEW = 60.0                   # a Last-Modified this far past the fetch time is in the future
 COUNT_MAX = 0xFFFF

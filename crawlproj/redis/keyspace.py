@@ -33,7 +33,7 @@ Crawl-wide (:attr:`Keyspace.meta`, :attr:`Keyspace.ranker_lock`,
     cp:{<crawl>}:df         HASH   pages seen, and pages holding each word of the similarity
                                    prioritizer's query: its IDF (crawlproj/prioritizers/similarity.py)
     cp:{<crawl>}:recrawl    HASH   the recrawl plan's terms as the workers last planned
-                                   (policy, budget, boost...: crawlproj/frontier/recrawl.py)
+                                   (policy, budget, boost...: crawlproj/recrawl/schedule.py)
 
 A crawl exists while its meta hash does: the first process of a crawl fixes
 each field of the record, later ones read it (:meth:`Keyspace.agree`).

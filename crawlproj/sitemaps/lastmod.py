@@ -3,7 +3,7 @@
 A page's <lastmod> is the site's own word of when the page last changed
 (sitemaps.org: "the date of last modification of the page", W3C Datetime).
 For a page the crawl has fetched and scheduled to fetch again
-(crawlproj/frontier/recrawl.py), a lastmod past its last fetch says it has
+(crawlproj/recrawl/schedule.py), a lastmod past its last fetch says it has
 changed since: one more observation for its change-rate estimate, dated as
 a Last-Modified dates a change (Cho & Garcia-Molina's Last-Modified
 estimator, crawlproj/recrawl/estimate.py: the change seen, and the time from
@@ -32,8 +32,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from crawlproj.frontier.recrawl import scheduled_bucket
 from crawlproj.recrawl.record import PACKED, pack_payload, unpack_payload
+from crawlproj.recrawl.schedule import scheduled_bucket
 from crawlproj.recrawl.state import CLOCK_SKEW, WALL_DATES, Observation, RecrawlState, reported
 from crawlproj.urls import host_of
 
@@ -90,7 +90,7 @@ class LastmodFeed:
     """Hands a sitemap's lastmods to the frontier's scheduled pages.
 
     frontier: the worker's (crawlproj.frontier.Frontier); recrawl: its plan
-    (crawlproj.frontier.recrawl.Recrawl: the crawl clock's scale, the
+    (crawlproj.recrawl.schedule.Recrawl: the crawl clock's scale, the
     buckets the plan gives nothing)."""
 
     def __init__(self, frontier, recrawl, batch: int = 1000):

@@ -52,8 +52,8 @@ from twisted.internet import threads
 
 from crawlproj.components import registered
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.frontier.recrawl import Recrawl
 from crawlproj.recrawl.estimate import parse_http_date
+from crawlproj.recrawl.schedule import Recrawl
 from crawlproj.redis.client import get_redis
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.robots import ROBOTS_FOR, origin_of, verdict

@@ -14,7 +14,7 @@
 --   rready  ZSET host -> due time of its earliest due recrawl: a host state,
 --           beside the frontier's ready (frontier.lua moves hosts in and out)
 --   rbuckets HASH change-rate bucket -> pages scheduled in it
---           (crawlproj/frontier/recrawl.py plans from these counts)
+--           (crawlproj/recrawl/schedule.py plans from these counts)
 --   budget  HASH t, at: the token bucket; sn, so: recent leases of
 --           never-crawled URLs and of recrawls
 --

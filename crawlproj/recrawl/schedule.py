@@ -12,7 +12,7 @@ A scheduled page's payload carries what the next fetch needs (meta "rc"):
     [state (crawlproj.recrawl.state, 36 bytes), ETag, Last-Modified (Unix
      seconds, 0 = none), content digest (8 bytes of the body's SHA-1)]
 packed in one binary field (crawlproj/recrawl/record.py, pack_payload).
-The validators make the next fetch conditional (middlewares/recrawl.py); a
+The validators make the next fetch conditional (crawlproj/recrawl/middleware.py); a
 304 is "unchanged", a 2xx is "changed" when its digest differs [WebFountain
 §4: change detection by checksum], or with RECRAWL_CHANGE a threshold when
 its resemblance to the last capture is at most that (record.py). Every
