@@ -712,13 +712,14 @@ def test_a_bucket_empty_at_the_last_plan_is_planned_like_its_nearest_neighbour()
     assert not rc.starved(fast + 1)
 
 
-def test_the_buckets_webfountain_leaves_out_are_the_fast_ones_and_wait_longest():
-    """WebFountain's model plans one cycle of its periods, bucket by bucket.
-    With a crawled page counted obsolete when it changes again within the
-    period, the buckets it gives nothing at 0.1 fetches per page per day are
-    the ones changing too fast for the budget, as optimal's are: they are
-    starved and wait RECRAWL_MAX_INTERVAL, and every slower bucket is
-    crawled."""
+def test_a_bucket_webfountain_leaves_out_of_a_cycle_is_due_the_next():
+    """WebFountain's model plans one cycle of its periods, bucket by bucket
+    all or nothing, from estimated rates: a bucket it leaves out is due again
+    after one cycle and counts as starved by nothing, since an estimate that
+    calls it too fast may be wrong. Parked at RECRAWL_MAX_INTERVAL (90
+    days), such pages went unfetched through most of a replayed run (Gamma
+    rates at 0.1 fetches per page per day, 500 pages, 50 days: -148 % of
+    the oracle's lead over uniform, against -74 % due after a cycle)."""
     from types import SimpleNamespace
 
     from crawlproj.recrawl.policies import plan as make_plan
@@ -741,8 +742,7 @@ def test_the_buckets_webfountain_leaves_out_are_the_fast_ones_and_wait_longest()
     freq = make_plan("webfountain", pop, budget, strategy=3, periods=periods).frequency
     left_out = [k for k, f in zip(known, freq) if not f > 0]
     assert sum(counts[k] for k in left_out) > 0.1 * 2000
-    slowest_left_out = min(buckets.rate_of(k) for k in left_out)
-    assert slowest_left_out * DAY > 1.0              # more than once a day
-    assert all(f > 0 for k, f in zip(known, freq) if buckets.rate_of(k) < slowest_left_out)
-    assert all(rc.interval(k) == pytest.approx(rc.config.max_interval) for k in left_out)
-    assert all(rc.starved(k) for k in left_out)
+    cycle = rc.config.period * rc.config.periods
+    assert rc.config.max_interval > 3 * cycle
+    assert all(rc.interval(k) == pytest.approx(cycle) for k in left_out)
+    assert not any(rc.starved(k) for k in known)
