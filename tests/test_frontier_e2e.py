@@ -83,7 +83,7 @@ def test_unfetchable_requests_are_refused_and_the_crawl_goes_on(redis_url, tmp_p
 
 @pytest.mark.parametrize("prioritizer", ["bfs", "backlinks"])
 def test_links_sent_lately_are_dropped_before_scrapy_handles_them(redis_url, tmp_path, prioritizer):
-    """middlewares/recentlinks.py drops a link this worker already sent, unless
+    """crawlproj/frontier/recentlinks.py drops a link this worker already sent, unless
     the prioritizer counts duplicate links (backlinks must see them all); the
     crawl fetches the same pages either way."""
     with SimWebServer(PLAIN, log_path=str(tmp_path / "web.jsonl")) as sw:

@@ -16,6 +16,10 @@ Here:
                    what its end sends (no Scrapy, no Redis)
     downloads.py   Downloads: a lease from the engine's pull to its end (the lease
                    check, the downloader's signals, the page's end, robots.txt)
+    lease.py       the lease check, a downloader middleware: no download on a
+                   lease this worker has lost
+    recentlinks.py a spider middleware: a link this worker sent lately goes no
+                   further (middlewares/ holds both entry points)
     politeness.py  a host's wait after a download, and how the download left it
     sync.py        the worker's one round trip at a time: what it says, which
                    leases it asks for, when it looks again; the crawl's control

@@ -29,7 +29,7 @@ class RecentURLs:
     """A worker's cache of the URLs it sent to the frontier lately: Mercator's
     "cache of popular URLs" in front of the DUE (§3.2, 2^16 entries there).
     Most links of a page were sent before (about 9 in 10), mostly by this same
-    worker; middlewares/recentlinks.py drops a link to one of them before
+    worker; crawlproj/frontier/recentlinks.py drops a link to one of them before
     Scrapy handles it. Least recently seen first out. The shared DUE stays the
     authority: a miss here is checked there."""
 
@@ -108,7 +108,7 @@ class Admission:
     """The worker's gate to the frontier: each request the engine enqueues
     is admitted (admit) or refused with its reason logged and counted, and
     the URLs sent lately are remembered (sent_lately, asked by
-    middlewares/recentlinks.py through crawlproj.components)."""
+    crawlproj/frontier/recentlinks.py through crawlproj.components)."""
 
     def __init__(self, frontier, prioritizer, stats, max_url_length: int, trap_guard=None,
                  url_filter=None, recent: int = 0):
@@ -154,5 +154,5 @@ class Admission:
 
     def sent_lately(self, url: str) -> bool:
         """Did this worker send this exact URL to the frontier lately? Then
-        another link to it changes nothing (middlewares/recentlinks.py)."""
+        another link to it changes nothing (crawlproj/frontier/recentlinks.py)."""
         return self.sent is not None and url in self.sent

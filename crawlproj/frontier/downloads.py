@@ -2,7 +2,7 @@
 
 A lease the sync brought (leases.py's book) is handed to the engine as a
 request (hand_out), checked right before its download starts (may_download,
-asked by middlewares/lease.py), and followed through Scrapy's signals: its
+asked by crawlproj/frontier/lease.py), and followed through Scrapy's signals: its
 download's start and end, its status, and the engine's end of its page
 (internals.on_request_done). Each end is told to the frontier as the book
 words it (a Release, sent by the sync):
@@ -100,7 +100,7 @@ class Downloads:
 
     def may_download(self, request) -> bool:
         """Is request's lease still this worker's? Asked by the lease check
-        (middlewares/lease.py) right before each download starts: a worker
+        (crawlproj/frontier/lease.py) right before each download starts: a worker
         stopped or cut off from Redis longer than FRONTIER_LEASE_TTL must not
         fetch a URL, nor contact a host, that the frontier has given to
         another worker meanwhile. A host's robots.txt is fetched under the
