@@ -302,7 +302,16 @@ def main() -> None:
     ap.add_argument("--closed-form", action="store_true",
                     help="only each policy's plan for the true rates, its closed-form freshness")
     a = ap.parse_args()
-    overrides = {k: float(v) for k, v in (x.split("=", 1) for x in a.s)}
+    defaults = settings_table({})
+    overrides = {}
+    for k, v in (x.split("=", 1) for x in a.s):
+        if not hasattr(defaults, k):
+            ap.error(f"-s {k}: not a RECRAWL_ setting")
+        kind = type(getattr(defaults, k))  # an int setting stays an int
+        try:
+            overrides[k] = kind(float(v)) if kind in (int, float) else kind(v)
+        except ValueError:
+            ap.error(f"-s {k}={v}: not a {kind.__name__}")
     webs = [(dist, n, b) for dist in a.dists.split(",") for n in map(int, a.pages.split(","))
             for b in map(float, a.per_page_day.split(","))]
     seeds = [int(x) for x in a.seeds.split(",")]

@@ -243,14 +243,14 @@ RECRAWL_NEW_SHARE = 0.2
 RECRAWL_CHANGE = "digest"
 # webfountain: the objective strategy of §5.1 (1 equal weights on every period,
 # 2 the last period only, 3 mostly the last), the length of a period in
-# seconds and the periods in a crawler cycle (T; the paper: 14). The model
-# sees only its T periods, so a page slower than the horizon looks as if it
-# never went stale: 28 daily periods, three budget cycles at 0.1 fetches per
-# page per day, keep the slow buckets crawled; strategy 3 weighs the end state,
-# which is what a steady crawl keeps (docs/recrawl.md, "WebFountain's plan").
+# seconds and the periods in a crawler cycle (T; the paper: 14). Strategy 3
+# weighs the end state, which is what a steady crawl keeps; a bucket the plan
+# leaves out is due again after one cycle, so a longer cycle leaves a bucket
+# whose estimate was wrong unfetched longer (docs/recrawl.md, "The WebFountain
+# model").
 RECRAWL_WEBFOUNTAIN_STRATEGY = 3
 RECRAWL_WEBFOUNTAIN_PERIOD = 86400.0
-RECRAWL_WEBFOUNTAIN_PERIODS = 28
+RECRAWL_WEBFOUNTAIN_PERIODS = 14
 
 # Lease: a URL handed to a worker is the worker's for this long (seconds); the
 # worker renews leases of downloads still running. A worker that dies (kill -9)

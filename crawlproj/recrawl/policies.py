@@ -130,7 +130,7 @@ def webfountain_model(population: Population, budget: float, strategy: int, peri
 
 
 def plan(policy: str, population: Population, budget: float, *, new_share: float = 0.0,
-         strategy: int = 3, period: float = DAY, periods: int = 28,
+         strategy: int = 3, period: float = DAY, periods: int = 14,
          weighted: bool = True) -> Plan:
     """The plan of ``policy`` for ``population`` within ``budget`` fetches per second."""
     if policy not in POLICIES:

@@ -216,7 +216,7 @@ class Recrawl:
     def __init__(self, frontier, policy: str, budget: float, new_share: float = 0.2,
                  scale: float = 1.0, min_interval: float = 60.0,
                  max_interval: float = 90 * buckets.DAY, strategy: int = 1,
-                 period: float = buckets.DAY, periods: int = 28,
+                 period: float = buckets.DAY, periods: int = 14,
                  change: float | None = None, sitemap_refresh: float = buckets.DAY,
                  plan_interval: float = 60.0):
         self.frontier = frontier
@@ -383,10 +383,8 @@ class Recrawl:
             # out of this cycle only (the model plans one cycle of its
             # periods from estimated rates, all or nothing per bucket), and
             # are due again when the next cycle could take them: parked, a
-            # bucket whose estimate was wrong stays unfetched (replayed,
-            # Gamma rates at 0.1 fetches per page per day, 500 pages, 50
-            # days: -148 % of the oracle's lead parked, -74 % due after a
-            # cycle; docs/recrawl.md).
+            # bucket whose estimate was wrong would stay unfetched
+            # (docs/recrawl.md, "The WebFountain model").
             wf = self.config.policy == "webfountain"
             idle = self.config.period * self.config.periods if wf else math.inf
             aim = budget
