@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import socket
 import sys
 
 
@@ -58,7 +59,6 @@ async def serve(listen: tuple[str, int], to: tuple[str, int], delay: float) -> N
         for sock in (client_w, server_w):
             raw = sock.get_extra_info("socket")
             if raw is not None:
-                import socket
                 raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         await asyncio.gather(pump(client_r, server_w, delay), pump(server_r, client_w, delay))
 

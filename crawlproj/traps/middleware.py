@@ -31,6 +31,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
+from crawlproj.frontier.scheduler import FrontierScheduler
 from crawlproj.items import PageItem
 from crawlproj.redis.client import get_redis
 from crawlproj.redis.guard import RedisGuard
@@ -63,7 +64,6 @@ class NearDuplicateHostsMiddleware:
         budget = s.getint("TRAPGUARD_NEAR_DUPLICATE_PAGES")
         if budget <= 0:
             raise NotConfigured
-        from crawlproj.frontier.scheduler import FrontierScheduler
         if not issubclass(load_object(s["SCHEDULER"]), FrontierScheduler):
             # the rule's window lives in the frontier's crawl and its verdict
             # is the frontier's to apply: another scheduler has neither

@@ -158,9 +158,6 @@ class NearHosts:
         self.window = window
         self.bits = bits
         self.budget = budget
-        self._sha: str | None = None
-        # the stores' round trip (queue/answer): EVAL until the server is
-        # known to hold the script, then EVALSHA
         self._digest = hashlib.sha1(NEARHOST_LUA.encode()).hexdigest()
         self._server_has_script = False
 
@@ -169,17 +166,17 @@ class NearHosts:
 
     def test_many(self, pages: list[tuple[str, int]]) -> list[Verdict]:
         """test() of each (host, fingerprint), in order, in one pipelined
-        round trip: the pages of one host go into its window one by one."""
-        if not pages:
-            return []
-        if self._sha is None:
-            self._sha = self.redis.script_load(NEARHOST_LUA)
-        try:
-            replies = self._run(pages)
-        except NoScriptError:  # the server lost its scripts (a restart): load again
-            self._sha = self.redis.script_load(NEARHOST_LUA)
-            replies = self._run(pages)
-        return [Verdict(bool(near), int(count)) for near, count in replies]
+        round trip of its own: the pages of one host go into its window one
+        by one (a server that lost the script is sent its text again)."""
+        for _ in range(2):
+            pipe = self.redis.pipeline(transaction=False)
+            for host, fingerprint in pages:
+                self._ask(pipe, host, fingerprint)
+            try:
+                return self.answer([True] * len(pages), pipe.execute(raise_on_error=False))
+            except NoScriptError:
+                pass
+        raise NoScriptError("the server does not keep the near-duplicate script")
 
     def queue(self, pipe, pages: list[tuple[str, str]]) -> list[bool]:
         """The tests of (host, text) pages queued on pipe, a part of the
@@ -190,19 +187,21 @@ class NearHosts:
         for host, text in pages:
             fingerprint = simhash(text)
             asked.append(fingerprint is not None)
-            if fingerprint is None:
-                continue
-            p = self.keyspace.partition_of(host)
-            keys = (self.keyspace.trap_hashes(p, host), self.keyspace.trapped(p),
-                    self.keyspace.due(p))
-            args = (fingerprint >> 32, fingerprint & 0xFFFFFFFF, self.window, self.bits,
-                    self.budget, host)
-            # raw commands: a cluster pipeline routes them by their first key
-            if self._server_has_script:
-                pipe.execute_command("EVALSHA", self._digest, 3, *keys, *args)
-            else:
-                pipe.execute_command("EVAL", NEARHOST_LUA, 3, *keys, *args)
+            if fingerprint is not None:
+                self._ask(pipe, host, fingerprint)
         return asked
+
+    def _ask(self, pipe, host: str, fingerprint: int) -> None:
+        p = self.keyspace.partition_of(host)
+        keys = (self.keyspace.trap_hashes(p, host), self.keyspace.trapped(p), self.keyspace.due(p))
+        args = (fingerprint >> 32, fingerprint & 0xFFFFFFFF, self.window, self.bits,
+                self.budget, host)
+        # raw commands: a cluster pipeline routes them by their first key;
+        # EVAL until the server is known to hold the script, then EVALSHA
+        if self._server_has_script:
+            pipe.execute_command("EVALSHA", self._digest, 3, *keys, *args)
+        else:
+            pipe.execute_command("EVAL", NEARHOST_LUA, 3, *keys, *args)
 
     def answer(self, asked: list[bool], replies: list) -> list[Verdict | None]:
         """The verdicts of queue()'s pages (None: not asked), from their
@@ -221,13 +220,3 @@ class NearHosts:
             self._server_has_script = True
             out.append(Verdict(bool(reply[0]), int(reply[1])))
         return out
-
-    def _run(self, pages: list[tuple[str, int]]) -> list:
-        pipe = self.redis.pipeline(transaction=False)
-        for host, fingerprint in pages:
-            p = self.keyspace.partition_of(host)
-            pipe.evalsha(self._sha, 3, self.keyspace.trap_hashes(p, host), self.keyspace.trapped(p),
-                         self.keyspace.due(p),
-                         fingerprint >> 32, fingerprint & 0xFFFFFFFF, self.window, self.bits,
-                         self.budget, host)
-        return pipe.execute()
