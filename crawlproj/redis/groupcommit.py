@@ -68,6 +68,99 @@ def timed(fn, *args) -> tuple[Any, float]:
     return fn(*args), time.thread_time() - start
 
 
+class Waiting:
+    """The entries waiting for a write, in order, each with the Deferred of
+    whoever waits for it to be written (None: nobody)."""
+
+    def __init__(self):
+        self.entries: list = []
+        self.waiters: list[Deferred | None] = []
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def add(self, entry, waiter: Deferred | None = None) -> None:
+        self.entries.append(entry)
+        self.waiters.append(waiter)
+
+    def take(self, n: int | None) -> tuple[list, list]:
+        """The first n entries (all: None) and their waiters, removed."""
+        n = len(self.entries) if n is None else n
+        entries, waiters = self.entries[:n], self.waiters[:n]
+        del self.entries[:n], self.waiters[:n]
+        return entries, waiters
+
+    def put_back(self, entries: list, waiters: list) -> None:
+        """In front, in their order: they go first in the next write."""
+        self.entries[:0] = entries
+        self.waiters[:0] = waiters
+
+    def release(self) -> None:
+        """Whoever waits is let go; the entries stay."""
+        waiters, self.waiters = self.waiters, [None] * len(self.entries)
+        release(waiters)
+
+    def drop(self) -> None:
+        self.release()
+        self.entries, self.waiters = [], []
+
+
+def release(waiters) -> None:
+    for w in waiters:
+        if w is not None and not w.called:
+            w.callback(None)
+
+
+class ReplayLog:
+    """The entries written in the last REPLAY_WINDOW seconds, which a server
+    that died may not have in the AOF it restarts from."""
+
+    def __init__(self):
+        self._written: deque = deque()   # (monotonic time, entries)
+
+    def wrote(self, entries: list) -> None:
+        now = time.monotonic()
+        self._written.append((now, entries))
+        while self._written[0][0] < now - REPLAY_WINDOW:
+            self._written.popleft()
+
+    def take(self) -> list:
+        """The entries to write again, oldest first; the log is emptied."""
+        now = time.monotonic()
+        again = [e for t, entries in self._written if t >= now - REPLAY_WINDOW for e in entries]
+        self._written.clear()
+        return again
+
+
+class Closing:
+    """A writer's close: asked for (stopping), and the Deferred that fires
+    once the last writes are done or given up after a timeout."""
+
+    def __init__(self):
+        self.stopping = False
+        self.closed: Deferred | None = None
+        self._timer = None
+
+    def start(self, timeout: float, give_up: Callable[[], None]) -> None:
+        self.stopping = True
+        self.closed = Deferred()
+        self._timer = reactor.callLater(timeout, give_up)
+
+    @property
+    def asked(self) -> bool:
+        return self.closed is not None
+
+    @property
+    def done(self) -> bool:
+        return self.closed is not None and self.closed.called
+
+    def finish(self) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        if not self.closed.called:
+            self.closed.callback(None)
+
+
 class GroupCommit:
     """write(payload) runs in a thread; prepare(entries) turns the entries
     taken for one write into its payload on the reactor thread (None: nothing
@@ -92,23 +185,21 @@ class GroupCommit:
         # where failures are said: the worker's one log (crawlproj/redis/guard.py)
         self.outage = OutageLog(stats)
         self.refused: str | None = None  # why Redis refuses our writes for good
-        # (monotonic time, entries) of the writes done lately, when replay is on
-        self._written: deque | None = deque() if replay else None
-        self._entries: list = []
-        self._waiters: list[Deferred | None] = []  # beside _entries, one each
-        self._busy = False
+        self._replay_log = ReplayLog() if replay else None
+        self._waiting = Waiting()
+        self._started: float | None = None   # the write out since (monotonic), if any
         self._again = False     # a write was asked for while one was out
         self._timer = None
         self._failing = False
-        self._write_started = 0.0
-        self._stopping = False
-        self._closed: Deferred | None = None
-        self._close_timer = None
+        self._closing = Closing()
+
+    @property
+    def _busy(self) -> bool:
+        return self._started is not None
 
     def add(self, entry, within: float = 0.0) -> None:
         """Write entry within `within` seconds, with whatever else comes by then."""
-        self._entries.append(entry)
-        self._waiters.append(None)
+        self._waiting.add(entry)
         self.flush(within)
 
     def add_confirmed(self, entry) -> Deferred:
@@ -116,8 +207,7 @@ class GroupCommit:
         is written (a page's lease ends only once its links and metadata are
         stored: crawlproj/stores/pending.py)."""
         d = Deferred()
-        self._entries.append(entry)
-        self._waiters.append(d)
+        self._waiting.add(entry, d)
         self.flush()
         return d
 
@@ -125,8 +215,8 @@ class GroupCommit:
         """Write within `within` seconds (0: next reactor turn, so that what
         this turn adds goes in the same write), even with no entries: prepare
         may find something to say."""
-        if self.refused is not None or self._is_closed():
-            self._drop()
+        if self.refused is not None or self._closing.done:
+            self._waiting.drop()
             return
         if self._busy:
             self._again = True
@@ -149,32 +239,29 @@ class GroupCommit:
         """Redis does not take our writes now: they fail, or the one out has
         been waiting for its answer for more than STALLED seconds."""
         return self._failing or self.refused is not None or (
-            self._busy and time.monotonic() - self._write_started > STALLED)
+            self._busy and time.monotonic() - self._started > STALLED)
 
     @property
     def idle(self) -> bool:
         """Nothing under way and nothing waiting to be written."""
-        return not self._busy and not self._entries
+        return not self._busy and not self._waiting
 
     def _write(self) -> None:
         if self._busy:
             return
-        if self.refused is not None or self._is_closed():
-            self._drop()
+        if self.refused is not None or self._closing.done:
+            self._waiting.drop()
             self._maybe_closed()
             return
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
         self._again = False
-        n = len(self._entries) if self.max_batch is None else self.max_batch
-        entries, waiters = self._entries[:n], self._waiters[:n]
-        del self._entries[:n], self._waiters[:n]
+        entries, waiters = self._waiting.take(self.max_batch)
         payload = self.prepare(entries) if self.prepare is not None else (entries or None)
         if payload is None:
             self._maybe_closed()
             return
-        self._busy = True
-        self._write_started = time.monotonic()
+        self._started = time.monotonic()
         d = threads.deferToThread(self._run, payload)
         d.addCallbacks(self._done, self._failed, callbackArgs=(waiters, entries),
                        errbackArgs=(entries, waiters))
@@ -193,41 +280,32 @@ class GroupCommit:
                     logger.warning("%s: could not start Redis again: %s", self.name, exc)
             raise
 
-    def _is_closed(self) -> bool:
-        return self._closed is not None and self._closed.called
-
     def _done(self, result, waiters, entries) -> None:
-        self._busy = False
+        self._started = None
         result, cpu = result
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/thread_cpu_s", cpu)
-        if self._is_closed():  # given up at close: nobody waits for this any more
+        if self._closing.done:  # given up at close: nobody waits for this any more
             return
-        if self._written is not None and entries:
-            now = time.monotonic()
-            self._written.append((now, entries))
-            while self._written[0][0] < now - REPLAY_WINDOW:
-                self._written.popleft()
+        if self._replay_log is not None and entries:
+            self._replay_log.wrote(entries)
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/redis_writes")
         if self._failing:
             self.outage.ok(self.name)
             self._failing = False
-        for w in waiters:
-            if w is not None and not w.called:
-                w.callback(None)
+        release(waiters)
         if self.on_result is not None:
             self.on_result(result)
-        if self._entries or self._again or self._closed is not None:
+        if self._waiting or self._again or self._closing.asked:
             self._write()
 
     def _failed(self, failure, entries, waiters) -> None:
-        self._busy = False
+        self._started = None
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/redis_errors")
-        self._entries[:0] = entries
-        self._waiters[:0] = waiters
-        if self._is_closed():
+        self._waiting.put_back(entries, waiters)
+        if self._closing.done:
             return
         reason = refusal(failure.value)
         if reason is not None:
@@ -236,20 +314,20 @@ class GroupCommit:
         self.outage.failed(self.name, failure.getErrorMessage(), self.retry_delay)
         if not self._failing:
             self._failing = True
-            self._replay(time.monotonic())
-        if self._stopping:
-            self._release_waiters()
+            self._replay()
+        if self._closing.stopping:
+            self._waiting.release()
         self._timer = reactor.callLater(self.retry_delay, self._write)
 
-    def _replay(self, now: float) -> None:
+    def _replay(self) -> None:
         """Write again, first, what was written in the last REPLAY_WINDOW
         seconds: the server may have lost it."""
-        if not self._written:
+        if self._replay_log is None:
             return
-        again = [e for t, entries in self._written if t >= now - REPLAY_WINDOW for e in entries]
-        self._written.clear()
-        self._entries[:0] = again
-        self._waiters[:0] = [None] * len(again)
+        again = self._replay_log.take()
+        if not again:
+            return
+        self._waiting.put_back(again, [None] * len(again))
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/replayed", len(again))
 
@@ -258,73 +336,58 @@ class GroupCommit:
         waits is dropped, its waiters released."""
         if self.refused is None:
             self.refused = reason
-            self._drop()
+            self._waiting.drop()
             self._maybe_closed()
 
     def _refuse(self, reason: str) -> None:
         """Redis refuses our writes for good: say why (once), write no more."""
         self.refused = reason
         if self.stats is not None:
-            self.stats.inc_value(f"{self.name}/refused_entries", len(self._entries))
-        self._drop()
+            self.stats.inc_value(f"{self.name}/refused_entries", len(self._waiting))
+        self._waiting.drop()
         if self.on_refused is not None:
             self.on_refused(reason)
         else:
             logger.error("%s: Redis refuses our writes: %s", self.name, reason)
         self._maybe_closed()
 
-    def _release_waiters(self) -> None:
-        waiters, self._waiters = self._waiters, [None] * len(self._entries)
-        for w in waiters:
-            if w is not None and not w.called:
-                w.callback(None)
-
-    def _drop(self) -> None:
-        self._release_waiters()
-        self._entries, self._waiters = [], []
-
     def stopping(self) -> None:
         """The crawl is closing: pages waiting for a write that Redis does not
         take now are not held back (their URLs stay leased in Redis, and go
         back to their queues if the write never comes)."""
-        self._stopping = True
+        self._closing.stopping = True
         if self._failing:
-            self._release_waiters()
+            self._waiting.release()
 
     def _give_up(self) -> None:
-        if self._is_closed():
+        if self._closing.done:
             return
-        if self._entries or self._busy:
+        if self._waiting or self._busy:
             logger.error("%s: giving up at close: %d entries not written; the URLs they "
                          "concern stay leased in Redis and go back to their queues when "
-                         "their leases expire", self.name, len(self._entries))
-        self._drop()
+                         "their leases expire", self.name, len(self._waiting))
+        self._waiting.drop()
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
-        self._closed.callback(None)
+        self._closing.finish()
 
     def _maybe_closed(self) -> None:
-        if self._closed is not None and not self._busy and not self._entries \
-                and not self._closed.called:
-            if self._close_timer is not None and self._close_timer.active():
-                self._close_timer.cancel()
-            self._closed.callback(None)
+        if self._closing.asked and not self._busy and not self._waiting and not self._closing.done:
+            self._closing.finish()
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> Deferred:
         """Fires when everything added is written, or after timeout seconds
         (given up: logged with the count of entries not written), or at once
         when Redis refuses our writes."""
-        if self._closed is None:
-            self._closed = Deferred()
-            self._stopping = True
+        if not self._closing.asked:
+            self._closing.start(timeout, self._give_up)
             if self.refused is not None:
-                self._drop()
-            self._close_timer = reactor.callLater(timeout, self._give_up)
-        if self._closed.called:
+                self._waiting.drop()
+        if self._closing.done:
             return succeed(None)
         if not self._busy:
             self._write()
-        return self._closed
+        return self._closing.closed
 
 
 class GroupCall:
