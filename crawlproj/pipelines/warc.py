@@ -94,27 +94,54 @@ def _dated(exchange: Exchange, revisit: dict | None) -> dict | None:
     return revisit
 
 
-class WarcPipeline:
-    def __init__(self, crawler):
-        s = crawler.settings
-        if not s.getbool("WARC_ENABLED"):
-            raise NotConfigured
-        self.crawler = crawler
-        self.stats = crawler.stats
-        self.crawl_id = s.get("CRAWL_ID")
-        self.storage = make_storage(s.get("WARC_STORAGE"), warc_dir(s))
-        self.max_size = s.getint("WARC_MAX_SIZE")
-        self.pending_timeout = s.getfloat("WARC_PENDING_TIMEOUT")
-        self.gather = s.getfloat("WARC_GATHER")
-        self.user_agent = s.get("USER_AGENT")
-        self.guard = StoreGuard.of(crawler)
-        self.writes = PendingWrites.of(crawler)
+class HeldResponses:
+    """2xx responses held until their item comes through the pipelines, by
+    final URL, first come first taken; one held past `timeout` seconds is
+    let go (its item never came)."""
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self._by_url: dict[str, deque] = defaultdict(deque)
+
+    def hold(self, exchange: Exchange) -> None:
+        self._by_url[exchange.url].append((exchange, time.monotonic()))
+
+    def take(self, url) -> Exchange | None:
+        queue = self._by_url.get(url)
+        if not queue:
+            return None
+        exchange, _ = queue.popleft()
+        if not queue:
+            del self._by_url[url]
+        return exchange
+
+    def expired(self) -> list[Exchange]:
+        """Those held past the timeout, taken."""
+        cutoff = time.monotonic() - self.timeout
+        out = []
+        for url in [u for u, q in self._by_url.items() if q and q[0][1] < cutoff]:
+            while self._by_url.get(url) and self._by_url[url][0][1] < cutoff:
+                out.append(self.take(url))
+        return out
+
+    def take_all(self) -> list[Exchange]:
+        held = [e for q in self._by_url.values() for e, _ in q]
+        self._by_url.clear()
+        return held
+
+
+class WarcBatches:
+    """The records of the exchanges handed over, made on the reactor thread
+    and written in batches by the one writer thread, in the order handed
+    over (group commit: what comes while a batch is written, or within
+    WARC_GATHER seconds while a response is on its way, joins the next)."""
+
+    def __init__(self, gather: float, stats, guard: StoreGuard, spool):
+        self.gather = gather
+        self.stats, self.guard, self.spool = stats, guard, spool
         self.writer: WarcWriter | None = None
         self.pool: ThreadPool | None = None
         self.pagemeta = None  # to check revisits (see _verified)
-        # final URL -> held 2xx exchanges awaiting their item (FIFO)
-        self.pending: dict[str, deque] = defaultdict(deque)
-        self._sweeper = None
         # (exchange, revisit, deferred) waiting for the next batch; one batch
         # out at a time (in the writer thread), so the file keeps their order.
         # A revisit is checked there (_verified), against page metadata.
@@ -125,69 +152,18 @@ class WarcPipeline:
         self._timer = None  # the gathered batch's flush, while it waits
         # transfers in progress (Scrapy's request_reached/left_downloader
         # signals): while there are none, no response is on its way to join a batch
-        self._transfers = 0
-        crawler.signals.connect(self._reached, signals.request_reached_downloader)
-        crawler.signals.connect(self._left, signals.request_left_downloader)
-        crawler.signals.connect(self._recorded, exchange_recorded)
-        crawler.signals.connect(self._item_gone, signals.item_dropped)
-        crawler.signals.connect(self._item_gone, signals.item_error)
-        crawler.signals.connect(self._spider_error, signals.spider_error)
+        self.transfers = 0
 
-    @classmethod
-    def from_crawler(cls, crawler):
-        return cls(crawler)
-
-    def _reached(self) -> None:
-        self._transfers += 1
-
-    def _left(self) -> None:
-        self._transfers -= 1
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def open_spider(self, spider=None):
-        warn_without_recorder(self.crawler, STORE)
-        self.writer = WarcWriter(self.storage, self.crawl_id, worker_id(self.crawler),
-                                 self.max_size, info={"http-header-user-agent": self.user_agent,
-                                                      "robots": "obey" if self.crawler.settings
-                                                      .getbool("ROBOTSTXT_OBEY") else "ignore"})
-        try:
-            self.stats.inc_value("warc/recovered_files", len(recover(self.storage)))
-            self.writer.open()  # fail now, before anything is fetched, if we cannot write
-        except OSError as exc:
-            self.guard.failed.setdefault(STORE, str(exc))
-            logger.error("%s: cannot write %s: %s. The crawl does not start (finish reason %s).",
-                         STORE, self.storage.spool, exc.strerror or exc, FINISH_REASON)
-            self.stats.inc_value(f"stores/{STORE}/write_errors")
-            raise CloseSpider(FINISH_REASON) from None
-        s = self.crawler.settings
-        if s.getbool("PAGEMETA_ENABLED"):
-            from crawlproj.redis.client import get_redis
-            from crawlproj.redis.keyspace import Keyspace
-            from crawlproj.stores.pagemeta import PageMetaStore
-            redis = get_redis(s)
-            self.pagemeta = PageMetaStore(redis, Keyspace.from_settings(s, redis),
-                                          s.getint("PAGEMETA_BUCKETS"))
+    def open(self, writer: WarcWriter, pagemeta) -> None:
+        self.writer, self.pagemeta = writer, pagemeta
         self.pool = ThreadPool(minthreads=1, maxthreads=1, name="warc-writer")
         self.pool.start()
-        # Ctrl-C while the crawl starts stops the reactor without closing the
-        # spider: the writer's thread must not then keep the process alive
-        # (the file left open is recovered by the next worker, see recover())
-        reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
-        self._sweeper = task.LoopingCall(self._sweep)
-        self._sweeper.start(min(5.0, max(0.1, self.pending_timeout / 2)), now=False)
 
-    def _stop_pool(self) -> None:
+    def stop_pool(self) -> None:
         if self.pool is not None and self.pool.started:
             self.pool.stop()
 
-    async def close_spider(self, spider=None):
-        if self._sweeper is not None and self._sweeper.running:
-            self._sweeper.stop()
-        held = [e for q in self.pending.values() for e, _ in q]
-        self.pending.clear()
-        for exchange in held:
-            self._write(exchange)
+    async def close(self) -> None:
         if self._timer is not None and self._timer.active():
             self._timer.cancel()  # closing: what is gathered goes now
             self._flush()
@@ -201,96 +177,12 @@ class WarcPipeline:
                 await maybe_deferred_to_future(
                     threads.deferToThreadPool(reactor, self.pool, self.writer.close))
             except OSError as exc:
-                self.guard.fail(STORE, self.storage.spool, exc)
+                self.guard.fail(STORE, self.spool, exc)
             finally:
                 self.pool.stop()
                 self.pool = None
-        for where in self.writer.published if self.writer else ():
-            logger.debug("WARC published: %s", where)
 
-    # -- responses -----------------------------------------------------------------
-
-    def _recorded(self, exchange: Exchange):
-        if self.writer is None or self.pool is None:
-            return
-        if 200 <= exchange.status < 300 and not exchange.robots:
-            self.pending[exchange.url].append((exchange, time.monotonic()))
-            return
-        revisit = None
-        if exchange.status == 304:  # a conditional GET's answer: unchanged
-            revisit = {"url": exchange.url, "profile": NOT_MODIFIED_PROFILE}
-        self.writes.hold(exchange.url, self._write(exchange, revisit))
-
-    def _take(self, url) -> Exchange | None:
-        queue = self.pending.get(url)
-        if not queue:
-            return None
-        exchange, _ = queue.popleft()
-        if not queue:
-            del self.pending[url]
-        return exchange
-
-    def process_item(self, item, spider=None):
-        exchange = self._take(item.get("final_url")) if hasattr(item, "get") else None
-        if exchange is None:
-            return item
-        if "noarchive" in (item.get("robots") or ()):
-            exchange.noarchive = True  # kept, marked, out of the CDXJ index
-        target = duplicate_target(item.get("duplicate_of"))
-        revisit = _dated(exchange, target)
-        if target is not None and revisit is None:
-            self.stats.inc_value("warc/duplicates_stored_in_full")
-        first = self.writes.stored(revisit["url"]) if revisit is not None else None
-        if first is None:
-            written = self._write(exchange, revisit)
-        else:
-            # the first copy's page metadata, which the revisit is checked
-            # against, is on its way from this worker: write after it
-            written = self._track(first.addCallback(lambda _: self._write(exchange, revisit)))
-        self.writes.hold(exchange.url, written)
-        return item
-
-    def _verified(self, exchange: Exchange, revisit: dict | None) -> dict | None:
-        """In the writer thread: the revisit target if its payload is this
-        one's, else None (the page is stored in full).
-
-        A revisit record of profile identical-payload-digest promises the
-        same payload bytes as the record it refers to. The content-seen test
-        may compare decoded bodies, or near-duplicates (CONTENTSEEN_NEAR), so
-        the claim is checked against the page metadata of the first URL (its
-        last 2xx payload digest, written when its response came). Without
-        page metadata the content-seen test is trusted."""
-        if revisit is None or self.pagemeta is None or revisit.get("profile"):
-            return revisit
-        try:
-            meta = self.pagemeta.get(revisit["url"])
-        except Exception as exc:
-            logger.warning("page metadata of %s unavailable (%s): %s stored in full",
-                           revisit["url"], exc, exchange.url)
-            return None
-        if meta is None or meta.digest != exchange.digest64.hex():
-            return None
-        return revisit
-
-    def _item_gone(self, item, response, spider=None, **kwargs):
-        exchange = self._take(getattr(response, "url", None))
-        if exchange is not None:
-            revisit = _dated(exchange, duplicate_target(item.get("duplicate_of"))
-                             if hasattr(item, "get") else None)
-            self.writes.hold(exchange.url, self._write(exchange, revisit))
-
-    def _spider_error(self, failure, response, spider=None):
-        exchange = self._take(getattr(response, "url", None))
-        if exchange is not None:
-            self.writes.hold(exchange.url, self._write(exchange))
-
-    def _sweep(self):
-        cutoff = time.monotonic() - self.pending_timeout
-        for url in [u for u, q in self.pending.items() if q and q[0][1] < cutoff]:
-            while self.pending.get(url) and self.pending[url][0][1] < cutoff:
-                self._write(self._take(url))
-
-    def _track(self, d: Deferred) -> Deferred:
+    def track(self, d: Deferred) -> Deferred:
         """d is a write not done yet: the file is not closed before it is."""
         self._unwritten.add(d)
         d.addBoth(self._untrack, d)
@@ -300,11 +192,11 @@ class WarcPipeline:
         self._unwritten.discard(d)
         return result
 
-    def _write(self, exchange: Exchange, revisit: dict | None = None) -> Deferred:
+    def write(self, exchange: Exchange, revisit: dict | None = None) -> Deferred:
         """Fires once the exchange's records are in the file (or failed)."""
         if self.pool is None:
             return succeed(None)
-        d = self._track(Deferred())
+        d = self.track(Deferred())
         if not self._queue:
             self._since = time.monotonic()
         self._queue.append((exchange, revisit, d))
@@ -312,7 +204,7 @@ class WarcPipeline:
             self._busy = True
             # whatever is recorded within WARC_GATHER seconds joins the batch
             self._timer = reactor.callLater(self._window(self.gather), self._flush)
-        elif self._timer is not None and not self._transfers:
+        elif self._timer is not None and not self.transfers:
             self._timer.reset(0)  # the last response on its way has come
         return d
 
@@ -321,7 +213,7 @@ class WarcPipeline:
         on its way to join it. A crawl with one request at a time would
         otherwise wait the window for every page, whose URL's lease ends only
         once its records are written."""
-        return wait if wait > 0 and self._transfers else 0
+        return wait if wait > 0 and self.transfers else 0
 
     def _flush(self) -> None:
         self._timer = None
@@ -353,6 +245,28 @@ class WarcPipeline:
                 or (revisit is not None and self.pagemeta is not None
                     and not revisit.get("profile")))
 
+    def _verified(self, exchange: Exchange, revisit: dict | None) -> dict | None:
+        """In the writer thread: the revisit target if its payload is this
+        one's, else None (the page is stored in full).
+
+        A revisit record of profile identical-payload-digest promises the
+        same payload bytes as the record it refers to. The content-seen test
+        may compare decoded bodies, or near-duplicates (CONTENTSEEN_NEAR), so
+        the claim is checked against the page metadata of the first URL (its
+        last 2xx payload digest, written when its response came). Without
+        page metadata the content-seen test is trusted."""
+        if revisit is None or self.pagemeta is None or revisit.get("profile"):
+            return revisit
+        try:
+            meta = self.pagemeta.get(revisit["url"])
+        except Exception as exc:
+            logger.warning("page metadata of %s unavailable (%s): %s stored in full",
+                           revisit["url"], exc, exchange.url)
+            return None
+        if meta is None or meta.digest != exchange.digest64.hex():
+            return None
+        return revisit
+
     def _write_batch(self, items: list[tuple[Exchange, dict | None, list | None]]) -> list:
         """In the writer thread: the records not made yet made (a revisit
         checked first), the batch written; (error or None, revisit written)
@@ -376,7 +290,7 @@ class WarcPipeline:
             if error is None:
                 self.stats.inc_value("warc/revisits" if revisit else "warc/responses")
             else:
-                self.guard.fail(STORE, self.storage.spool, error, [exchange.request])
+                self.guard.fail(STORE, self.spool, error, [exchange.request])
             d.callback(None)
         self._next()
 
@@ -399,3 +313,131 @@ class WarcPipeline:
                 self._flush()
         else:
             self._busy = False
+
+
+class WarcPipeline:
+    def __init__(self, crawler):
+        s = crawler.settings
+        if not s.getbool("WARC_ENABLED"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.crawl_id = s.get("CRAWL_ID")
+        self.storage = make_storage(s.get("WARC_STORAGE"), warc_dir(s))
+        self.max_size = s.getint("WARC_MAX_SIZE")
+        self.user_agent = s.get("USER_AGENT")
+        self.guard = StoreGuard.of(crawler)
+        self.writes = PendingWrites.of(crawler)
+        self.held = HeldResponses(s.getfloat("WARC_PENDING_TIMEOUT"))
+        self.batches = WarcBatches(s.getfloat("WARC_GATHER"), self.stats, self.guard,
+                                   self.storage.spool)
+        self._sweeper = None
+        crawler.signals.connect(self._reached, signals.request_reached_downloader)
+        crawler.signals.connect(self._left, signals.request_left_downloader)
+        crawler.signals.connect(self._recorded, exchange_recorded)
+        crawler.signals.connect(self._item_gone, signals.item_dropped)
+        crawler.signals.connect(self._item_gone, signals.item_error)
+        crawler.signals.connect(self._spider_error, signals.spider_error)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def _reached(self) -> None:
+        self.batches.transfers += 1
+
+    def _left(self) -> None:
+        self.batches.transfers -= 1
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def open_spider(self, spider=None):
+        warn_without_recorder(self.crawler, STORE)
+        writer = WarcWriter(self.storage, self.crawl_id, worker_id(self.crawler),
+                            self.max_size, info={"http-header-user-agent": self.user_agent,
+                                                 "robots": "obey" if self.crawler.settings
+                                                 .getbool("ROBOTSTXT_OBEY") else "ignore"})
+        try:
+            self.stats.inc_value("warc/recovered_files", len(recover(self.storage)))
+            writer.open()  # fail now, before anything is fetched, if we cannot write
+        except OSError as exc:
+            self.guard.failed.setdefault(STORE, str(exc))
+            logger.error("%s: cannot write %s: %s. The crawl does not start (finish reason %s).",
+                         STORE, self.storage.spool, exc.strerror or exc, FINISH_REASON)
+            self.stats.inc_value(f"stores/{STORE}/write_errors")
+            raise CloseSpider(FINISH_REASON) from None
+        s = self.crawler.settings
+        pagemeta = None
+        if s.getbool("PAGEMETA_ENABLED"):
+            from crawlproj.redis.client import get_redis
+            from crawlproj.redis.keyspace import Keyspace
+            from crawlproj.stores.pagemeta import PageMetaStore
+            redis = get_redis(s)
+            pagemeta = PageMetaStore(redis, Keyspace.from_settings(s, redis),
+                                     s.getint("PAGEMETA_BUCKETS"))
+        self.batches.open(writer, pagemeta)
+        # Ctrl-C while the crawl starts stops the reactor without closing the
+        # spider: the writer's thread must not then keep the process alive
+        # (the file left open is recovered by the next worker, see recover())
+        reactor.addSystemEventTrigger("during", "shutdown", self.batches.stop_pool)
+        self._sweeper = task.LoopingCall(self._sweep)
+        self._sweeper.start(min(5.0, max(0.1, self.held.timeout / 2)), now=False)
+
+    async def close_spider(self, spider=None):
+        if self._sweeper is not None and self._sweeper.running:
+            self._sweeper.stop()
+        for exchange in self.held.take_all():
+            self.batches.write(exchange)
+        await self.batches.close()
+        for where in self.batches.writer.published if self.batches.writer else ():
+            logger.debug("WARC published: %s", where)
+
+    # -- responses -----------------------------------------------------------------
+
+    def _recorded(self, exchange: Exchange):
+        if self.batches.pool is None:
+            return
+        if 200 <= exchange.status < 300 and not exchange.robots:
+            self.held.hold(exchange)
+            return
+        revisit = None
+        if exchange.status == 304:  # a conditional GET's answer: unchanged
+            revisit = {"url": exchange.url, "profile": NOT_MODIFIED_PROFILE}
+        self.writes.hold(exchange.url, self.batches.write(exchange, revisit))
+
+    def process_item(self, item, spider=None):
+        exchange = self.held.take(item.get("final_url")) if hasattr(item, "get") else None
+        if exchange is None:
+            return item
+        if "noarchive" in (item.get("robots") or ()):
+            exchange.noarchive = True  # kept, marked, out of the CDXJ index
+        target = duplicate_target(item.get("duplicate_of"))
+        revisit = _dated(exchange, target)
+        if target is not None and revisit is None:
+            self.stats.inc_value("warc/duplicates_stored_in_full")
+        first = self.writes.stored(revisit["url"]) if revisit is not None else None
+        if first is None:
+            written = self.batches.write(exchange, revisit)
+        else:
+            # the first copy's page metadata, which the revisit is checked
+            # against, is on its way from this worker: write after it
+            written = self.batches.track(
+                first.addCallback(lambda _: self.batches.write(exchange, revisit)))
+        self.writes.hold(exchange.url, written)
+        return item
+
+    def _item_gone(self, item, response, spider=None, **kwargs):
+        exchange = self.held.take(getattr(response, "url", None))
+        if exchange is not None:
+            revisit = _dated(exchange, duplicate_target(item.get("duplicate_of"))
+                             if hasattr(item, "get") else None)
+            self.writes.hold(exchange.url, self.batches.write(exchange, revisit))
+
+    def _spider_error(self, failure, response, spider=None):
+        exchange = self.held.take(getattr(response, "url", None))
+        if exchange is not None:
+            self.writes.hold(exchange.url, self.batches.write(exchange))
+
+    def _sweep(self):
+        for exchange in self.held.expired():
+            self.batches.write(exchange)
