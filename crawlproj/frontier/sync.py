@@ -132,6 +132,43 @@ class IdleWait:
             self._end.cancel()
 
 
+class LastAnswers:
+    """Each partition's last answer to this worker, aged on its own clock
+    (server clocks are only compared with themselves)."""
+
+    def __init__(self, frontier: Frontier):
+        self.frontier = frontier
+        self.results: dict[int, Result] = {}
+        self._received: dict[int, float] = {}  # partition -> monotonic time of its result
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def got(self, p: int, r: Result, received: float) -> None:
+        self.results[p] = r
+        self._received[p] = received
+
+    def all_in(self) -> bool:
+        """Every partition has answered."""
+        return len(self.results) == self.frontier.partitions
+
+    def is_empty(self) -> bool:
+        return self.frontier.is_empty(self.results)
+
+    def due_in(self, p: int, book: LeaseBook, target: int) -> float | None:
+        """Seconds until partition p may have a ready host, by its last answer
+        aged on our clock; None when it had nothing queued nor leased."""
+        r = self.results[p]
+        age = time.monotonic() - self._received[p]
+        if (r.queued and not (r.heap or r.ready or r.rready)
+                and r.leases > book.queued + book.fetching
+                and len(book) < target):
+            return BUSY_POLL - age  # every host with work leased, not all here
+        if r.next_ready_ms < 0:
+            return None
+        return (r.next_ready_ms - r.now_ms) / 1000.0 - age
+
+
 class FrontierSync:
     def __init__(self, frontier: Frontier, book: LeaseBook, stats, target: int,
                  idle_close: bool, idle_wait: float, wake: Callable[[], None],
@@ -144,8 +181,7 @@ class FrontierSync:
         self.target = target          # leases to hold (prefetch)
         self.idle = IdleWait(frontier.crawl_id, idle_close, idle_wait)
         self.wake = wake              # the engine should pull: new work, or none left
-        self.results: dict[int, Result] = {}
-        self._received: dict[int, float] = {}  # partition -> monotonic time of its result
+        self.answers = LastAnswers(frontier)
         self.control = Control(frontier.crawl_id, on_pause, on_stop)
         self._riders: list = []       # (command, answered) for the next sync
         self.commit = GroupCommit(
@@ -214,10 +250,10 @@ class FrontierSync:
 
     def known(self) -> bool:
         """Every partition has answered, and nothing is under way."""
-        return len(self.results) == self.frontier.partitions and self.commit.idle
+        return self.answers.all_in() and self.commit.idle
 
     def is_empty(self) -> bool:
-        return self.frontier.is_empty(self.results)
+        return self.answers.is_empty()
 
     def waiting(self) -> bool:
         """The crawl has shown no work yet and FRONTIER_IDLE_WAIT has not
@@ -226,18 +262,7 @@ class FrontierSync:
         return self.idle.waiting()
 
     def _due_in(self, p: int) -> float | None:
-        """Seconds until partition p may have a ready host, by its last answer
-        aged on our own clock (server clocks are only compared with
-        themselves); None when it had nothing queued nor leased."""
-        r = self.results[p]
-        age = time.monotonic() - self._received[p]
-        if (r.queued and not (r.heap or r.ready or r.rready)
-                and r.leases > self.book.queued + self.book.fetching
-                and len(self.book) < self.target):
-            return BUSY_POLL - age  # every host with work leased, not all here
-        if r.next_ready_ms < 0:
-            return None
-        return (r.next_ready_ms - r.now_ms) / 1000.0 - age
+        return self.answers.due_in(p, self.book, self.target)
 
     # -- the sync ----------------------------------------------------------
 
@@ -300,7 +325,7 @@ class FrontierSync:
         if not self._poll:
             def may_be_ready(p):
                 batch = batches.get(p)
-                if p not in self.results or (batch and batch.enqueue):
+                if p not in self.answers.results or (batch and batch.enqueue):
                     return True
                 if batch and any(r.host_fate != Host.NONE and r.delay_ms <= SOON_MS
                                  for r in batch.release):
@@ -324,8 +349,7 @@ class FrontierSync:
             self.book.renewed(p, token, deadline)
         got = 0
         for p, r in results.items():
-            self.results[p] = r
-            self._received[p] = received
+            self.answers.got(p, r, received)
             for token in r.lost:  # the frontier took it back: never fetch it now
                 self.book.lost(p, token)
             if r.lost:
@@ -364,7 +388,7 @@ class FrontierSync:
         """Look again when the earliest waiting host may be ready."""
         if self.book.closing or (self._timer is not None and self._timer.active()):
             return
-        delays = [d for d in map(self._due_in, self.results) if d is not None]
+        delays = [d for d in map(self._due_in, self.answers) if d is not None]
         if self.paused:
             delay = LONGEST_SLEEP  # nothing will be leased: only look for a resume
         elif delays:

@@ -154,7 +154,7 @@ class Heartbeat:
         """The frontier as this worker's last syncs saw it, summed over the
         partitions (each as of its last answer)."""
         sync = self._frontier()
-        rs = list(sync.results.values()) if sync is not None else []
+        rs = list(sync.answers.results.values()) if sync is not None else []
         return {"queued": sum(r.queued for r in rs), "ready": sum(r.ready for r in rs),
                 "waiting": sum(r.heap for r in rs), "leased": sum(r.leases for r in rs),
                 "pending": sum(r.pending for r in rs),
