@@ -560,6 +560,11 @@ INDEX_LOCK_TTL = 10.0
 INDEX_IDLE_COMMIT = 10.0
 # Documents read off the hand-over list per write, and uncommitted at most.
 INDEX_BATCH = 1000
+# At most this many documents wait on the hand-over list (0: no bound): past
+# it, pages wait in the pipelines and downloads pause until the indexer, which
+# runs below the crawl's priority, has caught up (crawlproj/search/handover.py
+# Backlog; docs/scale.md, "A long crawl"). About 10 KB of Redis a document.
+INDEX_MAX_WAITING = 10_000
 # PageRank over the indexed pages' links is recomputed this often (seconds),
 # when pages were added since.
 INDEX_PAGERANK_INTERVAL = 60.0
