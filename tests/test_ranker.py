@@ -218,6 +218,21 @@ def test_cadence_keeps_pace_with_the_crawls_growth():
     assert not RankerCadence(interval=86400.0).counts_pages
 
 
+def test_a_long_run_rests_nine_times_its_length_before_the_interval_counts():
+    """The interval brings a run only once the last one's length, nine times
+    over, has passed: the ranker takes at most a tenth of the time however
+    large the graph (and the queue it rescores) grows. Growth still counts."""
+    c = RankerCadence(interval=60.0, growth=0.1)
+    now = c.last_run
+    c.ran(1000, now, seconds=2.0)
+    assert c.due(1000, now + 60.0)           # a short run: the interval as set
+    c.ran(1000, now, seconds=30.0)
+    assert not c.due(1000, now + 60.0)       # 30 s long: 270 s of rest first
+    assert not c.due(1000, now + 269.0)
+    assert c.due(1000, now + 270.0)
+    assert c.due(1100, now + 1.0)            # the graph grew by a tenth
+
+
 def ranker_nodes(log: str) -> list[int]:
     """The graph size of each ranker run, from the worker's log lines."""
     return [int(line.split("Ranker: ", 1)[1].split(" nodes", 1)[0].replace(",", ""))

@@ -12,7 +12,10 @@ virtual crawler after 1, 2, 4, ... pages; a fixed interval would leave the
 first part of a short crawl, where most important pages are found, on the
 enqueue-time estimates alone. A run costs time in proportion to the graph, so
 geometric growth keeps the runs' total within 1 + 1/RANKER_GROWTH times the
-last one's. The work runs in a thread, so the reactor keeps crawling; a
+last one's; the interval does not, and a run it brings must first rest
+RANKER_REST times the last run's length (RankerCadence): over a long crawl
+the runs would otherwise take ever more of the worker and of Redis (the
+rescore). The work runs in a thread, so the reactor keeps crawling; a
 worker that dies stops renewing and another one takes over when the lock's
 TTL (RANKER_LOCK_TTL) runs out.
 """
@@ -35,15 +38,22 @@ from crawlproj.stores.linkstore import LinkStore
 logger = logging.getLogger(__name__)
 
 
+# A run brought by RANKER_INTERVAL waits at least this many times the last
+# run's length after it: the ranker then takes at most a tenth of the time.
+RANKER_REST = 9.0
+
+
 class RankerCadence:
-    """When the ranker runs: RANKER_INTERVAL seconds after its last run, or
-    once the crawl has leased RANKER_EVERY_PAGES URLs, or RANKER_GROWTH times
-    the URLs it had leased at that run, since then."""
+    """When the ranker runs: RANKER_INTERVAL seconds after its last run (and
+    RANKER_REST times that run's length), or once the crawl has leased
+    RANKER_EVERY_PAGES URLs, or RANKER_GROWTH times the URLs it had leased at
+    that run, since then."""
 
     def __init__(self, interval: float, every_pages: int = 0, growth: float = 0.0):
         self.interval, self.every_pages, self.growth = interval, every_pages, growth
         self.last_run = time.monotonic()
         self.last_leased = 0
+        self.last_seconds = 0.0
 
     @classmethod
     def from_settings(cls, settings):
@@ -59,13 +69,16 @@ class RankerCadence:
         now = time.monotonic() if now is None else now
         grown = leased - self.last_leased
         # compared as a sum: ``now - last_run`` can round below the interval
-        return now >= self.last_run + self.interval or bool(
+        wait = max(self.interval, RANKER_REST * self.last_seconds)
+        return now >= self.last_run + wait or bool(
             (self.every_pages and grown >= self.every_pages)
             or (self.growth and grown > 0 and grown >= self.growth * self.last_leased))
 
-    def ran(self, leased: int, now: float | None = None) -> None:
+    def ran(self, leased: int, now: float | None = None, seconds: float = 0.0) -> None:
+        """A run that took `seconds` ended at `now`."""
         self.last_run = time.monotonic() if now is None else now
         self.last_leased = leased
+        self.last_seconds = seconds
 
 
 class RankerExtension(LockedWork):
@@ -102,9 +115,10 @@ class RankerExtension(LockedWork):
             if self.cadence.counts_pages else 0
         if not self.cadence.due(leased):
             return
+        started = time.monotonic()
         run = self.ranker.run_once()
         self.lock.hold()  # a long run: renew before the TTL can lapse
-        self.cadence.ran(leased)
+        self.cadence.ran(leased, seconds=time.monotonic() - started)
         self.stats.inc_value("ranker/runs")
         self.stats.inc_value("ranker/rescored", run.changed)
         self.stats.set_value("ranker/nodes", run.nodes)
