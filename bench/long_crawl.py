@@ -3,7 +3,8 @@ near the start, and does a stopped crawl come back whole?
 
     .venv/bin/python bench/long_crawl.py [--hosts 10000 --pages 1200000 --page-bytes 10000]
         [--latency-ms 50-200] [--workers 2] [--concurrency 32] [--target 500000]
-        [--sample-s 10] [--resume-pages 20000] [--set NAME=VALUE] [--src HEAD] [--out DIR]
+        [--sample-s 10] [--resume-pages 20000] [--census] [--set NAME=VALUE] [--src HEAD]
+        [--out DIR]
 
 One simulated web (Zipf host sizes, each host answering after a latency drawn
 from --latency-ms, no Crawl-delay) and one Redis-protocol server with the
@@ -76,6 +77,21 @@ from crawlproj.redis.embedded import spawn_server
 from crawlproj.redis.keyspace import Keyspace
 
 CRAWL_ID = "long"
+# --census: each worker, on SIGUSR1, appends to its LONGCRAWL_CENSUS file a count of the
+# objects Python's collector tracks, by type, and the allocator's blocks in
+# use (what grows in a worker's heap between two tenths)
+CENSUS_SHIM = r'''
+import gc, json, os, signal, sys, time
+from collections import Counter
+_out = os.environ.get("LONGCRAWL_CENSUS")
+if _out:
+    def _census(signum, frame):
+        kinds = Counter(type(o).__name__ for o in gc.get_objects())
+        with open(_out, "a") as f:
+            f.write(json.dumps({"t": time.time(), "blocks": sys.getallocatedblocks(),
+                                "objects": dict(kinds.most_common(25))}) + "\n")
+    signal.signal(signal.SIGUSR1, _census)
+'''
 RETRY_STATUS = {500, 502, 503, 504, 522, 524, 408, 429}
 RANKER_RE = re.compile(r"^(\S+ \S+) \[crawlproj\.ranker\.extension\] INFO: Ranker: ([\d,]+) nodes.*?"
                        r"graph ([\d.]+) s, rank ([\d.]+) s, rescore ([\d.]+) s")
@@ -121,18 +137,25 @@ def disk(root: Path) -> dict:
 class Crawl:
     """The workers of one stretch of the crawl, and their samples."""
 
-    def __init__(self, bench: Bench, settings: dict, workers: int, data: Path, logdir: Path):
+    def __init__(self, bench: Bench, settings: dict, workers: int, data: Path, logdir: Path,
+                 census: bool = False):
         env = bench.sw.env()
         env.update(REDIS_URL=bench.redis_url, CRAWL_ID=CRAWL_ID, CRAWL_DATA_DIR=str(data),
                    PYTHONUNBUFFERED="1", PYTHONPATH=str(SRC))
+        if census:
+            shim = logdir / "census-shim"
+            shim.mkdir(exist_ok=True)
+            (shim / "sitecustomize.py").write_text(CENSUS_SHIM)
+            env["PYTHONPATH"] = os.pathsep.join([str(shim), str(SRC)])
         cmd = [PY, "-m", "scrapy", "crawl", "web", "-a", f"seeds={bench.seeds_file}"]
         for k, v in settings.items():
             cmd += ["-s", f"{k}={v}"]
         self.logs = [logdir / f"worker{i}.log" for i in range(workers)]
         self.procs = []
-        for log in self.logs:
+        for i, log in enumerate(self.logs):
+            wenv = dict(env, LONGCRAWL_CENSUS=str(logdir / f"census{i}.jsonl")) if census else env
             with open(log, "ab") as out:
-                self.procs.append(subprocess.Popen(cmd, cwd=SRC, env=env, stdout=out,
+                self.procs.append(subprocess.Popen(cmd, cwd=SRC, env=wenv, stdout=out,
                                                    stderr=subprocess.STDOUT))
         self.kids = [{} for _ in self.procs]   # indexer processes' CPU, last seen
         self.cpu = [0.0 for _ in self.procs]
@@ -145,6 +168,11 @@ class Crawl:
                     self.cpu[i] = proc_cpu(p.pid)
                 children_cpu(p.pid, self.kids[i])
         return sum(self.cpu), sum(sum(k.values()) for k in self.kids)
+
+    def census(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGUSR1)
 
     def rss_kib(self) -> list[int]:
         return [(proc_memory(p.pid) or (0, 0))[0] for p in self.procs]
@@ -291,6 +319,9 @@ def main() -> None:
     p.add_argument("--sample-s", type=float, default=10.0)
     p.add_argument("--resume-pages", type=int, default=20000)
     p.add_argument("--timeout-s", type=float, default=4 * 3600)
+    p.add_argument("--census", action="store_true",
+                   help="at each tenth, each worker writes the objects in its heap by type "
+                        "(DIR/census<i>.jsonl)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--src", default="HEAD", help="git revision to run, or 'worktree'")
     p.add_argument("--out", default=None, help="work directory (default: a temporary one)")
@@ -320,8 +351,9 @@ def main() -> None:
         ks_probe = None
         log = WebLog(bench.sw.log_path, bench.log_offset())
         t0, t0_wall = time.time(), time.time()
-        crawl = Crawl(bench, settings, a.workers, data, workdir)
+        crawl = Crawl(bench, settings, a.workers, data, workdir, census=a.census)
         samples = []
+        next_census = a.target / 10
         deadline = time.monotonic() + a.timeout_s
         frontier = None
         while True:
@@ -334,6 +366,9 @@ def main() -> None:
             s = sample(bench, crawl, log, frontier, ks_probe, data, t0)
             samples.append(s)
             emit(out, {"sample": s})
+            if a.census and s["pages"] >= next_census:
+                crawl.census()
+                next_census += a.target / 10
             if s["pages"] >= a.target:
                 break
             if any(pr.poll() is not None for pr in crawl.procs):

@@ -18,6 +18,11 @@ class HostileSpider(WebSpider):
 
     def parse(self, response, **kwargs):
         if response.meta.get("depth", 0) == 0:
-            for url in BAD_URLS.values():
-                yield Request(url, callback=self.parse)
+            for reason, url in BAD_URLS.items():
+                try:
+                    request = Request(url, callback=self.parse)
+                except ValueError:  # w3lib 2.6 refuses an invalid IPv4 host itself
+                    self.crawler.stats.inc_value(f"hostile/unbuildable/{reason}")
+                    continue
+                yield request
         yield from super().parse(response, **kwargs)
