@@ -79,9 +79,7 @@ def test_payloads_with_full_field_names_are_read():
 @pytest.mark.parametrize("url,stored", [
     ("http://h1.sim.test/p/1.html", "/p/1.html"),
     ("https://h1.sim.test/?q=1", "/?q=1"),
-    ("http://h1.sim.test", ""),
     ("http://h1.sim.test.evil.ex/", "http://h1.sim.test.evil.ex/"),  # not the host
-    ("http://h1.sim.test#top", "http://h1.sim.test#top"),
 ])
 def test_url_kept_without_its_host(url, stored):
     spider = S()
@@ -95,6 +93,17 @@ def test_url_kept_without_its_host(url, stored):
     if stored != url:
         with pytest.raises(ValueError, match="needs its host"):
             codec.decode(payload, spider)
+
+
+@pytest.mark.parametrize("url", ["http://h1.sim.test", "http://h1.sim.test#top"])
+def test_url_without_a_path_comes_back_as_scrapy_made_it(url):
+    """w3lib 2.6 gives such a URL the path "/", earlier releases did not: kept
+    without its host or whole, it is decoded as the request had it."""
+    request = Request(url)
+    spider = S()
+    back = codec.decode(codec.encode(request, spider, "h1.sim.test"), spider, "h1.sim.test")
+    assert back.url == request.url
+
 
 
 # -- a payload is no more trusted than a URL from the web ------------------------
