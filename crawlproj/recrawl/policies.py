@@ -138,7 +138,7 @@ def plan(policy: str, population: Population, budget: float, *, new_share: float
     if not budget > 0:
         raise PolicyError(f"the recrawl budget must be > 0 fetches per second, not {budget!r}")
     if policy == "webfountain":
-        sol = wf.solve(webfountain_model(population, budget, strategy, period, periods))
+        sol = wf.settle(webfountain_model(population, budget, strategy, period, periods))
         freq = sol.crawls_per_cycle() / (period * periods)
         new_rate = float(sol.new_crawled.sum()) / (period * periods)
         return Plan(policy, population, freq, new_rate, budget)

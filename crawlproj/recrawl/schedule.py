@@ -378,15 +378,15 @@ class Recrawl:
             # is still fetched every RECRAWL_MAX_INTERVAL): the plan is made
             # again for the budget less that, so that its clamped intervals
             # spend the budget, not more (webfountain, slow to solve: once).
-            # A bucket the plan gives nothing: optimal's change too fast for
-            # the budget and wait RECRAWL_MAX_INTERVAL; webfountain's are left
-            # out of this cycle only (the model plans one cycle of its
-            # periods from estimated rates, all or nothing per bucket), and
-            # are due again when the next cycle could take them: parked, a
-            # bucket whose estimate was wrong would stay unfetched
-            # (docs/recrawl.md, "The WebFountain model").
+            # A bucket the plan gives nothing faster than every bucket it
+            # crawls changes too fast for the budget (optimal's cut-off, and
+            # what webfountain's settled cycle leaves out) and waits
+            # RECRAWL_MAX_INTERVAL. webfountain also leaves out slower
+            # buckets, and while never-crawled pages take its cycle it may
+            # leave out any: those are due again after one cycle, not parked
+            # for the rest of the crawl on a plan of the first pass.
             wf = self.config.policy == "webfountain"
-            idle = self.config.period * self.config.periods if wf else math.inf
+            rest = self.config.period * self.config.periods if wf else math.inf
             aim = budget
             for _ in range(1 if wf else 4):
                 try:
@@ -396,16 +396,16 @@ class Recrawl:
                 except (PolicyError, ValueError) as exc:
                     logger.warning("recrawl plan failed (%s): uniform intervals meanwhile", exc)
                     p = plan("uniform", pop, max(aim, 1e-12))
-                clamped = np.array([self._clamp(1.0 / f if f > 0 else idle)
-                                    for f in p.frequency])
+                starved = too_fast(pop.rate, p.frequency) & (not (wf and new))
+                clamped = np.array([self._clamp(1.0 / f if f > 0 else math.inf if cut else rest)
+                                    for f, cut in zip(p.frequency, starved)])
                 spend = float((pages / clamped).sum())
                 if abs(spend - budget) <= 0.01 * budget:
                     break
                 aim *= budget / spend
             for k, interval in zip(known, clamped):
                 intervals[k] = float(interval)
-            self._starved = frozenset() if wf else frozenset(
-                k for k, f in zip(known, p.frequency) if not f > 0)
+            self._starved = frozenset(k for k, cut in zip(known, starved) if cut)
             if self.config.policy == "webfountain" and p.new_rate > 0 and new:
                 self.frontier.new_share = min(0.95, p.new_rate / (p.new_rate + budget))
         self._interval = intervals
@@ -593,3 +593,12 @@ class Recrawl:
     def frontier_host(url: str) -> str:
         from crawlproj.urls import host_of
         return host_of(url)
+
+
+def too_fast(rate: np.ndarray, frequency: np.ndarray) -> np.ndarray:
+    """The buckets a plan gives nothing that change faster than every bucket
+    it crawls (Cho & Garcia-Molina's cut-off: fetching them buys no freshness
+    within the budget)."""
+    crawled = frequency > 0
+    fastest = rate[crawled].max() if crawled.any() else -np.inf
+    return ~crawled & (rate > fastest)
