@@ -422,11 +422,11 @@ def _ask(worker) -> float:
     """One sync of worker with room in its book, as its reactor would send it:
     how long until it asks again (its armed timer)."""
     from twisted.internet import reactor
-    worker._poll = True  # a poll: every partition asked
+    worker.poll.due = True  # a poll: every partition asked
     batches, riders = worker._batches([])
     results, replies = worker.frontier.sync_with(batches, [])
     worker._synced((results, replies, riders))
-    timer, worker._timer = worker._timer, None
+    timer, worker.poll._call = worker.poll._call, None
     assert timer is not None and timer.active()
     timer.cancel()
     return timer.getTime() - reactor.seconds()

@@ -169,6 +169,77 @@ class LastAnswers:
         return (r.next_ready_ms - r.now_ms) / 1000.0 - age
 
 
+class Renewals:
+    """Keeps this worker's leases alive: every third of the lease TTL each
+    held lease's renewal goes with the next sync (Mercator's frontier hands
+    a host to one thread at a time; here a lease says which worker, and for
+    how long). A lease the sync grants or renews ends, on the server's
+    clock, a TTL after the server ran it: never sooner than a TTL after the
+    sync was sent."""
+
+    def __init__(self, book: LeaseBook, ttl_ms: int, add: Callable):
+        self.book = book
+        self.every = ttl_ms / 3000.0
+        self.ttl = ttl_ms / 1000.0
+        self.add = add                # puts a command in the next sync
+        self.sent_at = 0.0            # monotonic time the sync under way was sent
+        self.under_way: set = set()   # (partition, token) renewed by it
+        self._call = None
+
+    def start(self) -> None:
+        self._call = reactor.callLater(self.every, self._renew)
+
+    def stop(self) -> None:
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+
+    def _renew(self) -> None:
+        for lease in self.book:
+            self.add((RENEW, lease.partition, (lease.host, lease.token)))
+        self._call = reactor.callLater(self.every, self._renew)
+
+    def sent(self, renewing: set) -> None:
+        """A sync carrying these renewals leaves now."""
+        self.sent_at = time.monotonic()
+        self.under_way = renewing
+
+    def answered(self) -> float:
+        """The sync under way was answered: its renewals hold until the
+        deadline returned (monotonic), which its new leases share."""
+        deadline = self.sent_at + self.ttl
+        for p, token in self.under_way:
+            self.book.renewed(p, token, deadline)
+        return deadline
+
+
+class Poll:
+    """The next look at the frontier when this worker has nothing to send:
+    when the earliest waiting host may be ready, or a second from now. A
+    poll asks every partition for leases (one believed empty may have been
+    filled by another worker)."""
+
+    def __init__(self, flush: Callable[[], None]):
+        self.flush = flush
+        self.due = False              # the next sync is a poll
+        self._call = None
+
+    def armed(self, within: float = math.inf) -> bool:
+        """A poll is set, at most `within` seconds from now."""
+        return self._call is not None and self._call.active() \
+            and self._call.getTime() - reactor.seconds() <= within
+
+    def arm(self, delay: float) -> None:
+        self._call = reactor.callLater(delay, self._fire)
+
+    def cancel(self) -> None:
+        if self.armed():
+            self._call.cancel()
+
+    def _fire(self) -> None:
+        self.due = True
+        self.flush()
+
+
 class FrontierSync:
     def __init__(self, frontier: Frontier, book: LeaseBook, stats, target: int,
                  idle_close: bool, idle_wait: float, wake: Callable[[], None],
@@ -187,11 +258,8 @@ class FrontierSync:
         self.commit = GroupCommit(
             self._send, "frontier", stats, prepare=self._batches, on_result=self._synced,
             on_unreachable=on_unreachable, replay=True)
-        self._sent_at = 0.0           # monotonic time the sync under way was sent
-        self._renewing: set = set()   # (partition, token) renewed by the sync under way
-        self._poll = False
-        self._timer = None
-        self._renewal = None
+        self.renewals = Renewals(book, frontier.lease_ttl_ms, self.commit.add)
+        self.poll = Poll(self.commit.flush)
         self._was_empty = False
         self._held = False            # a download was held back: wake when Redis answers
 
@@ -226,8 +294,7 @@ class FrontierSync:
         the reactor thread. A sync that fails takes its riders with it: the
         rider sends again what was not answered."""
         self._riders.append((command, answered))
-        if self._timer is not None and self._timer.active() \
-                and self._timer.getTime() - reactor.seconds() <= LONGEST_SLEEP:
+        if self.poll.armed(within=LONGEST_SLEEP):
             return  # the next poll, at most a second away, takes it: no round trip of its own
         self.commit.flush(within)
 
@@ -285,17 +352,13 @@ class FrontierSync:
             if batch is None:
                 batch = batches[p] = Batch()
             batch.lease = n
-        self._poll = False
+        self.poll.due = False
         riders, self._riders = self._riders, []
         if not batches and not riders:
             self._arm_timer()
             return None
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
-        # a lease granted or renewed by this sync ends, on the server's clock,
-        # a TTL after the server ran it: never sooner than a TTL from now
-        self._sent_at = time.monotonic()
-        self._renewing = renewing
+        self.poll.cancel()
+        self.renewals.sent(renewing)
         return batches, riders
 
     def _send(self, payload):
@@ -322,7 +385,7 @@ class FrontierSync:
         if want <= 0:
             return {}
         parts = range(self.frontier.partitions)
-        if not self._poll:
+        if not self.poll.due:
             def may_be_ready(p):
                 batch = batches.get(p)
                 if p not in self.answers.results or (batch and batch.enqueue):
@@ -344,9 +407,7 @@ class FrontierSync:
         for (_, answered), reply in zip(riders, replies):
             answered(reply)
         received = time.monotonic()
-        deadline = self._sent_at + self.frontier.lease_ttl_ms / 1000.0
-        for p, token in self._renewing:
-            self.book.renewed(p, token, deadline)
+        deadline = self.renewals.answered()
         got = 0
         for p, r in results.items():
             self.answers.got(p, r, received)
@@ -386,7 +447,7 @@ class FrontierSync:
 
     def _arm_timer(self) -> None:
         """Look again when the earliest waiting host may be ready."""
-        if self.book.closing or (self._timer is not None and self._timer.active()):
+        if self.book.closing or self.poll.armed():
             return
         delays = [d for d in map(self._due_in, self.answers) if d is not None]
         if self.paused:
@@ -398,29 +459,19 @@ class FrontierSync:
             return  # nothing anywhere: the engine will close us
         else:
             delay = POLL_INTERVAL
-        self._timer = reactor.callLater(delay, self._poll_now)
-
-    def _poll_now(self) -> None:
-        self._poll = True
-        self.commit.flush()
-
-    def _renew(self) -> None:
-        for lease in self.book:
-            self.commit.add((RENEW, lease.partition, (lease.host, lease.token)))
-        self._renewal = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
+        self.poll.arm(delay)
 
     # -- open and close ----------------------------------------------------
 
     def open(self) -> None:
-        self._renewal = reactor.callLater(self.frontier.lease_ttl_ms / 3000.0, self._renew)
+        self.renewals.start()
         self.idle.open(self.wake)
         self.commit.flush()
 
     def close(self, releases: list[Release]) -> Deferred:
         """Send the last releases (the book is closing: no more leases)."""
-        for call in (self._timer, self._renewal):
-            if call is not None and call.active():
-                call.cancel()
+        self.poll.cancel()
+        self.renewals.stop()
         self.idle.cancel()
         for r in releases:
             p = self.frontier.partition_of(r.host)
