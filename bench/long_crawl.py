@@ -16,7 +16,7 @@ crawl until the web has served --target pages, then stop (SIGINT: Scrapy's
 graceful close).
 
 Every --sample-s seconds: pages served (the web's log, robots.txt left out),
-the CPU seconds of the workers (with their indexer processes), of the Redis
+the CPU seconds of the workers (with their indexer and ranker processes), of the Redis
 server and of the web, each worker's RSS, the server's used_memory, the
 frontier's counters (URLs enqueued = seen and new, queued now), the bytes on
 disk under the crawl's data directory by store (WARC, link store, index,
@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # crawl_bench extracts the code under test (--src) and puts it first on sys.path
 import redis
 from crawl_bench import (
+    CLK,
     PY,
     SRC,
     SRC_DESC,
@@ -157,17 +158,21 @@ class Crawl:
             with open(log, "ab") as out:
                 self.procs.append(subprocess.Popen(cmd, cwd=SRC, env=wenv, stdout=out,
                                                    stderr=subprocess.STDOUT))
-        self.kids = [{} for _ in self.procs]   # indexer processes' CPU, last seen
         self.cpu = [0.0 for _ in self.procs]
+        self.children = [0.0 for _ in self.procs]   # their indexer and ranker processes
 
     def worker_cpu(self) -> tuple[float, float]:
-        """CPU seconds of the workers' own processes, and of their indexers."""
+        """CPU seconds of the workers' own processes, and of their children:
+        the reaped ones (a ranker run's process each) from the worker's
+        cutime and cstime, the live ones (the indexer) sampled now."""
         for i, p in enumerate(self.procs):
             if p.poll() is None:
                 with contextlib.suppress(OSError):
-                    self.cpu[i] = proc_cpu(p.pid)
-                children_cpu(p.pid, self.kids[i])
-        return sum(self.cpu), sum(sum(k.values()) for k in self.kids)
+                    own, reaped = proc_cpu_with_children(p.pid)
+                    live: dict = {}
+                    children_cpu(p.pid, live)
+                    self.cpu[i], self.children[i] = own, reaped + sum(live.values())
+        return sum(self.cpu), sum(self.children)
 
     def census(self) -> None:
         for p in self.procs:
@@ -191,6 +196,13 @@ class Crawl:
         return [p.returncode for p in self.procs]
 
 
+def proc_cpu_with_children(pid: int) -> tuple[float, float]:
+    """(utime + stime, cutime + cstime) of a live process, seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK, (int(fields[13]) + int(fields[14])) / CLK
+
+
 def sample(bench: Bench, crawl: Crawl, log: WebLog, frontier: Frontier, ks: Keyspace,
            data: Path, t0: float) -> dict:
     log.read()
@@ -198,7 +210,8 @@ def sample(bench: Bench, crawl: Crawl, log: WebLog, frontier: Frontier, ks: Keys
     info = bench.r.info("memory")
     own, indexer = crawl.worker_cpu()
     return {"t": round(time.time() - t0, 2), "pages": log.pages,
-            "cpu_workers": round(own + indexer, 2), "cpu_indexer": round(indexer, 2),
+            "cpu_workers": round(own + indexer, 2), "cpu_indexer": round(indexer, 2),  # and ranker
+            "cpu_each": [[round(c, 2), round(k, 2)] for c, k in zip(crawl.cpu, crawl.children)],
             "cpu_redis": round(proc_cpu(bench.redis_proc.pid), 2),
             "cpu_web": round(proc_cpu(bench.sw.pid), 2),
             "rss_kib": crawl.rss_kib(), "used_memory": info["used_memory"],

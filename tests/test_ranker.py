@@ -87,9 +87,16 @@ def test_ranker_rewrites_queued_scores_with_pagerank(redis_url, tmp_path):
                 got[int(fp)] = -score
     for i in [4, 5, 6, 7, 8, 9]:
         assert got[url_fingerprint(url(i))] == pytest.approx(want[url(i)], abs=1e-6)
-    # warm start: a second run on the same graph converges at once
-    again = ranker.run_once()
+    # warm start: a second run on the same graph converges at once, also in
+    # another process, from the vector the first one kept
+    ranker.save(tmp_path / "vector.npz")
+    later = Ranker(f, store, damping=0.9, tol=1e-10)
+    later.load(tmp_path / "vector.npz")
+    again = later.run_once()
     assert again.iterations <= 2 and again.changed == 0
+    cold = Ranker(f, store, damping=0.9, tol=1e-10)
+    cold.load(tmp_path / "no-such.npz")
+    assert cold.run_once().iterations > 2
 
 
 def test_cross_host_only_ignores_links_within_a_host(redis_url, tmp_path):
@@ -195,6 +202,12 @@ def test_ranker_runs_inside_a_pagerank_crawl(redis_url, tmp_path):
         assert sum(stat(workers.log(i), "ranker/rescored") for i in range(2)) > 0
         assert sum(stat(workers.log(i), "ranker/errors") for i in range(2)) == 0
         assert set(checks.fetch_counts(sw.read_log())) == sw.web.reachable(seeds)
+        # each run in a process of its own, which returns the graph's memory
+        # when it exits: never in the worker's
+        ran = [line.split("Ranker process ", 1)[1].split()[:4] for i in range(2)
+               for line in workers.log(i).splitlines() if "Ranker process " in line]
+        assert len(ran) == sum(runs)
+        assert all(pid != parent for pid, _, _, parent in ran)
 
 
 def test_cadence_keeps_pace_with_the_crawls_growth():

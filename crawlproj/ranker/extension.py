@@ -15,7 +15,9 @@ geometric growth keeps the runs' total within 1 + 1/RANKER_GROWTH times the
 last one's; the interval does not, and a run it brings must first rest
 RANKER_REST times the last run's length (RankerCadence): over a long crawl
 the runs would otherwise take ever more of the worker and of Redis (the
-rescore). The work runs in a thread, so the reactor keeps crawling; a
+rescore). Each run is a process of its own (crawlproj/ranker/process.py),
+which returns the graph's memory to the machine when it exits; the worker's
+thread renews the lock while it runs, so the reactor keeps crawling. A
 worker that dies stops renewing and another one takes over when the lock's
 TTL (RANKER_LOCK_TTL) runs out.
 """
@@ -29,7 +31,8 @@ from datetime import datetime, timezone
 from scrapy.exceptions import NotConfigured
 
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.ranker.loop import Ranker, RankerLock
+from crawlproj.ranker.loop import Ranker, RankerLock, RankRun
+from crawlproj.ranker.process import RankerChild
 from crawlproj.redis.client import get_redis
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.redis.lockedwork import LockedWork
@@ -84,10 +87,10 @@ class RankerCadence:
 class RankerExtension(LockedWork):
     name = "ranker"
 
-    def __init__(self, crawler, ranker: Ranker, lock: RankerLock):
+    def __init__(self, crawler, frontier: Frontier, lock: RankerLock, crawl_id: str):
         s = crawler.settings
         super().__init__(crawler, s.getfloat("RANKER_TICK"))
-        self.ranker, self.lock = ranker, lock
+        self.frontier, self.lock, self.crawl_id = frontier, lock, crawl_id
         self.cadence = RankerCadence.from_settings(s)
 
     @classmethod
@@ -98,32 +101,33 @@ class RankerExtension(LockedWork):
             else s.getbool("RANKER_ENABLED")
         if not enabled:
             raise NotConfigured
-        ranker, lock = build(s)
-        return cls(crawler, ranker, lock).connect()
+        redis = get_redis(s)
+        keyspace = Keyspace.from_settings(s, redis)
+        lock = RankerLock(redis, keyspace, s.getfloat("RANKER_LOCK_TTL"))
+        return cls(crawler, Frontier(redis, keyspace), lock, keyspace.crawl_id).connect()
 
     def work(self):
-        self._work()
-
-    def leave(self):
-        self.lock.release()
-
-    def _work(self):
         """In a thread: hold the lock, and run when due."""
         if not self.lock.hold():
             return
-        leased = self.ranker.frontier.status().counters.get("leased", 0) \
+        leased = self.frontier.status().counters.get("leased", 0) \
             if self.cadence.counts_pages else 0
         if not self.cadence.due(leased):
             return
         started = time.monotonic()
-        run = self.ranker.run_once()
-        self.lock.hold()  # a long run: renew before the TTL can lapse
+        # a run under way when the spider closes ends first: the crawl's
+        # next start (or `scrapy crawl` on the same crawl) uses its scores
+        run = RankerChild(self.crawler.settings, self.crawl_id).wait(
+            min(self.tick, self.lock.ttl_ms / 3000), self.lock.hold)
         self.cadence.ran(leased, seconds=time.monotonic() - started)
         self.stats.inc_value("ranker/runs")
-        self.stats.inc_value("ranker/rescored", run.changed)
-        self.stats.set_value("ranker/nodes", run.nodes)
+        self.stats.inc_value("ranker/rescored", run["changed"])
+        self.stats.set_value("ranker/nodes", run["nodes"])
         self.stats.set_value("ranker/last_run", datetime.now(timezone.utc))  # the dashboard's
-        logger.info("Ranker: %s", run)
+        logger.info("Ranker: %s", RankRun(**run))
+
+    def leave(self):
+        self.lock.release()
 
 
 def build(settings):

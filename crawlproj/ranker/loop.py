@@ -178,6 +178,24 @@ class Ranker:
         return RankRun(n, m, result.iterations, result.converged, totals["urls"],
                        totals["changed"], {"graph": t1 - t0, "rank": t2 - t1, "rescore": t3 - t2})
 
+    def save(self, path) -> None:
+        """Keep the last run's vector for the next run's warm start (the next
+        run is another process: crawlproj/ranker/process.py)."""
+        if self._nodes is None:
+            return
+        tmp = f"{path}.tmp.npz"
+        np.savez(tmp, nodes=self._nodes, scores=self._scores)
+        os.replace(tmp, path)
+
+    def load(self, path) -> None:
+        """The vector a previous run kept, if any (a missing or unreadable
+        file: the run starts cold, at the average)."""
+        try:
+            with np.load(path) as kept:
+                self._nodes, self._scores = kept["nodes"], kept["scores"]
+        except (OSError, ValueError, KeyError):
+            self._nodes = self._scores = None
+
     def _warm_start(self, nodes: np.ndarray):
         """The previous vector, aligned to the grown graph; new pages start at
         the average (1 on Cho's scale)."""

@@ -30,42 +30,23 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
 
+from crawlproj import child
+
 # not __name__: run with -m, this module is __main__
 logger = logging.getLogger("crawlproj.search.process")
 
-# The indexer yields the cores to the crawl: pages wait on the hand-over list
-# (in Redis, nothing lost) while the workers are busy, and are written when a
-# core is free (docs/benchmarks.md, "What each setting is measured to give").
-NICENESS = 10
-
-
 # Settings the indexer process reads: one JSON cannot carry is an error, not
 # a silent default.
-_READ = ("INDEX_", "REDIS_", "CRAWL_", "PAGERANK_", "LOG_")
+READ = ("INDEX_", "REDIS_", "CRAWL_", "PAGERANK_", "LOG_")
 
 
 def settings_order(settings, crawl_id: str, token: str) -> dict:
-    """What the child is told: the settings JSON can carry (a path as its
-    string; a class or a function set as a value is left at its default
-    there), the crawl, the lock's token, the worker's pid."""
-    values = {}
-    for name, value in settings.copy_to_dict().items():
-        if isinstance(value, os.PathLike):
-            value = os.fspath(value)
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            if name.startswith(_READ):
-                logger.error("Indexer: setting %s (%r) cannot be passed to the indexer process; "
-                             "it uses the default there", name, value)
-            continue
-        values[name] = value
-    return {"settings": values, "crawl_id": crawl_id, "token": token, "parent": os.getpid()}
+    """What the child is told: the settings, the crawl, the lock's token."""
+    return child.settings_order(settings, READ, crawl_id=crawl_id, token=token)
 
 
 class IndexerChild:
@@ -76,24 +57,8 @@ class IndexerChild:
     """
 
     def __init__(self, order: dict, on_batch):
-        # The child imports crawlproj from wherever this process did (a
-        # Scrapyd egg is on sys.path, not on PYTHONPATH).
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        # The child starts with SIGTERM blocked (a thread's signal mask goes
-        # through fork and exec) and unblocks it once its handler is set: a
-        # stop sent while it starts is a stop, never a kill.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-        try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "crawlproj.search.process"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        self.proc = child.spawn("crawlproj.search.process", order)
         self.pid = self.proc.pid
-        try:
-            self.proc.stdin.write(json.dumps(order).encode() + b"\n")
-            self.proc.stdin.close()
-        except OSError:  # it died at once: poll() says how
-            pass
         self.on_batch = on_batch
         self._reader = threading.Thread(target=self._read, name="indexer-reports", daemon=True)
         self._reader.start()
@@ -123,19 +88,13 @@ class IndexerChild:
         return code
 
 
-def _serve(order: dict, reports) -> None:
+def _serve(settings, order: dict, reports) -> None:
     from redis import RedisError
-    from scrapy.settings import Settings
-    from scrapy.utils.log import configure_logging
 
     from crawlproj.redis.client import OutageLog
     from crawlproj.redis.keyspace import Keyspace
     from crawlproj.search.runner import IndexerRunner
 
-    settings = Settings()
-    settings.setdict(order["settings"], priority="cmdline")
-    settings.set("LOG_FILE_APPEND", True, priority="cmdline")  # the worker's LOG_FILE, shared
-    configure_logging(settings)
     parent = order["parent"]
 
     def report(batch):
@@ -148,7 +107,7 @@ def _serve(order: dict, reports) -> None:
     runner.lock.token = order["token"]
     runner.on_batch = report
     # after get_redis: an embedded server it starts must not inherit the niceness
-    os.nice(NICENESS)
+    os.nice(child.NICENESS)
     logger.info("Indexer process %d of worker %d (crawlproj from %s)", os.getpid(), parent,
                 importlib.resources.files("crawlproj"))
     tick = settings.getfloat("INDEX_TICK")
@@ -186,18 +145,12 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminated)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    # Reports go to the worker on the standard output as it was given; anything
-    # else printed goes to the standard error.
-    reports = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    try:
-        order = json.loads(sys.stdin.readline())
-    except ValueError:
-        print("crawlproj: the indexer process is started by a worker (crawlproj.search.extension), "
-              "not by hand: run `scrapy index`", file=sys.stderr)
+    reports = child.reports_channel()
+    started = child.read_order("indexer", "scrapy index")
+    if started is None:
         return 2
     try:
-        _serve(order, reports)
+        _serve(*started, reports)
     except Exception as exc:  # Redis out of reach, the index unwritable: one line, the worker logs the code
         print(f"crawlproj: indexer process: {exc}", file=sys.stderr)
         return 1

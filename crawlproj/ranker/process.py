@@ -1,0 +1,104 @@
+"""One ranker run in a process of its own, started by the worker that holds
+the crawl's ranker lock (crawlproj/ranker/extension.py).
+
+A run builds the whole link graph in memory (docs/benchmarks.md, "A long
+crawl": over a gigabyte at 1.3M nodes), and a process keeps the heap it grew:
+run in a worker's thread, the ranker left that worker several times the other
+worker's size for the rest of the crawl. In a child that exits after its run
+the memory goes back to the machine, and the run's Python never holds the
+worker's GIL. The worker renews the lock while the child runs and reads the
+run's summary, one JSON line on the child's standard output. The PageRank
+vector is kept in the link store's directory between runs for the next run's
+warm start (Cho et al. recompute IR'(P) as the crawl grows, §4).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+
+from crawlproj import child
+from crawlproj.errors import CrawlprojError
+
+# not __name__: run with -m, this module is __main__
+logger = logging.getLogger("crawlproj.ranker.process")
+
+# Settings the ranker process reads (crawlproj/ranker/extension.py, build).
+READ = ("RANKER_", "PAGERANK_", "PRIORITIZER_", "REDIS_", "CRAWL_", "LINKSTORE_", "LOG_")
+VECTOR = "ranker-vector.npz"
+
+
+class RankerChild:
+    """A ranker run in a child process."""
+
+    def __init__(self, settings, crawl_id: str):
+        self.proc = child.spawn("crawlproj.ranker.process",
+                                child.settings_order(settings, READ, crawl_id=crawl_id))
+        self.pid = self.proc.pid
+
+    def wait(self, tick: float, renew) -> dict:
+        """The run's summary (RankRun's fields); renew() is called every
+        `tick` seconds while the child runs, and stops it by returning False
+        (another process holds the lock)."""
+        while True:
+            try:
+                code = self.proc.wait(tick)
+                break
+            except subprocess.TimeoutExpired:
+                if not renew():
+                    self.stop()
+                    raise CrawlprojError(f"ranker process {self.pid} stopped: the lock was lost") from None
+        line = self.proc.stdout.read()
+        if code:
+            raise CrawlprojError(f"ranker process {self.pid} exited with code {code}")
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise CrawlprojError(f"ranker process {self.pid} gave no summary") from None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait()
+
+
+def _run(settings, order: dict, reports) -> None:
+    from crawlproj.ranker.extension import build
+    from crawlproj.stores.linkstore import LinkStore
+
+    settings.set("CRAWL_ID", order["crawl_id"], priority="cmdline")
+    ranker, _ = build(settings)
+    # after get_redis: an embedded server it starts must not inherit the niceness
+    os.nice(child.NICENESS)
+    vector = LinkStore.directory_of(settings, order["crawl_id"]) / VECTOR
+    ranker.load(vector)
+    logger.info("Ranker process %d of worker %d", os.getpid(), order["parent"])
+    run = ranker.run_once()
+    vector.parent.mkdir(parents=True, exist_ok=True)
+    ranker.save(vector)
+    reports.write(json.dumps(run.__dict__).encode() + b"\n")
+
+
+def main() -> int:
+    # a Ctrl-C in the terminal reaches the whole process group: the worker,
+    # finishing its pages first, stops the run (SIGTERM, unblocked here)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    reports = child.reports_channel()
+    started = child.read_order("ranker", "scrapy rank")
+    if started is None:
+        return 2
+    try:
+        _run(*started, reports)
+    except Exception as exc:  # Redis out of reach, the link store unreadable: one line, the worker logs the code
+        print(f"crawlproj: ranker process: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
