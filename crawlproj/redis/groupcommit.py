@@ -161,6 +161,59 @@ class Closing:
             self.closed.callback(None)
 
 
+class Faults:
+    """What a writer's failed writes mean: an outage (said through the
+    worker's one OutageLog and retried; the server may be started again,
+    on_unreachable, and what it may have lost is written again, the replay
+    log) or a refusal waiting cannot mend (on_refused gets the reason once;
+    nothing more is written)."""
+
+    def __init__(self, name: str, stats, replay: bool,
+                 on_refused: Callable[[str], None] | None,
+                 on_unreachable: Callable[[], None] | None):
+        self.name = name
+        self.on_refused = on_refused
+        self.on_unreachable = on_unreachable   # runs in the writer thread
+        # where failures are said: the worker's one log (crawlproj/redis/guard.py)
+        self.outage = OutageLog(stats)
+        self.replay_log = ReplayLog() if replay else None
+        self.refused: str | None = None   # why Redis refuses our writes for good
+        self.failing = False              # the last write failed
+
+    def unreachable(self) -> None:
+        """In the writer thread: the server cannot be reached; have it
+        started again before the retry."""
+        if self.on_unreachable is not None:
+            try:
+                self.on_unreachable()
+            except Exception as exc:  # said with the write's failure
+                logger.warning("%s: could not start Redis again: %s", self.name, exc)
+
+    def wrote(self, entries: list) -> None:
+        if self.replay_log is not None and entries:
+            self.replay_log.wrote(entries)
+        if self.failing:
+            self.outage.ok(self.name)
+            self.failing = False
+
+    def failed(self, message: str, retry_delay: float) -> list:
+        """An outage: said; when it starts, the entries written in the last
+        REPLAY_WINDOW seconds, to write again first (the server may have
+        lost them)."""
+        self.outage.failed(self.name, message, retry_delay)
+        if self.failing:
+            return []
+        self.failing = True
+        return self.replay_log.take() if self.replay_log is not None else []
+
+    def refuse(self, reason: str) -> None:
+        self.refused = reason
+        if self.on_refused is not None:
+            self.on_refused(reason)
+        else:
+            logger.error("%s: Redis refuses our writes: %s", self.name, reason)
+
+
 class GroupCommit:
     """write(payload) runs in a thread; prepare(entries) turns the entries
     taken for one write into its payload on the reactor thread (None: nothing
@@ -180,22 +233,21 @@ class GroupCommit:
         self.retry_delay = retry_delay
         self.prepare = prepare
         self.on_result = on_result
-        self.on_refused = on_refused
-        self.on_unreachable = on_unreachable   # runs in the writer thread
-        # where failures are said: the worker's one log (crawlproj/redis/guard.py)
-        self.outage = OutageLog(stats)
-        self.refused: str | None = None  # why Redis refuses our writes for good
-        self._replay_log = ReplayLog() if replay else None
+        self.faults = Faults(name, stats, replay, on_refused, on_unreachable)
         self._waiting = Waiting()
         self._started: float | None = None   # the write out since (monotonic), if any
         self._again = False     # a write was asked for while one was out
         self._timer = None
-        self._failing = False
         self._closing = Closing()
 
     @property
     def _busy(self) -> bool:
         return self._started is not None
+
+    @property
+    def refused(self) -> str | None:
+        """Why Redis refuses our writes for good, if it does."""
+        return self.faults.refused
 
     def add(self, entry, within: float = 0.0) -> None:
         """Write entry within `within` seconds, with whatever else comes by then."""
@@ -225,7 +277,7 @@ class GroupCommit:
         if timer is not None and timer.active():
             # while writes fail, the next try is the retry's, every retry_delay:
             # an entry added meanwhile does not bring it forward
-            if self._failing or timer.getTime() - reactor.seconds() <= within:
+            if self.faults.failing or timer.getTime() - reactor.seconds() <= within:
                 return
             timer.cancel()
         self._timer = reactor.callLater(within, self._write)
@@ -233,12 +285,12 @@ class GroupCommit:
     @property
     def failing(self) -> bool:
         """Redis failed or refused our last write (not merely slow)."""
-        return self._failing or self.refused is not None
+        return self.faults.failing or self.refused is not None
 
     def stalled(self) -> bool:
         """Redis does not take our writes now: they fail, or the one out has
         been waiting for its answer for more than STALLED seconds."""
-        return self._failing or self.refused is not None or (
+        return self.faults.failing or self.refused is not None or (
             self._busy and time.monotonic() - self._started > STALLED)
 
     @property
@@ -273,11 +325,7 @@ class GroupCommit:
         try:
             return timed(self.write, payload)
         except redis.ConnectionError:
-            if self.on_unreachable is not None:
-                try:
-                    self.on_unreachable()
-                except Exception as exc:  # said with the write's failure
-                    logger.warning("%s: could not start Redis again: %s", self.name, exc)
+            self.faults.unreachable()
             raise
 
     def _done(self, result, waiters, entries) -> None:
@@ -287,13 +335,9 @@ class GroupCommit:
             self.stats.inc_value(f"{self.name}/thread_cpu_s", cpu)
         if self._closing.done:  # given up at close: nobody waits for this any more
             return
-        if self._replay_log is not None and entries:
-            self._replay_log.wrote(entries)
+        self.faults.wrote(entries)
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/redis_writes")
-        if self._failing:
-            self.outage.ok(self.name)
-            self._failing = False
         release(waiters)
         if self.on_result is not None:
             self.on_result(result)
@@ -311,44 +355,29 @@ class GroupCommit:
         if reason is not None:
             self._refuse(reason)
             return
-        self.outage.failed(self.name, failure.getErrorMessage(), self.retry_delay)
-        if not self._failing:
-            self._failing = True
-            self._replay()
+        again = self.faults.failed(failure.getErrorMessage(), self.retry_delay)
+        if again:
+            self._waiting.put_back(again, [None] * len(again))
+            if self.stats is not None:
+                self.stats.inc_value(f"{self.name}/replayed", len(again))
         if self._closing.stopping:
             self._waiting.release()
         self._timer = reactor.callLater(self.retry_delay, self._write)
-
-    def _replay(self) -> None:
-        """Write again, first, what was written in the last REPLAY_WINDOW
-        seconds: the server may have lost it."""
-        if self._replay_log is None:
-            return
-        again = self._replay_log.take()
-        if not again:
-            return
-        self._waiting.put_back(again, [None] * len(again))
-        if self.stats is not None:
-            self.stats.inc_value(f"{self.name}/replayed", len(again))
 
     def refuse(self, reason: str) -> None:
         """Write nothing more (another writer of the worker met reason): what
         waits is dropped, its waiters released."""
         if self.refused is None:
-            self.refused = reason
+            self.faults.refused = reason
             self._waiting.drop()
             self._maybe_closed()
 
     def _refuse(self, reason: str) -> None:
         """Redis refuses our writes for good: say why (once), write no more."""
-        self.refused = reason
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/refused_entries", len(self._waiting))
         self._waiting.drop()
-        if self.on_refused is not None:
-            self.on_refused(reason)
-        else:
-            logger.error("%s: Redis refuses our writes: %s", self.name, reason)
+        self.faults.refuse(reason)
         self._maybe_closed()
 
     def stopping(self) -> None:
@@ -356,7 +385,7 @@ class GroupCommit:
         take now are not held back (their URLs stay leased in Redis, and go
         back to their queues if the write never comes)."""
         self._closing.stopping = True
-        if self._failing:
+        if self.faults.failing:
             self._waiting.release()
 
     def _give_up(self) -> None:

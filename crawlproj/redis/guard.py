@@ -62,8 +62,8 @@ class RedisGuard:
     def watch(self, commit) -> None:
         """commit (a GroupCommit) reports refusals here, and is told when the
         crawl starts closing (outside a crawl there is no close to hear)."""
-        commit.on_refused = lambda reason, name=commit.name: self.refuse(name, reason)
-        commit.outage = self.outage
+        commit.faults.on_refused = lambda reason, name=commit.name: self.refuse(name, reason)
+        commit.faults.outage = self.outage
         self._commits.append(commit)
         if not self._hooked:
             self._hooked = internals.on_close_started(self.crawler, self._closing)
