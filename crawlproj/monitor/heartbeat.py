@@ -90,6 +90,26 @@ class RateMeter:
         self._last = (now, pages, size)
 
 
+class CounterDeltas:
+    """The worker's counters as each heartbeat reports them: what grew since
+    the last answered one, as (name, now, then) triples, so that a
+    heartbeat lost on the way is made good by the next one."""
+
+    def __init__(self):
+        self._acked: dict[str, int] = {}    # as of the last answered heartbeat
+        self._sending: dict[str, int] | None = None
+
+    def grown(self, now: dict[str, int]) -> list[tuple[str, int, int]]:
+        """The triples to send now; kept until answered()."""
+        self._sending = now
+        return [(k, v, self._acked.get(k, 0)) for k, v in now.items()
+                if v != self._acked.get(k, 0)]
+
+    def answered(self) -> None:
+        if self._sending is not None:
+            self._acked, self._sending = self._sending, None
+
+
 class Heartbeat:
     def __init__(self, crawler, redis, keyspace: Keyspace, interval: float, lease_ttl: float,
                  rings: list[tuple[int, int]] = ()):
@@ -102,8 +122,7 @@ class Heartbeat:
         self.lease_ttl = lease_ttl
         self.worker = ""
         self.state = "running"
-        self._acked: dict[str, int] = {}    # counters as of the last answered heartbeat
-        self._sending: dict[str, int] | None = None
+        self.deltas = CounterDeltas()
         self._loop = None
         self._meter = RateMeter()
         self._log = ""
@@ -166,9 +185,7 @@ class Heartbeat:
 
     def command(self) -> tuple:
         """The heartbeat's call, and the counters it reports, kept until answered."""
-        now = counters(self.stats.get_stats())
-        grown = [(k, v, self._acked.get(k, 0)) for k, v in now.items()
-                 if v != self._acked.get(k, 0)]
+        grown = self.deltas.grown(counters(self.stats.get_stats()))
         record = self._record()
         forget_ms = int((GONE_AFTER * self.interval + self.lease_ttl) * 1000)
         past = history.spec(self.rings, int(GONE_AFTER * self.interval * 1000),
@@ -178,7 +195,6 @@ class Heartbeat:
             args += (k, v)
         for triple in grown:
             args += triple
-        self._sending = now
         return ("EVAL", HEARTBEAT_LUA, 1, self.keyspace.monitor_prefix, *args)
 
     def answered(self, reply) -> None:
@@ -186,9 +202,7 @@ class Heartbeat:
             logger.warning("Heartbeat failed (sent again with the next): %s", reply)
             self.stats.inc_value("monitor/heartbeat_errors")
             return
-        if self._sending is not None:
-            self._acked = self._sending
-            self._sending = None
+        self.deltas.answered()
 
     # -- when -------------------------------------------------------------------
 
