@@ -69,17 +69,18 @@ def spawn(module: str, order: dict) -> subprocess.Popen:
     return proc
 
 
-def read_order(what: str, command: str):
+def read_order(what: str, starter: str, command: str):
     """In the child: (Scrapy settings, the order), logging configured; or
-    None, with one line on the standard error, when started by hand."""
+    None, with one line on the standard error, when started by hand (the
+    worker's `starter` starts it; `command` is the one for a person)."""
     from scrapy.settings import Settings
     from scrapy.utils.log import configure_logging
 
     try:
         order = json.loads(sys.stdin.readline())
     except ValueError:
-        print(f"crawlproj: the {what} process is started by a worker, not by hand: "
-              f"run `{command}`", file=sys.stderr)
+        print(f"crawlproj: the {what} process is started by a worker ({starter}), "
+              f"not by hand: run `{command}`", file=sys.stderr)
         return None
     settings = Settings()
     settings.setdict(order["settings"], priority="cmdline")

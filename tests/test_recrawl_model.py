@@ -724,30 +724,48 @@ def _loguniform_counts(pages: int, seed: int = 1) -> dict[int, int]:
 
 
 def test_webfountain_parks_only_the_buckets_too_fast_for_the_budget():
-    """The settled cycle leaves out the fastest buckets, as optimal's cut-off
-    does: they wait RECRAWL_MAX_INTERVAL. While never-crawled pages take the
-    cycle the model may leave out any bucket, slow ones too: those are due
-    again after one cycle; parked at RECRAWL_MAX_INTERVAL (90 days) on a
-    plan of the first pass, they would go unfetched through most of a run."""
+    """The settled cycle leaves out only the fastest buckets, as optimal's
+    cut-off does: they wait RECRAWL_MAX_INTERVAL. While never-crawled pages
+    take the cycle the model may leave out any bucket, slow ones too: those
+    are due again after one cycle; parked at RECRAWL_MAX_INTERVAL (90 days)
+    on a plan of the first pass, they would go unfetched through most of a
+    run."""
     from types import SimpleNamespace
 
+    from crawlproj.recrawl.policies import plan as make_plan
     from crawlproj.recrawl.schedule import Recrawl
 
     base = importlib.import_module("settings.base")
     counts = _loguniform_counts(2000)
     known = sorted(k for k in counts if k >= buckets.FIRST)
     budget = 0.1 * 2000 / DAY
+    periods = base.RECRAWL_WEBFOUNTAIN_PERIODS
+
+    def left_out(new: int) -> list[int]:
+        """The buckets the plan set_plan makes gives nothing (its budget
+        less RECRAWL_NEW_SHARE while never-crawled pages wait)."""
+        pop = Population(np.array(known), np.array([float(counts[k]) for k in known]),
+                         np.array([buckets.rate_of(k) for k in known]), np.ones(len(known)), new)
+        part = 1.0 - 0.2 if new else 1.0    # the share set_plan starts from
+        freq = make_plan("webfountain", pop, budget * part, strategy=3,
+                         periods=periods).frequency
+        return [k for k, f in zip(known, freq) if not f > 0]
+
     rc = Recrawl(SimpleNamespace(new_share=0.2), "webfountain", budget, strategy=3,
-                 periods=base.RECRAWL_WEBFOUNTAIN_PERIODS)
+                 periods=periods)
     rc.set_plan(counts, 0)
-    parked = [k for k in known if rc.starved(k)]
-    assert sum(counts[k] for k in parked) > 0.1 * 2000
-    assert min(parked) > max(k for k in known if not rc.starved(k))   # the fastest only
-    assert all(rc.interval(k) == rc.config.max_interval for k in parked)
+    out = left_out(0)
+    assert sum(counts[k] for k in out) > 0.1 * 2000
+    # every bucket it leaves out is faster than every bucket it crawls
+    assert min(out) > max(k for k in known if k not in out)
+    assert [k for k in known if rc.starved(k)] == out
+    assert all(rc.interval(k) == rc.config.max_interval for k in out)
 
     cycle = rc.config.period * rc.config.periods
     assert rc.config.max_interval > 3 * cycle
     rc.set_plan(counts, 20_000)               # the first pass: ten new pages a known one
-    left_out = [k for k in known if rc.interval(k) == pytest.approx(cycle)]
-    assert sum(counts[k] for k in left_out) > 0.1 * 2000
+    out = left_out(20_000)
+    assert sum(counts[k] for k in out) > 0.1 * 2000
+    assert min(out) < max(k for k in known if k not in out)   # slow ones among them
+    assert all(rc.interval(k) == pytest.approx(cycle) for k in out)
     assert not any(rc.starved(k) for k in known)

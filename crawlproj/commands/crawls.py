@@ -21,6 +21,7 @@ from crawlproj.addon import CommandSettings
 from crawlproj.due.urlseen import DueConfig
 from crawlproj.errors import CrawlprojError
 from crawlproj.frontier.frontier import Frontier
+from crawlproj.ranker.process import VECTOR
 from crawlproj.redis.client import get_redis
 from crawlproj.redis.keyspace import Keyspace, NoSuchCrawl
 from crawlproj.stores.linkstore import LinkStore
@@ -115,6 +116,9 @@ class Command(ScrapyCommand):
         except OSError as exc:
             raise CrawlprojError(f"cannot remove the link store's segment {exc.filename}: "
                                  f"{exc.strerror}; crawl {crawl_id!r} not deleted") from None
+        # the ranker's last vector (crawlproj/ranker/process.py): a new crawl of
+        # the same id starts cold
+        (links.directory / VECTOR).unlink(missing_ok=True)
         keys = keyspace.delete(redis)
         print(f"deleted crawl {crawl_id!r}: {keys} Redis key(s), {files} link-store file(s)"
               + (f"; {elsewhere} segment(s) written on other machines stay there"

@@ -86,6 +86,9 @@ class RankerCadence:
 
 class RankerExtension(LockedWork):
     name = "ranker"
+    # a run under way when the spider closes ends first, and is counted in
+    # the stats: the crawl's next start uses its scores
+    wait_at_close = True
 
     def __init__(self, crawler, frontier: Frontier, lock: RankerLock, crawl_id: str):
         s = crawler.settings
@@ -115,11 +118,11 @@ class RankerExtension(LockedWork):
         if not self.cadence.due(leased):
             return
         started = time.monotonic()
-        # a run under way when the spider closes ends first: the crawl's
-        # next start (or `scrapy crawl` on the same crawl) uses its scores
-        run = RankerChild(self.crawler.settings, self.crawl_id).wait(
-            min(self.tick, self.lock.ttl_ms / 3000), self.lock.hold)
-        self.cadence.ran(leased, seconds=time.monotonic() - started)
+        try:
+            run = RankerChild(self.crawler.settings, self.crawl_id).wait(
+                min(self.tick, self.lock.ttl_ms / 3000), self.lock.hold)
+        finally:  # a run that failed is tried again when the next one is due, not every tick
+            self.cadence.ran(leased, seconds=time.monotonic() - started)
         self.stats.inc_value("ranker/runs")
         self.stats.inc_value("ranker/rescored", run["changed"])
         self.stats.set_value("ranker/nodes", run["nodes"])

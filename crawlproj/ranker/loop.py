@@ -183,7 +183,7 @@ class Ranker:
         run is another process: crawlproj/ranker/process.py)."""
         if self._nodes is None:
             return
-        tmp = f"{path}.tmp.npz"
+        tmp = f"{path}.{os.getpid()}.npz"
         np.savez(tmp, nodes=self._nodes, scores=self._scores)
         os.replace(tmp, path)
 
@@ -193,7 +193,7 @@ class Ranker:
         try:
             with np.load(path) as kept:
                 self._nodes, self._scores = kept["nodes"], kept["scores"]
-        except (OSError, ValueError, KeyError):
+        except Exception:  # missing, empty, cut short: np.load has many ways to say so
             self._nodes = self._scores = None
 
     def _warm_start(self, nodes: np.ndarray):

@@ -20,6 +20,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 from crawlproj import child
 from crawlproj.errors import CrawlprojError
@@ -44,14 +46,18 @@ class RankerChild:
         """The run's summary (RankRun's fields); renew() is called every
         `tick` seconds while the child runs, and stops it by returning False
         (another process holds the lock)."""
-        while True:
-            try:
-                code = self.proc.wait(tick)
-                break
-            except subprocess.TimeoutExpired:
-                if not renew():
-                    self.stop()
-                    raise CrawlprojError(f"ranker process {self.pid} stopped: the lock was lost") from None
+        try:
+            while True:
+                try:
+                    code = self.proc.wait(tick)
+                    break
+                except subprocess.TimeoutExpired:
+                    if not renew():
+                        raise CrawlprojError(
+                            f"ranker process {self.pid} stopped: the lock was lost") from None
+        except BaseException:  # the lock lost, or out of reach: no run nobody renews
+            self.stop()
+            raise
         line = self.proc.stdout.read()
         if code:
             raise CrawlprojError(f"ranker process {self.pid} exited with code {code}")
@@ -77,22 +83,31 @@ def _run(settings, order: dict, reports) -> None:
     vector = LinkStore.directory_of(settings, order["crawl_id"]) / VECTOR
     ranker.load(vector)
     logger.info("Ranker process %d of worker %d", os.getpid(), order["parent"])
+    threading.Thread(target=_leave_with, args=(order["parent"],), daemon=True).start()
     run = ranker.run_once()
     vector.parent.mkdir(parents=True, exist_ok=True)
     ranker.save(vector)
     reports.write(json.dumps(run.__dict__).encode() + b"\n")
 
 
+def _leave_with(parent: int) -> None:
+    """A worker killed (kill -9) stops renewing the lock, and another worker
+    starts a run of its own: this one ends with it."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(3)
+
+
 def main() -> int:
-    # a Ctrl-C in the terminal reaches the whole process group: the worker,
-    # finishing its pages first, stops the run (SIGTERM, unblocked here)
+    # a Ctrl-C in the terminal reaches the whole process group: the run goes
+    # on, and the worker, finishing its pages first, waits for it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     reports = child.reports_channel()
-    started = child.read_order("ranker", "scrapy rank")
-    if started is None:
-        return 2
     try:
+        started = child.read_order("ranker", "crawlproj.ranker.extension", "scrapy rank")
+        if started is None:
+            return 2
         _run(*started, reports)
     except Exception as exc:  # Redis out of reach, the link store unreadable: one line, the worker logs the code
         print(f"crawlproj: ranker process: {exc}", file=sys.stderr)

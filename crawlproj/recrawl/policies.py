@@ -13,7 +13,9 @@ and the share of the budget for never-crawled pages.
   with g(r) = 1 - (1 + r) e^-r < 1, so pages with mu lam_i >= w_i (changing too
   fast for the budget) get nothing;
 - ``webfountain``: the time-period model (crawlproj.recrawl.webfountain),
-  its crawls per cycle as frequencies and its z_t as the new-page share.
+  settled over cycles (each from the obsolete pages the last one left, as
+  the paper's crawler updates the model between cycles, §6), its crawls per
+  cycle as frequencies and its z_t as the new-page share.
 """
 
 from __future__ import annotations

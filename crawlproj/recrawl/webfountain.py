@@ -287,9 +287,11 @@ def settle(m: Model, *, cycles: int = 8, tol: float = 0.01, **kw) -> Solution:
     steady share."""
     sol = solve(m, **kw)
     for _ in range(cycles - 1):
-        end = sol.obsolete[:, -1]
+        # the share of each bucket obsolete at the cycle's end, on the
+        # bucket as it starts (new pages crawled grew it, equation 4)
+        end = sol.obsolete[:, -1] * m.pages / np.maximum(sol.pages[:, -1], 1e-300)
         if np.abs(end - m.obsolete).sum() <= tol * max(m.pages.sum(), 1.0):
             break
-        m = replace(m, obsolete=end.copy())
+        m = replace(m, obsolete=end)
         sol = solve(m, **kw)
     return sol

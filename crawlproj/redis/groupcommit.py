@@ -374,6 +374,7 @@ class GroupCommit:
 
     def _refuse(self, reason: str) -> None:
         """Redis refuses our writes for good: say why (once), write no more."""
+        self.faults.refused = reason  # before the waiters hear: they may write again
         if self.stats is not None:
             self.stats.inc_value(f"{self.name}/refused_entries", len(self._waiting))
         self._waiting.drop()

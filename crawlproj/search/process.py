@@ -146,10 +146,10 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _terminated)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     reports = child.reports_channel()
-    started = child.read_order("indexer", "scrapy index")
-    if started is None:
-        return 2
     try:
+        started = child.read_order("indexer", "crawlproj.search.extension", "scrapy index")
+        if started is None:
+            return 2
         _serve(*started, reports)
     except Exception as exc:  # Redis out of reach, the index unwritable: one line, the worker logs the code
         print(f"crawlproj: indexer process: {exc}", file=sys.stderr)
