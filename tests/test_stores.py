@@ -263,3 +263,29 @@ def test_report_bins_and_outcomes():
     assert hosts == {".example": 1, ".org": 1} and pages == {".example": 2, ".org": 1}
     text = rep.text()
     assert "Outcome of download attempts" in text and "Excluded by robots.txt" in text
+
+
+def test_a_segment_written_in_chunks_holds_what_one_write_would(r, tmp_path, monkeypatch):
+    """Compaction reads, decodes and writes COMPACT_CHUNK pages at a time
+    (the worker's heap kept a whole segment's objects): the segment must
+    hold every page and edge once, in order, and each URL once, as the
+    tables of all its pages at once would."""
+    from crawlproj.stores import linkstore
+    monkeypatch.setattr(linkstore, "COMPACT_CHUNK", 3)
+    store = LinkStore(r, Keyspace.open(r, "chunks", 1), tmp_path / "segments", segment_pages=10)
+    values = []
+    for i in range(12):
+        value, _ = encode_page(f"http://h{i % 3}.example/p{i}.html", 1000.0 + i, _page(i, i % 4 + 2))
+        values.append(value)
+        store.append([(0, value)])
+    assert store.compact(0) == 10
+    pages = [decode_page(v) for v in values[:10]]
+    edges, urls = linkstore.pages_to_tables(pages)
+    files = store.segments(0)[0]["files"]
+    assert pq.read_table(files["edges"]).to_pylist() == edges.to_pylist()
+    got = pq.read_table(files["urls"]).to_pylist()
+    assert len(got) == len({u["id"] for u in got})
+    assert sorted(got, key=lambda u: u["id"]) == sorted(urls.to_pylist(), key=lambda u: u["id"])
+    assert pq.read_table(files["pages"]).to_pylist() == linkstore.pages_table(pages).to_pylist()
+    assert store.stats()["redis_pages"] == 2
+    assert not list((tmp_path / "segments").glob("*.tmp"))

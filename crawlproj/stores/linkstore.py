@@ -54,6 +54,7 @@ import mmh3
 import msgpack
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from isal import isal_zlib
 
@@ -180,6 +181,9 @@ def pages_to_tables(pages: list[Page]) -> tuple[pa.Table, pa.Table]:
     return edges, urls
 
 
+# Pages read, decoded and written at a time by a compaction.
+COMPACT_CHUNK = 2000
+
 PAGE_SCHEMA = pa.schema([("src", pa.int64()), ("fetch_ms", pa.int64()),
                          ("duplicate_of", pa.int64())])
 
@@ -251,40 +255,78 @@ class LinkStore:
         if not self.redis.set(ks.links_lock(p), token, nx=True, px=self.lock_ttl_ms):
             return 0
         try:
-            values = self.redis.lrange(ks.links(p), 0, self.segment_pages - 1)
-            if not values or (len(values) < self.segment_pages and not force):
+            n = min(int(self.redis.llen(ks.links(p))), self.segment_pages)
+            if not n or (n < self.segment_pages and not force):
                 return 0
             seq = int(self.redis.llen(ks.link_segments(p)))
-            pages = [decode_page(v) for v in values]
-            edges, urls = pages_to_tables(pages)
             base = self.directory / f"p{p}-{seq:06d}"
             private_dir(self.directory)
-            files = {}
-            for kind, table in (("edges", edges), ("urls", urls), ("pages", pages_table(pages))):
-                path = base.with_name(f"{base.name}.{kind}.parquet")
-                tmp = path.with_name(path.name + ".tmp")
-                pq.write_table(table, tmp, compression="zstd")
-                with open(tmp, "rb+") as f:
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-                files[kind] = str(path)
-            desc = msgpack.packb({"seq": seq, "pages": len(pages), "edges": edges.num_rows,
+            moved, edge_rows = self._write_segment(p, n, base)
+            files = {kind: str(base.with_name(f"{base.name}.{kind}.parquet"))
+                     for kind in ("edges", "urls", "pages")}
+            desc = msgpack.packb({"seq": seq, "pages": moved, "edges": edge_rows,
                                   "files": files, "host": socket.gethostname(),
                                   "created": time.time()})
             if self._sha is None:
                 self._sha = self.redis.script_load(COMMIT_LUA)
-            if not self.redis.evalsha(self._sha, 1, ks.prefix(p), token, len(values), desc):
+            if not self.redis.evalsha(self._sha, 1, ks.prefix(p), token, moved, desc):
                 logger.warning("Link store: compaction lock of partition %d expired; "
                                "segment %s discarded", p, base.name)
                 return 0
             logger.info("Link store: %d pages (%d edges) of partition %d moved to %s",
-                        len(pages), edges.num_rows, p, base.name)
-            return len(pages)
+                        moved, edge_rows, p, base.name)
+            return moved
         finally:
             # release only our own lock (a no-op after a commit)
             self.redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then "
                             "return redis.call('DEL', KEYS[1]) end return 0",
                             1, ks.links_lock(p), token)
+
+    def _write_segment(self, p: int, n: int, base: Path) -> tuple[int, int]:
+        """The first n pages of partition p into the segment's three Parquet
+        files, COMPACT_CHUNK pages at a time (one row group each); returns
+        (pages, edges) written. A whole segment decoded at once grew the
+        worker by some 250 MB that its heap kept after it (the compaction
+        runs while the reactor allocates beside it; docs/scale.md, "A long
+        crawl"). The lock keeps the list's head still."""
+        ks = self.keyspace
+        paths = {kind: base.with_name(f"{base.name}.{kind}.parquet")
+                 for kind in ("edges", "urls", "pages")}
+        tmps = {kind: path.with_name(path.name + ".tmp") for kind, path in paths.items()}
+        schemas = {"edges": EDGE_SCHEMA, "urls": URL_SCHEMA, "pages": PAGE_SCHEMA}
+        writers = {kind: pq.ParquetWriter(tmps[kind], schemas[kind], compression="zstd")
+                   for kind in paths}
+        seen: set[int] = set()   # the segment's URLs, each written once
+        moved = edge_rows = 0
+        try:
+            for start in range(0, n, COMPACT_CHUNK):
+                values = self.redis.lrange(ks.links(p), start, min(n, start + COMPACT_CHUNK) - 1)
+                pages = [decode_page(v) for v in values]
+                edges, urls = pages_to_tables(pages)
+                fresh = pc.invert(pc.is_in(urls["id"], pa.array(list(seen), pa.int64())))
+                urls = urls.filter(fresh)
+                seen.update(urls["id"].to_pylist())
+                writers["edges"].write_table(edges)
+                writers["urls"].write_table(urls)
+                writers["pages"].write_table(pages_table(pages))
+                moved += len(pages)
+                edge_rows += edges.num_rows
+        except BaseException:
+            for w in writers.values():
+                w.close()
+            for tmp in tmps.values():
+                tmp.unlink(missing_ok=True)
+            raise
+        for w in writers.values():
+            w.close()
+        # Arrow's allocator keeps what the chunks freed for reuse: give it
+        # back, the next compaction is minutes away
+        pa.default_memory_pool().release_unused()
+        for kind, tmp in tmps.items():
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, paths[kind])
+        return moved, edge_rows
 
     # -- reading ---------------------------------------------------------------
 
