@@ -89,6 +89,26 @@ def read_order(what: str, starter: str, command: str):
     return settings, order
 
 
+def run(what: str, starter: str, command: str, serve) -> int:
+    """A child's main: SIGINT ignored (a Ctrl-C in the terminal reaches the
+    whole process group, and the worker, finishing its pages first, ends its
+    children after them), SIGTERM unblocked (spawn blocked it), the order
+    read, then serve(settings, order, reports); an error is one line on the
+    standard error and exit code 1, for the worker to log."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    reports = reports_channel()
+    try:
+        started = read_order(what, starter, command)
+        if started is None:
+            return 2
+        serve(*started, reports)
+    except Exception as exc:  # Redis out of reach, a file unwritable: one line
+        print(f"crawlproj: {what} process: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def reports_channel():
     """In the child: the standard output as given, for reports to the worker;
     anything else printed goes to the standard error."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -99,20 +98,7 @@ def _leave_with(parent: int) -> None:
 
 
 def main() -> int:
-    # a Ctrl-C in the terminal reaches the whole process group: the run goes
-    # on, and the worker, finishing its pages first, waits for it
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    reports = child.reports_channel()
-    try:
-        started = child.read_order("ranker", "crawlproj.ranker.extension", "scrapy rank")
-        if started is None:
-            return 2
-        _run(*started, reports)
-    except Exception as exc:  # Redis out of reach, the link store unreadable: one line, the worker logs the code
-        print(f"crawlproj: ranker process: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return child.run("ranker", "crawlproj.ranker.extension", "scrapy rank", _run)
 
 
 if __name__ == "__main__":

@@ -142,19 +142,8 @@ def _terminated(signum, frame):
 
 
 def main() -> int:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _terminated)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    reports = child.reports_channel()
-    try:
-        started = child.read_order("indexer", "crawlproj.search.extension", "scrapy index")
-        if started is None:
-            return 2
-        _serve(*started, reports)
-    except Exception as exc:  # Redis out of reach, the index unwritable: one line, the worker logs the code
-        print(f"crawlproj: indexer process: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    signal.signal(signal.SIGTERM, _terminated)  # before run() unblocks it
+    return child.run("indexer", "crawlproj.search.extension", "scrapy index", _serve)
 
 
 if __name__ == "__main__":
