@@ -3,8 +3,8 @@
 
 Pinkerton's WebCrawler kept its database apart from the agents that fetch,
 each a process of its own; here a worker that holds a job's lock starts the
-job as a child, which works on a core of its own, at a lower priority than the
-crawl (NICENESS), and returns its memory to the machine when it exits. The
+job as a child, which works on a core of its own (the indexer at a lower
+priority than the crawl, NICENESS) and returns its memory to the machine when it exits. The
 worker writes one JSON line to the child's standard input: the crawl's
 settings (every value JSON can carry), its own pid, and what the job needs.
 """

@@ -31,12 +31,11 @@ from datetime import datetime, timezone
 from scrapy.exceptions import NotConfigured
 
 from crawlproj.frontier.frontier import Frontier
-from crawlproj.ranker.loop import Ranker, RankerLock, RankRun
+from crawlproj.ranker.loop import RankerLock, RankRun
 from crawlproj.ranker.process import RankerChild
 from crawlproj.redis.client import get_redis
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.redis.lockedwork import LockedWork
-from crawlproj.stores.linkstore import LinkStore
 
 logger = logging.getLogger(__name__)
 
@@ -131,16 +130,3 @@ class RankerExtension(LockedWork):
 
     def leave(self):
         self.lock.release()
-
-
-def build(settings):
-    """(Ranker, RankerLock) of the crawl the settings name."""
-    redis = get_redis(settings)
-    keyspace = Keyspace.from_settings(settings, redis)
-    # The frontier for its bulk rewrite of queued scores (Frontier.rescore), the
-    # ranker's one use of it; the DUE's configuration is the workers' to fix.
-    frontier = Frontier(redis, keyspace)
-    links = LinkStore(redis, keyspace, LinkStore.directory_of(settings, keyspace.crawl_id))
-    ranker = Ranker(frontier, links, damping=settings.getfloat("PAGERANK_DAMPING"),
-                    cross_host_only=settings.getbool("PRIORITIZER_CROSS_HOST_ONLY"))
-    return ranker, RankerLock(redis, keyspace, settings.getfloat("RANKER_LOCK_TTL"))

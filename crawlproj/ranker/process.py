@@ -72,13 +72,11 @@ class RankerChild:
 
 
 def _run(settings, order: dict, reports) -> None:
-    from crawlproj.ranker.extension import build
+    from crawlproj.ranker.loop import build
     from crawlproj.stores.linkstore import LinkStore
 
     settings.set("CRAWL_ID", order["crawl_id"], priority="cmdline")
     ranker, _ = build(settings)
-    # after get_redis: an embedded server it starts must not inherit the niceness
-    os.nice(child.NICENESS)
     vector = LinkStore.directory_of(settings, order["crawl_id"]) / VECTOR
     ranker.load(vector)
     logger.info("Ranker process %d of worker %d", os.getpid(), order["parent"])
