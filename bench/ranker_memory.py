@@ -20,7 +20,7 @@ from pathlib import Path
 import redis
 from scrapy.settings import Settings
 
-from crawlproj.ranker.extension import build
+from crawlproj.ranker.process import build
 from crawlproj.redis.embedded import free_port, spawn_server
 
 

@@ -94,6 +94,7 @@ ALLOWED = {
     # the ranker rewrites the frontier's queued scores (Frontier.rescore, lua/rescore.lua):
     # a use of the frontier, not of its keys
     ("crawlproj/ranker/extension.py", "crawlproj.frontier.frontier"),
+    ("crawlproj/ranker/process.py", "crawlproj.frontier.frontier"),
     # the frontier's own middlewares' entry points (the lease check, the links
     # sent lately): Scrapy finds them in middlewares/, their code is the frontier's
     ("middlewares/lease.py", "crawlproj.frontier.lease"),

@@ -52,7 +52,7 @@ class Command(ScrapyCommand):
     def run(self, args, opts):
         from scrapy.utils.log import configure_logging
 
-        from crawlproj.ranker.loop import build
+        from crawlproj.ranker.process import build
 
         configure_logging(self.settings)
         if opts.crawl_id:

@@ -30,16 +30,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from crawlproj.errors import CrawlprojError
-from crawlproj.frontier.frontier import Frontier
 from crawlproj.ranker.pagerank import (
     CHO_DAMPING,
     TransitionMatrix,
     build_adjacency,
     pagerank,
 )
-from crawlproj.redis.client import get_redis
-from crawlproj.redis.keyspace import Keyspace
-from crawlproj.stores.linkstore import LinkStore
 from crawlproj.urls import host_of
 
 logger = logging.getLogger(__name__)
@@ -217,16 +213,3 @@ class Ranker:
         found = self._nodes[idx] == a
         ranks = self._scores[idx] * self._factor
         return [-float(r) if f else None for r, f in zip(ranks, found)]
-
-
-def build(settings):
-    """(Ranker, RankerLock) of the crawl the settings name."""
-    redis = get_redis(settings)
-    keyspace = Keyspace.from_settings(settings, redis)
-    # The frontier for its bulk rewrite of queued scores (Frontier.rescore), the
-    # ranker's one use of it; the DUE's configuration is the workers' to fix.
-    frontier = Frontier(redis, keyspace)
-    links = LinkStore(redis, keyspace, LinkStore.directory_of(settings, keyspace.crawl_id))
-    ranker = Ranker(frontier, links, damping=settings.getfloat("PAGERANK_DAMPING"),
-                    cross_host_only=settings.getbool("PRIORITIZER_CROSS_HOST_ONLY"))
-    return ranker, RankerLock(redis, keyspace, settings.getfloat("RANKER_LOCK_TTL"))

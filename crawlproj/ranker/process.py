@@ -24,6 +24,11 @@ import time
 
 from crawlproj import child
 from crawlproj.errors import CrawlprojError
+from crawlproj.frontier.frontier import Frontier
+from crawlproj.ranker.loop import Ranker, RankerLock
+from crawlproj.redis.client import get_redis
+from crawlproj.redis.keyspace import Keyspace
+from crawlproj.stores.linkstore import LinkStore
 
 # not __name__: run with -m, this module is __main__
 logger = logging.getLogger("crawlproj.ranker.process")
@@ -31,6 +36,19 @@ logger = logging.getLogger("crawlproj.ranker.process")
 # Settings the ranker process reads (crawlproj/ranker/extension.py, build).
 READ = ("RANKER_", "PAGERANK_", "PRIORITIZER_", "REDIS_", "CRAWL_", "LINKSTORE_", "LOG_")
 VECTOR = "ranker-vector.npz"
+
+
+def build(settings):
+    """(Ranker, RankerLock) of the crawl the settings name."""
+    redis = get_redis(settings)
+    keyspace = Keyspace.from_settings(settings, redis)
+    # The frontier for its bulk rewrite of queued scores (Frontier.rescore), the
+    # ranker's one use of it; the DUE's configuration is the workers' to fix.
+    frontier = Frontier(redis, keyspace)
+    links = LinkStore(redis, keyspace, LinkStore.directory_of(settings, keyspace.crawl_id))
+    ranker = Ranker(frontier, links, damping=settings.getfloat("PAGERANK_DAMPING"),
+                    cross_host_only=settings.getbool("PRIORITIZER_CROSS_HOST_ONLY"))
+    return ranker, RankerLock(redis, keyspace, settings.getfloat("RANKER_LOCK_TTL"))
 
 
 class RankerChild:
@@ -72,9 +90,6 @@ class RankerChild:
 
 
 def _run(settings, order: dict, reports) -> None:
-    from crawlproj.ranker.loop import build
-    from crawlproj.stores.linkstore import LinkStore
-
     settings.set("CRAWL_ID", order["crawl_id"], priority="cmdline")
     ranker, _ = build(settings)
     vector = LinkStore.directory_of(settings, order["crawl_id"]) / VECTOR
