@@ -173,6 +173,15 @@ def test_exported_graph_has_exactly_the_edges_of_the_pages_fetched(crawl):
     # the next)
     assert r.llen(keyspace.links(0)) < SEGMENT
     assert list((crawl["data"] / "links" / "stores").glob("*.edges.parquet"))
+    # each segment written by a process of its own, which returns the
+    # decoded pages' memory when it exits: never by the worker
+    ran = [line.split("Link store compaction process ", 1)[1].split()[:4]
+           for log in crawl["logs"] for line in log.splitlines()
+           if "Link store compaction process " in line]
+    assert ran and all(pid != parent for pid, _, _, parent in ran)
+    written = sum(int(m) for log in crawl["logs"]
+                  for m in re.findall(r"'stores/links/segments': (\d+)", log))
+    assert written == r.llen(keyspace.link_segments(0))
 
 
 def test_exported_graph_loads_in_pandas_duckdb_networkx(crawl):

@@ -11,7 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import redis as redis_lib
 
+from crawlproj.redis.keyspace import Keyspace
 from crawlproj.simweb import checks
 from crawlproj.simweb.testing import SimWebServer
 from crawlproj.stores.storage import LocalStorage
@@ -193,3 +195,30 @@ def test_unwritable_output_directory_stops_before_crawling(redis_url, tmp_path):
             _umount(ro)
         else:
             ro.chmod(0o755)
+
+
+def test_a_link_segment_that_cannot_be_written_stops_the_crawl_and_trims_nothing(
+        redis_url, tmp_path):
+    """The compaction's process finds the disk full: the worker stops on it
+    (exit status 6, one error line naming the link store), and every page
+    stays in Redis's working set, none trimmed for a segment never written."""
+    links = tmp_path / "links"
+    if not _mount_tmpfs(links, "size=4k"):
+        pytest.skip("a full disk is a tmpfs here, and mounting one needs root (CI has it)")
+    try:
+        with SimWebServer(WEB) as sw:
+            workers = Workers(sw, redis_url, tmp_path, sw.web.seeds(2), "linksfull", {
+                **FAST, "LINKSTORE_DIR": str(links), "LINKSTORE_SEGMENT_PAGES": 50})
+            (p,) = workers.start(1)
+            assert p.wait(120) == 6
+            log = workers.log(0)
+        _single_store_error(log)
+        assert "link store" in next(ln for ln in log.splitlines() if "cannot write" in ln)
+        assert "No space left on device" in log
+        r = redis_lib.Redis.from_url(redis_url)
+        keyspace = Keyspace.existing(r, "linksfull")
+        assert r.llen(keyspace.link_segments(0)) == 0
+        assert r.llen(keyspace.links(0)) >= 50
+        assert not [f for f in links.iterdir() if f.suffix in (".parquet", ".tmp")]
+    finally:
+        _umount(links)

@@ -10,7 +10,7 @@ write held for the page's URL, whose lease waits for it
 (crawlproj/stores/pending.py);
 a partition whose
 working set passes LINKSTORE_SEGMENT_PAGES is compacted to a Parquet segment
-in a thread (stores/linkstore.py). A segment that cannot be written stops
+by a child process (stores/compaction.py). A segment that cannot be written stops
 the crawl (nothing is lost: the pages stay in Redis).
 """
 
@@ -26,6 +26,7 @@ from crawlproj.pipelines.guard import StoreGuard
 from crawlproj.redis.client import get_redis
 from crawlproj.redis.keyspace import Keyspace
 from crawlproj.stores.commit import StoreCommit
+from crawlproj.stores.compaction import Compactor
 from crawlproj.stores.linkstore import LinkStore, encode_page
 from crawlproj.stores.pending import PendingWrites
 
@@ -44,6 +45,7 @@ class LinkStorePipeline:
         self.directory = LinkStore.directory_of(s, s.get("CRAWL_ID"))
         self.store: LinkStore | None = None
         self.batch: StoreCommit | None = None
+        self.compactor: Compactor | None = None
         self._compacting: set[int] = set()
         self._running: list = []
         self.writes = PendingWrites.of(crawler)
@@ -57,6 +59,7 @@ class LinkStorePipeline:
         redis = get_redis(s)
         self.store = LinkStore(redis, Keyspace.from_settings(s, redis), self.directory,
                                self.segment_pages)
+        self.compactor = Compactor(s)
         self.batch = StoreCommit.of(self.crawler)
         self.batch.part(STORE, self.store.queue, self.store.due, on_result=self._maybe_compact)
 
@@ -76,21 +79,23 @@ class LinkStorePipeline:
             if p in self._compacting:
                 continue
             self._compacting.add(p)
-            d = threads.deferToThread(self.store.compact, p)
+            d = threads.deferToThread(self.compactor.compact, p)
             self._running.append(d)
             d.addCallbacks(self._compacted, self._compact_failed, callbackArgs=(p,),
                            errbackArgs=(p,))
             d.addBoth(lambda _, d=d: self._running.remove(d))
 
-    def _compacted(self, moved, p):
+    def _compacted(self, done, p):
+        segments, moved = done
         self._compacting.discard(p)
         if moved:
-            self.stats.inc_value("stores/links/segments")
+            self.stats.inc_value("stores/links/segments", segments)
             self.stats.inc_value("stores/links/compacted_pages", moved)
-            # Pages appended while this segment was written may already fill
-            # another: compact again until the working set is below a segment,
-            # so that it stays bounded when compaction lags behind the crawl
-            # (and the pages of a short crawl reach their segments at close).
+            # Pages appended after the child last looked may already fill
+            # another segment: compact again until the working set is below
+            # one, so that it stays bounded when compaction lags behind the
+            # crawl (and the pages of a short crawl reach their segments at
+            # close).
             self._maybe_compact([p])
 
     def _compact_failed(self, failure, p):
