@@ -30,9 +30,9 @@ import redis  # noqa: E402
 from scrapy.settings import Settings  # noqa: E402
 
 import settings.base  # noqa: E402
-from crawlproj.stores.compaction import Compactor  # noqa: E402
 from crawlproj.redis.embedded import spawn_server  # noqa: E402
 from crawlproj.redis.keyspace import Keyspace  # noqa: E402
+from crawlproj.stores.compaction import Compactor  # noqa: E402
 from crawlproj.stores.linkstore import LinkStore, encode_page  # noqa: E402
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import subprocess
+import time
 
 import redis as redis_lib
 from scrapy import Request
@@ -205,3 +206,41 @@ def test_the_stores_and_the_scheduler_share_one_worker_id():
     assert worker_id(crawler) == "h:1:x"
     fresh = get_crawler()
     assert worker_id(fresh) == worker_id(fresh) != worker_id(get_crawler())
+
+
+def test_a_blocked_host_is_not_leased_until_its_block_ends_or_is_lifted(redis_url):
+    """URLFrontier's BlockQueueUntil: a host blocked ready, waiting or leased
+    is leased by nobody before the block's end; lifted, it is leased again."""
+    f = _frontier(redis_lib.Redis.from_url(redis_url), "api-block", partitions=1)
+    f.put_urls(_entries(f, ["http://a.ex/1", "http://a.ex/2", "http://b.ex/1", "http://c.ex/1"]))
+    till = f.block("a.ex", 60_000)
+    assert till > f.now_ms() + 50_000
+    assert {x.host for x in _lease_all(f)} == {"b.ex", "c.ex"}  # a.ex ready, blocked
+    assert _lease_all(f) == []
+    view = f.host("a.ex")
+    assert view.blocked_until_ms == till and view.next_contact_ms == till and view.queued == 2
+    assert f.block("a.ex", 0) == 0  # lifted: back at once
+    (x,) = _lease_all(f)
+    assert x.host == "a.ex" and f.host("a.ex").blocked_until_ms is None
+    # blocked while leased: the download runs on, the next waits for the block
+    f.block("a.ex", 60_000)
+    f.sync({x.partition: Batch(release=[Release("a.ex", x.token, Host.OK, URL.DONE, 0)])})
+    assert _lease_all(f) == []
+    f.block("a.ex", 1)  # a block that has passed leases as none
+    time.sleep(0.01)
+    assert [y.host for y in _lease_all(f)] == ["a.ex"]
+
+
+def test_a_hosts_least_delay_holds_whatever_the_worker_asks(redis_url):
+    """URLFrontier's SetDelay: a release asking 0 ms waits the operator's
+    least delay; lifted, the worker's delay is the host's again."""
+    f = _frontier(redis_lib.Redis.from_url(redis_url), "api-delay", partitions=1)
+    f.put_urls(_entries(f, ["http://a.ex/1", "http://a.ex/2", "http://a.ex/3"]))
+    assert f.set_delay("a.ex", 30_000) == 30_000 and f.host("a.ex").least_delay_ms == 30_000
+    (x,) = _lease_all(f)
+    f.sync({x.partition: Batch(release=[Release("a.ex", x.token, Host.OK, URL.DONE, 0)])})
+    assert _lease_all(f) == []
+    assert f.host("a.ex").next_contact_ms > f.now_ms() + 25_000
+    f.set_delay("a.ex", 0)
+    f.block("a.ex", 0)  # nothing to lift: the host waits on
+    assert _lease_all(f) == [] and f.host("a.ex").least_delay_ms is None

@@ -161,8 +161,16 @@ def test_control_beyond_loopback_needs_a_token():
 # -- mistakes: one line, exit status 2 -------------------------------------------
 
 @pytest.mark.parametrize("args,said", [
-    (["crawlctl"], "crawlproj: crawlctl takes one of pause, resume, stop, status, not 'nothing'"),
-    (["crawlctl", "paws"], "crawlproj: crawlctl takes one of pause, resume, stop, status, not 'paws'"),
+    (["crawlctl"], "crawlproj: crawlctl takes one of pause, resume, stop, status, or "
+                   "block|unblock|delay HOST [SECONDS], not 'nothing'"),
+    (["crawlctl", "paws"], "crawlproj: crawlctl takes one of pause, resume, stop, status, or "
+                           "block|unblock|delay HOST [SECONDS], not 'paws'"),
+    (["crawlctl", "block", "a.ex"], "crawlproj: crawlctl block HOST SECONDS: got 'a.ex'"),
+    (["crawlctl", "block", "a.ex", "soon"],
+     "crawlproj: crawlctl block a.ex: SECONDS is a number of seconds, 0 or more, not 'soon'"),
+    (["crawlctl", "delay", "a.ex", "-1"],
+     "crawlproj: crawlctl delay a.ex: SECONDS is a number of seconds, 0 or more, not '-1'"),
+    (["crawlctl", "unblock", "a b"], "crawlproj: not a host name: 'a b'"),
     (["crawlctl", "pause", "--crawl-id", "nope"],
      "crawlproj: no crawl 'nope' on this server (`scrapy crawls list` shows the crawls there are)"),
 ])
@@ -190,6 +198,23 @@ def test_crawlctl_pauses_and_says_so(redis_url, tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("crawl said paused")
     assert f.sync({0: Batch(lease=1)})[0].leased == []
+
+
+def test_crawlctl_blocks_and_slows_down_a_host(redis_url, tmp_path):
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _frontier(r, crawl="steered")
+    env = {"REDIS_URL": redis_url, "CRAWL_DATA_DIR": str(tmp_path)}
+    run = scrapy("crawlctl", "block", "http://A.ex/x", "3600", "--crawl-id", "steered",
+                 env_extra=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("host a.ex: blocked until ")
+    assert f.host("a.ex").blocked_until_ms > f.now_ms() + 3_500_000
+    run = scrapy("crawlctl", "delay", "a.ex", "2.5", "--crawl-id", "steered", env_extra=env)
+    assert run.stdout == "host a.ex: at least 2.5 s between downloads\n"
+    assert f.host("a.ex").least_delay_ms == 2500
+    run = scrapy("crawlctl", "unblock", "a.ex", "--crawl-id", "steered", env_extra=env)
+    assert run.stdout == "host a.ex: not blocked\n"
+    assert f.host("a.ex").blocked_until_ms is None
 
 
 def test_a_bad_monitor_interval(redis_url, tmp_path):

@@ -162,6 +162,21 @@ def test_a_host_waiting_out_its_crawl_delay_says_so(redis_url):
     assert listed["rows"][0]["why"] == story["why"] or listed["rows"][0]["why"].startswith("Crawl-delay 7 s")
 
 
+def test_a_host_an_operator_blocked_or_slowed_down_says_so(redis_url):
+    r = redis_lib.Redis.from_url(redis_url)
+    f = _leased(r, "steer", "held.ex")
+    f.set_delay("held.ex", 9000)
+    (lease,) = f.sync({0: Batch(lease=1)})[0].leased
+    f.sync({0: Batch(release=[Release("held.ex", lease.token, Host.OK, "done", 100)])})
+    story = hosts.host(r, f.keyspace, "held.ex", _settings())
+    assert story["why"].startswith("the operator's least delay, 9 s after its last download "
+                                   "(`scrapy crawlctl delay held.ex 0` lifts it): next contact in")
+    f.block("held.ex", 7_200_000)
+    story = hosts.host(r, f.keyspace, "held.ex", _settings())
+    assert story["why"] == ("blocked by the operator for 2.0 h "
+                            "(`scrapy crawlctl unblock held.ex` lifts it)")
+
+
 def test_hosts_sort_and_search(redis_url):
     r = redis_lib.Redis.from_url(redis_url)
     f = Frontier(r, Keyspace.open(r, "many", 1), lease_ttl=30)

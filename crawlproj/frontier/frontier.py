@@ -21,6 +21,8 @@ Frontier's calls, in the terms of URLFrontier's service API
                                                or returned, its host's next contact
     Release.delay_ms          SetDelay         a host's politeness wait, per release
     Release.wait_ms (BUSY)    BlockQueueUntil  a host blocked until its Retry-After
+    block(host, ms)           BlockQueueUntil  an operator's block of a host
+    set_delay(host, ms)       SetDelay         an operator's least delay of a host
     status(), counters()      GetStats         counts over all partitions
     list_queues()             ListQueues       hosts with work, failures or a record
     host(name)                (GetStats of one queue) one host's state and counts
@@ -63,6 +65,7 @@ SYNC_LUA = "".join(lua_script(package, name) for package, name in SYNC_PARTS)
 RESCORE_LUA = lua_script("crawlproj.frontier", "rescore.lua")
 REVISE_LUA = lua_script("crawlproj.frontier", "revise.lua")
 QUEUES_LUA = lua_script("crawlproj.frontier", "queues.lua")
+HOSTCTL_LUA = lua_script("crawlproj.frontier", "hostctl.lua")
 # Host queues whose lengths one queues.lua call reads.
 QUEUES_PER_CALL = 5000
 
@@ -268,13 +271,16 @@ class HostView:
     scheduled: int                 # URLs in its recrawl queue
     pages_leased: int | None       # the trap guard's page count; None: none
     trapped: int | None            # the trap guard found it trapped (traps/nearhost.py)
+    blocked_until_ms: int | None = None  # an operator's block (Frontier.block)
+    least_delay_ms: int | None = None    # an operator's least delay (Frontier.set_delay)
 
     def known(self) -> bool:
         """Does the frontier hold anything of this host?"""
         return bool(self.queued or self.scheduled or self.ready or self.recrawl_ready) \
             or any(x is not None for x in (
                 self.next_contact_ms, self.lease_deadline_ms, self.idle_until_ms, self.fails,
-                self.record, self.pages_leased, self.trapped))
+                self.record, self.pages_leased, self.trapped, self.blocked_until_ms,
+                self.least_delay_ms))
 
 
 class Overview(NamedTuple):
@@ -667,8 +673,10 @@ class Frontier:
         pipe.zcard(ks.recrawl_queue(p, h))
         pipe.hget(ks.host_pages(p), h)
         pipe.hget(ks.trapped(p), h)
-        heap, ready, rready, lease, idle, fails, rec, queued, scheduled, pages, trapped = \
-            pipe.execute()
+        pipe.zscore(ks.blocked(p), h)
+        pipe.hget(ks.delays(p), h)
+        (heap, ready, rready, lease, idle, fails, rec, queued, scheduled, pages, trapped,
+         blocked, delay) = pipe.execute()
 
         def ms(score):
             return None if score is None else int(score)
@@ -678,7 +686,23 @@ class Frontier:
 
         return HostView(h, p, ms(heap), ready is not None, rready is not None, ms(lease),
                         ms(idle), count(fails), rec, int(queued), int(scheduled), count(pages),
-                        count(trapped))
+                        count(trapped), ms(blocked), count(delay))
+
+    def block(self, host: str, ms: int) -> int:
+        """No lease of host for the next ms milliseconds, whatever its state
+        (an operator's word; 0 lifts it); the block's end, server ms (0:
+        lifted). A lease running now runs on."""
+        return self._hostctl("block", host, ms)
+
+    def set_delay(self, host: str, ms: int) -> int:
+        """At least ms between the end of a download from host and the next
+        contact, whatever the worker's politeness asks (0 lifts it)."""
+        return self._hostctl("delay", host, ms)
+
+    def _hostctl(self, op: str, host: str, ms: int) -> int:
+        return int(self.redis.execute_command("EVAL", HOSTCTL_LUA, 1,
+                                              self.prefix(self.partition_of(host)),
+                                              op, host, max(0, int(ms))))
 
     def queued_urls(self, host: str, n: int) -> list[bytes]:
         """The payloads of host's next n queued URLs, best first, not leased

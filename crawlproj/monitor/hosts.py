@@ -174,6 +174,11 @@ def why(row: dict, now_ms: int, settings) -> str:
     fails = row.get("fails", 0)
     queue = row.get("queue", 0)
     budget = _budget_reached(row, settings)
+    blocked = row.get("blocked_until_ms")
+    if blocked and blocked > now_ms:
+        return (("a download is under way; then " if state == "leased" else "")
+                + f"blocked by the operator for {_in(blocked, now_ms)} "
+                f"(`scrapy crawlctl unblock {row['host']}` lifts it)")
     if state == "leased":
         return "a download is under way (leased until " + _in(until, now_ms) + ")"
     if state == "ready":
@@ -197,6 +202,10 @@ def why(row: dict, now_ms: int, settings) -> str:
     delay = robots.get("crawl_delay")
     if rec and delay and rec["delay_ms"] == int(delay * 1000):
         return f"Crawl-delay {delay:g} s (its robots.txt): next contact in {left}"
+    least = row.get("least_delay_ms")
+    if rec and least and rec["delay_ms"] == least:
+        return (f"the operator's least delay, {least / 1000:g} s after its last download "
+                f"(`scrapy crawlctl delay {row['host']} 0` lifts it): next contact in {left}")
     if rec:
         return (f"politeness: {rec['delay_ms'] / 1000:g} s after its last download "
                 f"(FRONTIER_DELAY_FACTOR x download time, at least FRONTIER_MIN_DELAY): "
@@ -296,7 +305,8 @@ def host(redis, keyspace: Keyspace, name: str, settings, log_dirs: list[Path] = 
         state, until = "idle", view.idle_until_ms
     row = {"host": h, "partition": view.partition, "state": state, "until_ms": until,
            "fails": view.fails or 0, "queue": view.queued, "record": record, "robots": robots,
-           "pages_leased": view.pages_leased}
+           "pages_leased": view.pages_leased, "blocked_until_ms": view.blocked_until_ms,
+           "least_delay_ms": view.least_delay_ms}
     next_urls = []
     for payload in frontier.queued_urls(h, NEXT_URLS) if view.queued else ():
         try:

@@ -46,6 +46,7 @@ Per partition p, under :meth:`Keyspace.prefix` ``cp:{<crawl>/<p>}:``::
     d:<host> rready         a host's recrawl queue, hosts with a recrawl due (sync.lua)
     rbuckets budget         pages per change-rate bucket, the recrawl budget's tokens
     hosts fails stats       hosts seen, backoff counts, counters (frontier/lua/sync.lua)
+    blocked delays          an operator's blocks and least delays of hosts (hostctl.lua)
     hs                      HASH   host -> its record for the operator: download ends by
                                    fate, last delay and backoff (sync.lua, monitor/hosts.py)
     hostpages               HASH   URLs leased per host: the trap guard's page budget
@@ -361,6 +362,8 @@ class Keyspace:
     fails = _key("fails", "Hosts backed off: host -> failures in a row (errors, 429/503).")
     host_records = _key("hs", "Hosts' records for the operator: host -> msgpack of how "
                               "their downloads ended and why they wait (sync.lua).")
+    blocked = _key("blocked", "Hosts an operator blocked: host -> the block's end (ms).")
+    delays = _key("delays", "Hosts' least politeness delays an operator set: host -> ms.")
     queue = _member_key("q:", "A host's back queue: fingerprint -> score.")
     payloads = _member_key("p:", "A host's queued requests: fingerprint -> payload.")
     control = _key("control", "The crawl's control, which the lease hand-out honours: "

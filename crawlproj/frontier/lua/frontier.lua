@@ -24,6 +24,11 @@
 -- that a worker dying mid-page loses nothing while the host is already back on
 -- the heap (its politeness delay runs from the end of the download):
 --   pending ZSET token -> lease deadline (ms); pend HASH token -> the lease.
+-- An operator's word on a host (crawlproj/frontier/hostctl.lua), in any state:
+--   blocked ZSET host -> time (ms) before which it is not leased (URLFrontier's
+--           BlockQueueUntil): a host popped ready before then waits on the heap.
+--   delays  HASH host -> its least politeness delay (ms), whatever the worker
+--           asks at a release (URLFrontier's SetDelay).
 -- and per host:
 --   q:<host> ZSET fingerprint -> score (lower = sooner): the host's back queue.
 --   p:<host> HASH fingerprint -> payload: the queued requests themselves (of
@@ -60,6 +65,7 @@
 -- new holder.
 
 local P, HEAP, READY, LEASES, LEASE, IDLE, FAILS, STATS, PENDING, PEND, HOSTREC, HOSTS
+local BLOCKED, DELAYS
 local now, ttl, backoff_base, backoff_max, backoff_after = 0, 0, 0, 0, 0
 local queued_delta = 0
 local added, dups, stale, expired, bumped, suspects = 0, 0, 0, 0, 0, 0
@@ -71,6 +77,7 @@ local function frontier_open(prefix, now_ms, ttl_ms, base, max, after)
   PENDING, PEND = P .. 'pending', P .. 'pend'
   HOSTREC = P .. 'hs'
   HOSTS = P .. 'hosts'  -- hosts seen, kept only for host-first orders
+  BLOCKED, DELAYS = P .. 'blocked', P .. 'delays'
   now, ttl, backoff_base, backoff_max, backoff_after = now_ms, ttl_ms, base, max, after
 end
 
@@ -364,6 +371,8 @@ local function release(host, token, host_fate, url_fate, delay, wait, due_ms, rp
   if host_fate ~= '' and not mine then
     found = false  -- our lease had expired; whoever holds it now keeps it
   elseif host_fate ~= '' then
+    local least = tonumber(redis.call('HGET', DELAYS, host) or 0)
+    if least > delay then delay = least end
     local polite, block = delay, 0
     if host_fate == 'ok' then
       redis.call('HDEL', FAILS, host)
@@ -414,6 +423,16 @@ local function drop_suspects(host, item)
   if due[2] then offer_due(host, tonumber(due[2])) end
 end
 
+-- An operator's block on host (0: none). One that has passed is removed.
+local function blocked_until(host)
+  local till = redis.call('ZSCORE', BLOCKED, host)
+  if not till then return 0 end
+  till = tonumber(till)
+  if till > now then return till end
+  redis.call('ZREM', BLOCKED, host)
+  return 0
+end
+
 -- 4. lease: when asked, expired leases first go back (their worker died), then
 --    hosts whose time has come move from heap to ready (a never-crawled URL
 --    queued) and to rready (a recrawl due); then the best ones are leased,
@@ -462,8 +481,11 @@ local function lease(asked, want)
     local top = redis.call('ZPOPMIN', recrawl and RREADY or READY)
     local host = top[1]
     redis.call('ZREM', recrawl and READY or RREADY, host)
-    local item
-    if recrawl then
+    local item = {}
+    local till = blocked_until(host)
+    if till > 0 then
+      redis.call('ZADD', HEAP, till, host)  -- its turn comes again then
+    elseif recrawl then
       item = recrawl_pop(host)
     else
       item = redis.call('ZPOPMIN', queue(host))
