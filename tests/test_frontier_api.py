@@ -244,3 +244,16 @@ def test_a_hosts_least_delay_holds_whatever_the_worker_asks(redis_url):
     f.set_delay("a.ex", 0)
     f.block("a.ex", 0)  # nothing to lift: the host waits on
     assert _lease_all(f) == [] and f.host("a.ex").least_delay_ms is None
+
+
+def test_a_host_whose_lease_expired_waits_its_least_delay(redis_url):
+    """A worker gone mid-download: its host comes back after the operator's
+    least delay, not at once."""
+    f = _frontier(redis_lib.Redis.from_url(redis_url), "api-delay-expired", partitions=1,
+                  lease_ttl=0.05)
+    f.put_urls(_entries(f, ["http://a.ex/1", "http://a.ex/2"]))
+    f.set_delay("a.ex", 30_000)
+    assert [x.host for x in _lease_all(f)] == ["a.ex"]
+    time.sleep(0.1)
+    assert _lease_all(f) == []  # expired, back on the heap for the delay
+    assert f.host("a.ex").next_contact_ms > f.now_ms() + 25_000

@@ -192,7 +192,8 @@ def test_hosts_sort_and_search(redis_url):
 
 
 @pytest.mark.parametrize("name,said", [
-    ("<b>x</b>", "no host '<b>x</b>' in crawl 'known'"),
+    ("<b>x</b>", "not a host name: '<b>x</b>'"),
+    ("Bücher.EX:80", "no host 'xn--bcher-kva.ex' in crawl 'known'"),  # keyed as the frontier keys
     ("nowhere.ex", "no host 'nowhere.ex' in crawl 'known'"),
     ("", "give a host name"),
     ("a b", "not a host name: 'a b'"),
@@ -216,7 +217,7 @@ def test_frontier_host_command_tells_a_hosts_story(redis_url, tmp_path):
     assert "host busy.ex of crawl cli (partition 0): waiting" in run.stdout
     assert "backed off after 1 429/503 answers in a row (Retry-After 4 s)" in run.stdout
     assert "back-offs        1; 1 failure(s) in a row now" in run.stdout
-    for args, said in ((["--host", "<i>x</i>"], "crawlproj: no host '<i>x</i>' in crawl 'cli'"),
+    for args, said in ((["--host", "<i>x</i>"], "crawlproj: not a host name: '<i>x</i>'"),
                        (["--host", "busy.ex", "--all"], "crawlproj: --host names a host of one crawl")):
         run = scrapy("frontier", "--crawl-id", "cli", *args, env_extra=env)
         assert run.returncode == 2 and one_line(run).startswith(said), run.stderr

@@ -18,8 +18,10 @@ asks (0 lifts it).
 from __future__ import annotations
 
 import json
+import math
 import sys
 
+from redis.exceptions import RedisError
 from scrapy.commands import ScrapyCommand
 
 from crawlproj.addon import CommandSettings, check_settings
@@ -75,7 +77,11 @@ class Command(ScrapyCommand):
             return
         action = args[0]
         if action in HOST_ACTIONS:
-            _steer_host(Frontier(redis, keyspace), action, *host_args)
+            try:
+                _steer_host(Frontier(redis, keyspace), action, *host_args)
+            except RedisError as exc:  # the server went away, refused the script
+                print(f"crawlproj: crawlctl {action}: Redis answered {exc}", file=sys.stderr)
+                self.exitcode = 1
             return
         if action == "status":
             s = crawl_status(redis, keyspace)
@@ -123,7 +129,7 @@ def _host_args(args: list[str]) -> tuple[str, float]:
 
 
 def _steer_host(frontier: Frontier, action: str, host: str, seconds: float) -> None:
-    ms = int(seconds * 1000)
+    ms = math.ceil(seconds * 1000)  # never a block of 0.4 ms lifted as one of 0
     if action == "delay":
         frontier.set_delay(host, ms)
         print(f"host {host}: " + (f"at least {seconds:g} s between downloads" if ms

@@ -69,12 +69,13 @@ def host_name(text: str) -> str:
     text = text.strip()
     if len(text) > MAX_HOST_CHARS + 16 or any(c.isspace() for c in text):
         raise BadHostName(f"not a host name: {text[:80]!r}")
-    if "://" in text:
-        key = host_of(text)
-        if not key:
-            raise BadHostName(f"not a host name: {text[:80]!r}")
-        return key
-    return text.lower()
+    # a bare name keyed as the frontier keys a URL's: IDNA, default port and
+    # trailing dot dropped
+    key = "" if "://" not in text and "/" in text else \
+        host_of(text if "://" in text else f"http://{text}/")
+    if not key:
+        raise BadHostName(f"not a host name: {text[:80]!r}")
+    return key
 
 
 def _record(raw) -> dict | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 
 from crawlproj import child
@@ -44,8 +45,11 @@ class Compactor:
         lock, or too few pages. Raises OSError when the segment cannot be written, and
         CrawlprojError when the child fails otherwise (its line is on the
         worker's standard error); the pages stay in Redis either way."""
-        proc = child.spawn(MODULE, dict(self.order, partition=p))
-        line = proc.stdout.read()
+        try:
+            proc = child.spawn(MODULE, dict(self.order, partition=p))
+            line = proc.stdout.read()
+        except OSError as exc:  # no process (EAGAIN, EMFILE): not the disk's fault
+            raise CrawlprojError(f"compaction process not started: {exc}") from None
         code = proc.wait()
         if code:
             raise CrawlprojError(f"compaction process {proc.pid} exited with code {code}")
@@ -65,11 +69,15 @@ def _run(settings, order: dict, reports) -> None:
     store = LinkStore(redis, keyspace, LinkStore.directory_of(settings, keyspace.crawl_id),
                       settings.getint("LINKSTORE_SEGMENT_PAGES"))
     logger.info("Link store compaction process %d of worker %d", os.getpid(), order["parent"])
+    # stopped (a process group's SIGTERM): the segment's cleanup and the
+    # lock's release run, as on an error
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     segments = moved = 0
     try:
-        # until the working set is below a segment: pages come in while one
-        # is written, and a child's start is worth more than one segment
-        while n := store.compact(order["partition"]):
+        # until the working set is below a segment (pages come in while one
+        # is written, and a child's start is worth more than one segment),
+        # while the worker that started it is there to count them
+        while os.getppid() == order["parent"] and (n := store.compact(order["partition"])):
             segments += 1
             moved += n
         answer = {"segments": segments, "moved": moved}

@@ -288,7 +288,7 @@ class LinkStore:
         (pages, edges) written. In chunks, the process that compacts peaks
         at about a third less than with the segment decoded at once
         (docs/benchmarks.md). The lock keeps the list's head still. A write
-        that fails leaves no file behind."""
+        that fails leaves no temporary file behind."""
         ks = self.keyspace
         paths = {kind: base.with_name(f"{base.name}.{kind}.parquet")
                  for kind in ("edges", "urls", "pages")}
@@ -321,7 +321,7 @@ class LinkStore:
             for w in writers.values():
                 try:
                     w.close()  # a no-op when closed
-                except OSError:  # the disk that failed a write fails the footer
+                except Exception:  # the disk that failed a write fails the footer
                     pass
             for tmp in tmps.values():
                 tmp.unlink(missing_ok=True)

@@ -443,7 +443,7 @@ local function lease(asked, want)
     for _, host in ipairs(redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 1000)) do
       local l = cmsgpack.unpack(redis.call('HGET', LEASE, host))
       requeue(host, l, l[5])
-      unlease(host, 0)
+      unlease(host, tonumber(redis.call('HGET', DELAYS, host) or 0))
       expired = expired + 1
     end
     for _, token in ipairs(redis.call('ZRANGEBYSCORE', PENDING, '-inf', now, 'LIMIT', 0, 1000)) do
