@@ -357,6 +357,25 @@ while True:
 
 
 @pytest.mark.faults
+def test_an_open_files_index_is_in_the_spool_as_its_records_are_written(tmp_path):
+    """A worker holds none of its open file's index lines (a 1 GiB file has
+    some 185,000 of them): each batch's go to NAME.cdxj.open as it is
+    written, and the published index is that file sorted."""
+    w = WarcWriter(LocalStorage(tmp_path), "c1", "w1", max_size=1 << 30)
+    batch = [(exchange(f"http://h{i % 3}.example/p{i}", os.urandom(100)), None) for i in range(6)]
+    for one in (batch[:2], batch[2:]):
+        assert w.write_many(one) == [None] * len(one)
+        (spool,) = [n for n in os.listdir(tmp_path) if n.endswith(".cdxj" + OPEN_SUFFIX)]
+        assert len((tmp_path / spool).read_text().splitlines()) == batch.index(one[-1]) + 1
+    w.close()
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(OPEN_SUFFIX)]
+    (name,) = [n for n in os.listdir(tmp_path) if n.endswith(".warc.gz")]
+    written = (tmp_path / name.replace(".warc.gz", ".cdxj")).read_text().splitlines()
+    with open(tmp_path / name, "rb") as f:
+        assert written == sorted(written) == index_file(f, name)
+    assert len(written) == len(batch)
+
+
 def test_kill9_leaves_a_file_the_next_start_repairs(tmp_path):
     p = subprocess.Popen([sys.executable, "-c", WRITER % {"root": str(ROOT), "dir": str(tmp_path)}],
                          stdout=subprocess.PIPE)
@@ -376,6 +395,7 @@ def test_kill9_leaves_a_file_the_next_start_repairs(tmp_path):
     assert len(recs) >= 1 + 2 * 20 and recs[0][0] == "warcinfo"
     index = (tmp_path / name.replace(".warc.gz", ".cdxj")).read_text().splitlines()
     assert len(index) == sum(1 for r in recs if r[0] == "response")
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(OPEN_SUFFIX)]  # its index's too
 
 
 def test_unreadable_open_file_is_set_aside_and_locked_file_left_alone(tmp_path):

@@ -31,6 +31,7 @@ usual; a file with no complete record is moved to ``damaged/``.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import logging
@@ -140,7 +141,12 @@ def _serialised(writer: WARCWriter, records) -> list[bytes]:
 
 
 class WarcFile:
-    """One WARC file being written (in the spool), with its CDXJ lines."""
+    """One WARC file being written (in the spool), with its CDXJ index.
+
+    The index lines go to the index's spool file (NAME.cdxj.open) as their
+    records are written, and are sorted when the file closes: held in memory
+    until a 1 GiB file rotates, they grew a worker by some 0.3 KB a page
+    (docs/scale.md, "A long crawl")."""
 
     def __init__(self, path: Path, info: dict[str, str]):
         self.path = path
@@ -156,8 +162,14 @@ class WarcFile:
             raise
         self.size = 0
         self.records = 0
-        self.cdxj: list[str] = []
         self.broken = False
+        self.index_path = path.with_name(self.name[: -len(WARC_SUFFIX)] + CDXJ_SUFFIX
+                                         + OPEN_SUFFIX)
+        self.index = None
+        try:
+            self.index = open(self.index_path, "w", encoding="utf-8")
+        except OSError as exc:
+            self._index_failed(exc)
         try:
             writer = _builder()
             (member,) = _serialised(writer, [writer.create_warcinfo_record(self.name, info)])
@@ -165,7 +177,22 @@ class WarcFile:
         except BaseException:
             self.f.close()
             path.unlink(missing_ok=True)
+            self._drop_index()
             raise
+
+    def _index_failed(self, exc: OSError) -> None:
+        """The WARC file matters more than its index: one that cannot be
+        written (a full disk) is left out with a warning."""
+        logger.warning("CDXJ index of %s not written (%s); `scrapy cdx` builds it",
+                       self.name, exc.strerror or exc)
+        self._drop_index()
+
+    def _drop_index(self) -> None:
+        if self.index is not None:
+            with contextlib.suppress(OSError):
+                self.index.close()
+            self.index = None
+        self.index_path.unlink(missing_ok=True)
 
     def append(self, members: list[tuple[bytes, tuple | None]]) -> None:
         """Write gzip members (one record each, with its index entry or None)
@@ -184,14 +211,20 @@ class WarcFile:
             except OSError:
                 pass  # the next start's recover() cuts the partial record
             raise
-        offset = self.size
+        offset, lines = self.size, []
         for member, index in members:
             if index is not None:
                 key, values = index
-                self.cdxj.append(finish_line(key, values, len(member), offset, self.name))
+                lines.append(finish_line(key, values, len(member), offset, self.name) + "\n")
             offset += len(member)
         self.size += len(data)
         self.records += len(members)
+        if self.index is not None and lines:
+            try:
+                self.index.write("".join(lines))
+                self.index.flush()  # one write a batch, as the file's
+            except OSError as exc:
+                self._index_failed(exc)
 
     def close(self, storage: Storage) -> str | None:
         """fsync, unlock, publish the file and its sorted index; None if the
@@ -202,9 +235,20 @@ class WarcFile:
         finally:
             self.f.close()  # releases the flock
         if self.broken:
+            self._drop_index()  # recover() indexes the records the file holds whole
             return None
+        lines = None
+        if self.index is not None:
+            try:
+                self.index.close()
+                text = self.index_path.read_text(encoding="utf-8")
+                lines = sorted(line for line in text.split("\n") if line)
+            except OSError as exc:
+                self._index_failed(exc)
+            self.index = None
         where = storage.publish(self.path, self.name)
-        write_index(storage, self.name, sorted(self.cdxj))
+        if lines is not None:
+            write_index(storage, self.name, lines)
         return where
 
 
